@@ -1,0 +1,58 @@
+"""The command line: parses, calls the library, prints. No measurement logic lives here."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from .. import __version__
+from ..errors import MeasurementError, UserError
+from .common import err_console
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="anebench")
+def app() -> None:
+    """Measure how fast an accelerator streams LLM weights from memory."""
+
+
+def _register_commands() -> None:
+    from . import run as run_commands
+
+    run_commands.register(app)
+    for module in ("build", "suites", "results"):  # each concern adds its commands when present
+        try:
+            imported = __import__(f"anebench.cli.{module}", fromlist=["register"])
+        except ModuleNotFoundError as exc:
+            if exc.name != f"anebench.cli.{module}":
+                raise
+            continue
+        imported.register(app)
+
+
+_register_commands()
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        app.main(args=argv, prog_name="anebench", standalone_mode=False)
+    except click.exceptions.Abort:
+        err_console.print("aborted")
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except UserError as exc:
+        err_console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+        sys.exit(UserError.exit_code)
+    except MeasurementError as exc:
+        err_console.print(f"[red]measurement refused:[/red] {exc}", highlight=False, soft_wrap=True)
+        sys.exit(MeasurementError.exit_code)
+    except KeyboardInterrupt:
+        err_console.print("interrupted: nothing was saved")
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,131 @@
+"""What every measuring command shares: options, progress, the results table, saving and --json."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from ..engines import best_engine, resolve_device, usable_engine
+from ..engines.base import Engine
+from ..errors import UserError
+from ..results.files import document_json, save_records
+from ..results.schema import ResultRecord
+from ..session import preflight_memory
+from ..system.host import host_label
+from ..workloads import Workload, resolve_workload
+
+err_console = Console(stderr=True)
+
+
+@dataclass
+class Target:
+    engine: Engine
+    device: str
+
+
+def measuring_options(func: Callable) -> Callable:
+    """--engine/--device/--workload/--out/--json, the same for `run` and every suite."""
+    options = [
+        click.option("--engine", "-e", "engines", multiple=True, help="Engine (repeatable); default: best here."),
+        click.option("--device", "-d", default=None, help="Device of the engine, e.g. cpu, cuda:0, ane, gpu."),
+        click.option("--workload", "-w", "workloads", multiple=True,
+                     help="Catalog name, lm_head:HIDDENxVOCAB[:DTYPE] or hf:PATH[:TENSOR] (repeatable)."),
+        click.option("--out", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                     help="Where to save the results (default: a file named after host and time)."),
+        click.option("--no-save", is_flag=True, help="Do not save a results file."),
+        click.option("--json", "as_json", is_flag=True, help="Print exactly one JSON document on stdout."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def resolve_targets(engine_names: tuple[str, ...], device: str | None) -> list[Target]:
+    if not engine_names:
+        engine, default_device = best_engine()
+        return [Target(engine, resolve_device(engine, device) if device else default_device)]
+    return [Target(e, resolve_device(e, device)) for e in (usable_engine(n) for n in engine_names)]
+
+
+def resolve_workloads(specs: tuple[str, ...], default: str = "llama_lm_head") -> list[Workload]:
+    return [resolve_workload(s) for s in (specs or (default,))]
+
+
+def preflight(targets: list[Target], workloads: list[Workload]) -> None:
+    for target in targets:
+        for workload in workloads:
+            preflight_memory(target.engine, target.device, workload)
+
+
+def check_out_path(out: Path | None) -> None:
+    if out is not None and out.exists() and out.is_dir():
+        raise UserError(f"--out {out}: is a directory; give a file name")
+    if out is not None and not out.parent.exists():
+        raise UserError(f"--out {out}: directory {out.parent} does not exist")
+
+
+def default_out_path(suite: str) -> Path:
+    stamp = datetime.now().strftime("%Y%m%dT%H%M%S")
+    return Path.cwd() / f"anebench-{suite}-{host_label()}-{stamp}.json"
+
+
+@contextmanager
+def progress_bar():
+    progress = Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=err_console, transient=False,
+    )
+    with progress:
+        yield progress
+
+
+def results_table(records: list[ResultRecord], title: str = "anebench results") -> Table:
+    table = Table(title=title)
+    for column in ("engine", "device", "workload", "dtype", "MB", "median ms ± CI", "GB/s", "warnings"):
+        table.add_column(column, justify="right" if column in ("MB", "GB/s") else "left")
+    for record in records:
+        s = record.summary
+        half_ci = (s.ci95_high - s.ci95_low) / 2 * 1e3
+        gbps = f"{record.gbps:.2f}" if record.gbps else "-"
+        if record.device_gbps:
+            gbps += f" (device {record.device_gbps:.2f})"
+        table.add_row(
+            record.engine.name,
+            record.engine.device,
+            record.workload.name,
+            record.engine.run_dtype,
+            f"{record.workload.weight_bytes / 1e6:.2f}",
+            f"{s.median * 1e3:.3f} ± {half_ci:.3f}",
+            gbps,
+            ", ".join(w.split(":", 1)[0] for w in record.warnings) or "-",
+        )
+    return table
+
+
+def emit(records: list[ResultRecord], suite: str, out: Path | None, no_save: bool, as_json: bool,
+         title: str = "anebench results") -> Path | None:
+    """Print the table (stderr under --json), save the records, print the JSON document if asked."""
+    err_console.print(results_table(records, title)) if as_json else Console().print(
+        results_table(records, title))
+    for record in records:
+        label = f"{record.engine.name}:{record.engine.device} {record.workload.name}"
+        for line in ([record.engine.dtype_note] if record.engine.dtype_note else []) + record.warnings:
+            err_console.print(f"[yellow]{label}:[/yellow] {line}", highlight=False, soft_wrap=True)
+    saved = None
+    if not no_save:
+        saved = out or default_out_path(suite)
+        save_records(saved, records)
+        err_console.print(f"saved {len(records)} record(s) to {saved}")
+    if as_json:
+        sys.stdout.write(document_json(records))
+        sys.stdout.flush()
+    return saved

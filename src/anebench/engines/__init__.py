@@ -1,0 +1,88 @@
+"""The engine registry: every engine behind one protocol, looked up by name."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..errors import UserError
+from .base import Availability, DtypeChoice, Engine, Prepared
+
+
+def _numpy() -> Engine:
+    from .numpy_engine import NumpyEngine
+
+    return NumpyEngine()
+
+
+def _torch() -> Engine:
+    from .torch_engine import TorchEngine
+
+    return TorchEngine()
+
+
+def _mlx() -> Engine:
+    from .mlx_engine import MlxEngine
+
+    return MlxEngine()
+
+
+# Preference order for "the best engine this machine has": accelerators first, numpy last.
+ENGINE_FACTORIES: dict[str, Callable[[], Engine]] = {"mlx": _mlx, "torch": _torch, "numpy": _numpy}
+CPU_DEVICES = {"cpu"}
+
+
+def register_engine(name: str, factory: Callable[[], Engine], first: bool = False) -> None:
+    global ENGINE_FACTORIES
+    if first:
+        ENGINE_FACTORIES = {name: factory, **{k: v for k, v in ENGINE_FACTORIES.items() if k != name}}
+    else:
+        ENGINE_FACTORIES[name] = factory
+
+
+def get_engine(name: str) -> Engine:
+    if name not in ENGINE_FACTORIES:
+        raise UserError(f"unknown engine {name!r}; valid: {', '.join(ENGINE_FACTORIES)}")
+    return ENGINE_FACTORIES[name]()
+
+
+def usable_engine(name: str) -> Engine:
+    engine = get_engine(name)
+    availability = engine.available()
+    if not availability:
+        raise UserError(f"engine {name!r} is not available: {availability.reason}")
+    return engine
+
+
+def resolve_device(engine: Engine, device: str | None) -> str:
+    devices = engine.devices()
+    if device is None:
+        return devices[0]
+    if device not in devices:
+        raise UserError(
+            f"device {device!r} is not available for engine {engine.name!r}; valid here: {', '.join(devices)}"
+        )
+    return device
+
+
+def best_engine() -> tuple[Engine, str]:
+    """The first engine (in preference order) with an accelerator, else the first usable CPU engine."""
+    usable = [e for e in (f() for f in ENGINE_FACTORIES.values()) if e.available()]
+    for engine in usable:
+        device = engine.default_device()
+        if device not in CPU_DEVICES:
+            return engine, device
+    cpu_engine = next(e for e in usable if e.name == "numpy")
+    return cpu_engine, "cpu"
+
+
+__all__ = [
+    "Availability",
+    "DtypeChoice",
+    "Engine",
+    "Prepared",
+    "best_engine",
+    "get_engine",
+    "register_engine",
+    "resolve_device",
+    "usable_engine",
+]

@@ -1,0 +1,105 @@
+"""The engine protocol: load a workload onto a device once, then run one synchronised call.
+
+Engines never time anything and never compute statistics; the shared timing loop does, so what is
+tested on numpy holds for every engine.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..workloads import Workload
+
+
+@dataclass(frozen=True)
+class Availability:
+    ok: bool
+    reason: str = ""
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+
+@dataclass(frozen=True)
+class DtypeChoice:
+    """The dtype an engine streams, and why it differs from the workload's when it does."""
+
+    run_dtype: str
+    note: str | None = None
+
+
+def upcast_when_compute_bound(workload: Workload, why: str) -> DtypeChoice:
+    """16-bit weights streamed as fp32 where this engine's 16-bit matvec is compute-bound."""
+    if workload.dtype == "fp32":
+        return DtypeChoice("fp32")
+    return DtypeChoice(
+        "fp32",
+        f"{workload.dtype} weights streamed as fp32 (exact upcast): {why}; "
+        "weight_bytes and GB/s count the fp32 bytes read",
+    )
+
+
+class Prepared(ABC):
+    """A workload loaded on a device. ``call()`` is one complete, synchronised call."""
+
+    workload: Workload
+    weight_bytes: int
+    run_dtype: str
+    dtype_note: str | None = None
+    compute_units: str | None = None
+    device_time_note: str = "this engine has no device timestamps: wall clock only"
+
+    def __init__(self) -> None:
+        self.details: dict[str, str | int | float | bool | None] = {}
+
+    @abstractmethod
+    def call(self) -> None: ...
+
+    def device_seconds(self) -> float | None:
+        """Device-side time of the last call, where the engine has device timestamps."""
+        return None
+
+    @abstractmethod
+    def output(self) -> np.ndarray:
+        """The last call's logits as float32, shape (batch, vocab)."""
+
+    def reference_rows(self, start: int, stop: int) -> np.ndarray:
+        """The weights this engine really reads for rows [start, stop) (decoded if quantized)."""
+        return self.workload.weights.read_rows(start, stop)
+
+    def reference_inputs(self) -> np.ndarray:
+        return self.workload.inputs()
+
+    def close(self) -> None:
+        """Release device memory; the object is unusable afterwards."""
+
+
+@dataclass
+class Engine(ABC):
+    name: str = field(init=False, default="")
+
+    @abstractmethod
+    def available(self) -> Availability: ...
+
+    @abstractmethod
+    def devices(self) -> list[str]:
+        """Devices usable on this host, best first; empty when the engine is unavailable."""
+
+    @abstractmethod
+    def version(self) -> str: ...
+
+    def default_device(self) -> str:
+        return self.devices()[0]
+
+    def dtype_for(self, workload: Workload, device: str) -> DtypeChoice:
+        return DtypeChoice(workload.dtype)
+
+    def bytes_for(self, workload: Workload, device: str) -> int:
+        """Weight bytes one call will read on ``device`` (for the memory preflight)."""
+        return workload.bytes_as(self.dtype_for(workload, device).run_dtype)
+
+    @abstractmethod
+    def prepare(self, workload: Workload, device: str) -> Prepared: ...

@@ -1,0 +1,90 @@
+"""MLX: Metal GPU on a Mac, CPU everywhere (``mlx[cpu]`` on Linux tests the code path, not bandwidth)."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+
+from ..workloads import GEN_BLOCK_ROWS, Workload
+from .base import Availability, DtypeChoice, Engine, Prepared, upcast_when_compute_bound
+
+_MLX_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
+
+
+def _mx():
+    import mlx.core as mx
+
+    return mx
+
+
+class MlxPrepared(Prepared):
+    def __init__(self, workload: Workload, device: str, choice: DtypeChoice):
+        super().__init__()
+        mx = _mx()
+        self.workload, self.device = workload, device
+        self.run_dtype, self.dtype_note = choice.run_dtype, choice.note
+        self.compute_units = device
+        self._stream = mx.gpu if device == "gpu" else mx.cpu
+        dtype = getattr(mx, _MLX_DTYPES[choice.run_dtype])
+        with mx.stream(self._stream):
+            # Filled block by block into one buffer so no second full-size copy is ever held.
+            self.weights = mx.zeros(workload.shape, dtype=dtype)
+            step = GEN_BLOCK_ROWS * 16
+            for lo in range(0, workload.vocab, step):
+                hi = min(lo + step, workload.vocab)
+                block = np.asarray(workload.weights.read_rows(lo, hi), dtype=np.float32)
+                self.weights[lo:hi] = mx.array(block).astype(dtype)
+                mx.eval(self.weights)
+            inputs = mx.array(workload.inputs()).astype(dtype)
+            self._x = inputs[0] if workload.batch == 1 else inputs
+            mx.eval(self._x)
+        self.weight_bytes = self.weights.nbytes
+        self._y = None
+
+    def call(self) -> None:
+        mx = _mx()
+        if self.workload.batch == 1:
+            y = mx.matmul(self.weights, self._x, stream=self._stream)
+        else:
+            y = mx.matmul(self._x, self.weights.T, stream=self._stream)
+        mx.eval(y)
+        self._y = y
+
+    def output(self) -> np.ndarray:
+        mx = _mx()
+        host = np.array(self._y.astype(mx.float32))
+        return host.reshape(self.workload.batch, self.workload.vocab)
+
+    def close(self) -> None:
+        self.weights = self._x = self._y = None
+
+
+class MlxEngine(Engine):
+    name = "mlx"
+
+    def available(self) -> Availability:
+        if importlib.util.find_spec("mlx") is None:
+            return Availability(False, "mlx is not installed (pip install 'anebench[mlx]')")
+        try:
+            _mx()
+        except Exception as exc:  # a broken wheel must not take the other engines down
+            return Availability(False, f"mlx failed to import: {exc}")
+        return Availability(True)
+
+    def devices(self) -> list[str]:
+        if not self.available():
+            return []
+        mx = _mx()
+        return (["gpu"] if mx.metal.is_available() else []) + ["cpu"]
+
+    def version(self) -> str:
+        return _mx().__version__
+
+    def dtype_for(self, workload: Workload, device: str) -> DtypeChoice:
+        if device == "cpu":
+            return upcast_when_compute_bound(workload, "MLX's 16-bit CPU matmul is compute-bound")
+        return DtypeChoice(workload.dtype)
+
+    def prepare(self, workload: Workload, device: str) -> Prepared:
+        return MlxPrepared(workload, device, self.dtype_for(workload, device))

@@ -1,0 +1,59 @@
+"""numpy: BLAS sgemv on the CPU. Always available; the reference every other engine is checked against."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..system.blas import blas_summary
+from ..workloads import Workload
+from .base import Availability, DtypeChoice, Engine, Prepared, upcast_when_compute_bound
+
+
+class NumpyPrepared(Prepared):
+    def __init__(self, workload: Workload, choice: DtypeChoice):
+        super().__init__()
+        self.workload = workload
+        self.run_dtype, self.dtype_note = choice.run_dtype, choice.note
+        self.compute_units = "cpu"
+        self.weights = np.empty(workload.shape, dtype=np.float32)
+        workload.fill_rows(self.weights)
+        self.weight_bytes = self.weights.nbytes
+        inputs = workload.inputs()
+        if workload.batch == 1:
+            self._x = np.ascontiguousarray(inputs[0])
+            self._y = np.empty(workload.vocab, dtype=np.float32)
+        else:
+            self._x = np.ascontiguousarray(inputs)
+            self._y = np.empty((workload.batch, workload.vocab), dtype=np.float32)
+        self.details.update(blas_summary())
+
+    def call(self) -> None:
+        if self.workload.batch == 1:
+            np.dot(self.weights, self._x, out=self._y)
+        else:
+            np.matmul(self._x, self.weights.T, out=self._y)
+
+    def output(self) -> np.ndarray:
+        return self._y.reshape(self.workload.batch, self.workload.vocab)
+
+    def close(self) -> None:
+        self.weights = self._x = self._y = None
+
+
+class NumpyEngine(Engine):
+    name = "numpy"
+
+    def available(self) -> Availability:
+        return Availability(True)
+
+    def devices(self) -> list[str]:
+        return ["cpu"]
+
+    def version(self) -> str:
+        return np.__version__
+
+    def dtype_for(self, workload: Workload, device: str) -> DtypeChoice:
+        return upcast_when_compute_bound(workload, "numpy has no fast fp16 matvec")
+
+    def prepare(self, workload: Workload, device: str) -> Prepared:
+        return NumpyPrepared(workload, self.dtype_for(workload, device))

@@ -1,0 +1,109 @@
+"""torch: CPU, CUDA (timed with CUDA events as well as the wall clock) and MPS on a Mac."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+
+from ..workloads import GEN_BLOCK_ROWS, Workload
+from .base import Availability, DtypeChoice, Engine, Prepared, upcast_when_compute_bound
+
+_TORCH_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
+
+
+def _torch():
+    import torch
+
+    return torch
+
+
+class TorchPrepared(Prepared):
+    def __init__(self, workload: Workload, device: str, choice: DtypeChoice):
+        super().__init__()
+        torch = _torch()
+        self.workload, self.device = workload, device
+        self.run_dtype, self.dtype_note = choice.run_dtype, choice.note
+        self.compute_units = device
+        dtype = getattr(torch, _TORCH_DTYPES[choice.run_dtype])
+        self.weights = torch.empty(workload.shape, dtype=dtype, device=device)
+        step = GEN_BLOCK_ROWS * 16
+        for lo in range(0, workload.vocab, step):
+            hi = min(lo + step, workload.vocab)
+            block = np.asarray(workload.weights.read_rows(lo, hi), dtype=np.float32)
+            self.weights[lo:hi].copy_(torch.from_numpy(block))
+        self.weight_bytes = self.weights.numel() * self.weights.element_size()
+        inputs = torch.from_numpy(workload.inputs()).to(device=device, dtype=dtype)
+        self._x = inputs[0].contiguous() if workload.batch == 1 else inputs.contiguous()
+        out_shape = (workload.vocab,) if workload.batch == 1 else (workload.batch, workload.vocab)
+        self._y = torch.empty(out_shape, dtype=dtype, device=device)
+        self._cuda = device.startswith("cuda")
+        self._mps = device == "mps"
+        if self._cuda:
+            self._start = torch.cuda.Event(enable_timing=True)
+            self._end = torch.cuda.Event(enable_timing=True)
+            self.device_time_note = "CUDA events around each call"
+            self.details["gpu"] = torch.cuda.get_device_name(device)
+        self._last_device_s: float | None = None
+        self.details["torch_threads"] = torch.get_num_threads()
+
+    def call(self) -> None:
+        torch = _torch()
+        if self._cuda:
+            self._start.record()
+            self._matvec(torch)
+            self._end.record()
+            self._end.synchronize()
+            self._last_device_s = self._start.elapsed_time(self._end) / 1e3
+        else:
+            self._matvec(torch)
+            if self._mps:
+                torch.mps.synchronize()
+
+    def _matvec(self, torch) -> None:
+        if self.workload.batch == 1:
+            torch.mv(self.weights, self._x, out=self._y)
+        else:
+            torch.matmul(self._x, self.weights.T, out=self._y)
+
+    def device_seconds(self) -> float | None:
+        return self._last_device_s
+
+    def output(self) -> np.ndarray:
+        host = self._y.float().cpu().numpy()
+        return host.reshape(self.workload.batch, self.workload.vocab)
+
+    def close(self) -> None:
+        self.weights = self._x = self._y = None
+        torch = _torch()
+        if self._cuda:
+            torch.cuda.empty_cache()
+
+
+class TorchEngine(Engine):
+    name = "torch"
+
+    def available(self) -> Availability:
+        if importlib.util.find_spec("torch") is None:
+            return Availability(False, "torch is not installed (pip install 'anebench[torch]')")
+        return Availability(True)
+
+    def devices(self) -> list[str]:
+        if not self.available():
+            return []
+        torch = _torch()
+        found = [f"cuda:{i}" for i in range(torch.cuda.device_count())] if torch.cuda.is_available() else []
+        if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
+            found.append("mps")
+        return found + ["cpu"]
+
+    def version(self) -> str:
+        return _torch().__version__
+
+    def dtype_for(self, workload: Workload, device: str) -> DtypeChoice:
+        if device == "cpu":
+            return upcast_when_compute_bound(workload, "torch's 16-bit CPU matvec is compute-bound")
+        return DtypeChoice(workload.dtype)
+
+    def prepare(self, workload: Workload, device: str) -> Prepared:
+        return TorchPrepared(workload, device, self.dtype_for(workload, device))

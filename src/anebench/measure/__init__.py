@@ -1,0 +1,1 @@
+"""Timing loop, warmup policy, statistics and output checks, shared by every engine."""

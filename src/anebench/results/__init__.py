@@ -1,0 +1,1 @@
+"""Result records, their files and (later) the results store."""

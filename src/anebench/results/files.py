@@ -1,0 +1,57 @@
+"""Reading and writing result files: atomic writes, one document schema, clear errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from ..errors import UserError
+from .schema import DOCUMENT_SCHEMA, ResultRecord, ResultsDocument
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write to a temporary file beside ``path`` and rename it into place: never half-written."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def document_json(records: list[ResultRecord]) -> str:
+    document = ResultsDocument(results=[r if r.id else r.with_id() for r in records])
+    return document.model_dump_json(by_alias=True, indent=1) + "\n"
+
+
+def save_records(path: Path, records: list[ResultRecord]) -> None:
+    atomic_write_text(Path(path), document_json(records))
+
+
+def load_records(path: Path) -> list[ResultRecord]:
+    """A results document, or a single record; raises UserError naming the file and the problem."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such file") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UserError(f"{path}: not valid JSON ({exc})") from None
+    try:
+        if isinstance(data, dict) and data.get("schema") == DOCUMENT_SCHEMA:
+            return ResultsDocument.model_validate(data).results
+        return [ResultRecord.model_validate(data)]
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise UserError(f"{path}: invalid result at {where}: {first['msg']}") from None

@@ -1,0 +1,1 @@
+"""What machine this is: host description, BLAS, caches, chips."""

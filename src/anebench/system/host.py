@@ -1,0 +1,140 @@
+"""Describe the running host: OS, CPU, memory, caches, BLAS, power, Rosetta, chip."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import re
+import subprocess
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+import psutil
+
+from ..results.schema import HostInfo
+from .blas import blas_libraries
+
+
+def sysctl(name: str) -> str | None:
+    """A macOS sysctl value, or None where it does not exist (or this is not macOS)."""
+    if sys.platform != "darwin":
+        return None
+    try:
+        out = subprocess.run(["sysctl", "-n", name], capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else None
+
+
+def running_under_rosetta() -> bool | None:
+    """True when an x86_64 Python runs translated on Apple silicon (sysctl.proc_translated == 1)."""
+    if sys.platform != "darwin":
+        return None
+    value = sysctl("sysctl.proc_translated")
+    return value == "1" if value is not None else False
+
+
+def _linux_cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def _size_to_bytes(text: str) -> int | None:
+    match = re.fullmatch(r"(\d+)\s*([KMG]?)", text.strip())
+    if not match:
+        return None
+    return int(match[1]) * {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}[match[2]]
+
+
+def last_level_cache_bytes() -> int | None:
+    """The largest cache the CPU reports (Linux sysfs, macOS sysctl); None where unknown."""
+    if sys.platform == "darwin":
+        # Apple silicon has no L3 for the CPU; the SLC is not reported, so the L2 is the best known bound.
+        for key in ("hw.perflevel0.l2cachesize", "hw.l3cachesize", "hw.l2cachesize"):
+            value = sysctl(key)
+            if value and value.isdigit() and int(value) > 0:
+                return int(value)
+        return None
+    best = None
+    for index in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
+        try:
+            size = _size_to_bytes((index / "size").read_text())
+        except OSError:
+            continue
+        if size and (best is None or size > best):
+            best = size
+    return best
+
+
+def power_state() -> tuple[str | None, bool | None]:
+    """('ac' | 'battery' | None, low-power mode or None) where readable without privileges."""
+    source = None
+    try:
+        battery = psutil.sensors_battery()
+    except (AttributeError, NotImplementedError, OSError):
+        battery = None
+    if battery is not None:
+        source = "ac" if battery.power_plugged else "battery"
+    low_power = None
+    if sys.platform == "darwin":
+        try:
+            out = subprocess.run(["pmset", "-g"], capture_output=True, text=True, timeout=5).stdout
+            match = re.search(r"lowpowermode\s+(\d)", out)
+            low_power = bool(int(match[1])) if match else None
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    elif source is None:
+        source = "ac"  # a machine with no battery runs on mains power
+    return source, low_power
+
+
+@lru_cache(maxsize=1)
+def describe_host() -> HostInfo:
+    if sys.platform == "darwin":
+        os_name, os_version = "macOS", platform.mac_ver()[0]
+        cpu_model = sysctl("machdep.cpu.brand_string") or platform.processor()
+        machine_model = sysctl("hw.model")
+    else:
+        os_name, os_version = platform.system(), platform.release()
+        cpu_model, machine_model = _linux_cpu_model(), None
+    chip = cpu_model if cpu_model.startswith("Apple ") else None
+    source, low_power = power_state()
+    identity = "|".join([platform.node(), os_name, platform.machine(), cpu_model, str(machine_model)])
+    return HostInfo(
+        os=os_name,
+        os_version=os_version,
+        arch=platform.machine(),
+        cpu_model=cpu_model[:200],
+        chip=chip,
+        machine_model=machine_model,
+        cores_physical=psutil.cpu_count(logical=False),
+        cores_logical=psutil.cpu_count(logical=True),
+        memory_bytes=psutil.virtual_memory().total,
+        llc_bytes=last_level_cache_bytes(),
+        python=f"{platform.python_implementation()} {platform.python_version()}",
+        rosetta=running_under_rosetta(),
+        blas=blas_libraries(),
+        power_source=source,
+        low_power_mode=low_power,
+        fingerprint=hashlib.sha256(identity.encode()).hexdigest()[:16],
+    )
+
+
+def available_memory_bytes() -> int:
+    return psutil.virtual_memory().available
+
+
+def host_label() -> str:
+    """A short file-name-safe label for the host, used in default result file names."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", platform.node() or "host")[:40] or "host"
+
+
+def cpu_count() -> int:
+    return os.cpu_count() or 1

@@ -1,0 +1,194 @@
+"""Workload specs: what one call must read, generated deterministically, with a fingerprint.
+
+A workload is an LM head: ``logits = W @ x`` with ``W`` of shape (vocab, hidden). Synthetic weights
+are generated block by block from a seed, so any slice can be regenerated on its own (the output check
+and the Core ML builder rely on that) and no engine ever needs a second full-size copy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from typing import Protocol
+
+import numpy as np
+
+from .errors import UserError
+
+DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
+NUMPY_DTYPES = {"fp32": np.float32, "fp16": np.float16}
+GENERATOR_VERSION = "anebench-synthetic-v1"
+GEN_BLOCK_ROWS = 256  # rows per independently seeded block; part of the generator's definition
+
+
+def round_to_bf16(values: np.ndarray) -> np.ndarray:
+    """Round float32 values to the nearest bfloat16 (ties to even), kept as float32 (numpy has no bf16)."""
+    bits = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32)
+    rounding = ((bits >> 16) & 1) + np.uint32(0x7FFF)
+    return ((bits + rounding) & np.uint32(0xFFFF0000)).view(np.float32)
+
+
+def quantize_to_dtype(values: np.ndarray, dtype: str) -> np.ndarray:
+    """The values as the dtype stores them; fp16/fp32 as that numpy dtype, bf16 as exact float32."""
+    if dtype == "bf16":
+        return round_to_bf16(values)
+    return values.astype(NUMPY_DTYPES[dtype], copy=False)
+
+
+class WeightSource(Protocol):
+    """Where a workload's weights come from: synthetic (seeded) or a checkpoint tensor."""
+
+    def description(self) -> dict: ...
+
+    def read_rows(self, start: int, stop: int) -> np.ndarray:
+        """Rows [start, stop) as stored (fp16/fp32 numpy dtype; bf16 as exact float32)."""
+        ...
+
+
+@dataclass(frozen=True)
+class SyntheticWeights:
+    """Uniform values in [-1, 1) / sqrt(hidden), one generator per block of GEN_BLOCK_ROWS rows."""
+
+    hidden: int
+    vocab: int
+    dtype: str
+    seed: int
+
+    def description(self) -> dict:
+        return {"generator": GENERATOR_VERSION, "block_rows": GEN_BLOCK_ROWS, "seed": self.seed}
+
+    def read_rows(self, start: int, stop: int) -> np.ndarray:
+        if not 0 <= start <= stop <= self.vocab:
+            raise ValueError(f"rows [{start}, {stop}) outside 0..{self.vocab}")
+        scale = np.float32(2.0 / np.sqrt(self.hidden))
+        blocks = []
+        first, last = start // GEN_BLOCK_ROWS, (stop - 1) // GEN_BLOCK_ROWS if stop > start else -1
+        for block in range(first, last + 1):
+            rng = np.random.default_rng((self.seed, block, self.hidden, self.vocab))
+            rows = min(GEN_BLOCK_ROWS, self.vocab - block * GEN_BLOCK_ROWS)
+            values = rng.random((rows, self.hidden), dtype=np.float32)
+            values -= np.float32(0.5)
+            values *= scale
+            lo = max(start - block * GEN_BLOCK_ROWS, 0)
+            hi = min(stop - block * GEN_BLOCK_ROWS, rows)
+            blocks.append(quantize_to_dtype(values[lo:hi], self.dtype))
+        if not blocks:
+            return np.empty((0, self.hidden), dtype=np.float32)
+        return blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
+
+
+@dataclass(frozen=True)
+class Workload:
+    """An LM head to stream: W is (vocab, hidden) in ``dtype``; one call reads every weight once."""
+
+    name: str
+    hidden: int
+    vocab: int
+    dtype: str = "fp16"
+    seed: int = 0
+    batch: int = 1
+    quant: str | None = None  # artifact-level quantization (Core ML lut/int8); None = as dtype
+    source: WeightSource | None = field(default=None, compare=False, repr=False)
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        if self.dtype not in DTYPE_BYTES:
+            raise UserError(f"dtype {self.dtype!r} is not supported; valid: {', '.join(DTYPE_BYTES)}")
+        if self.hidden < 1 or self.vocab < 1 or self.batch < 1:
+            raise UserError(f"workload {self.name!r}: hidden, vocab and batch must be positive")
+
+    @property
+    def weights(self) -> WeightSource:
+        return self.source or SyntheticWeights(self.hidden, self.vocab, self.dtype, self.seed)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.vocab, self.hidden)
+
+    @property
+    def weight_bytes(self) -> int:
+        """Bytes one call reads with the weights in the workload's own dtype (before any quantization)."""
+        return self.vocab * self.hidden * DTYPE_BYTES[self.dtype]
+
+    def bytes_as(self, dtype: str) -> int:
+        return self.vocab * self.hidden * DTYPE_BYTES[dtype]
+
+    def description(self) -> dict:
+        """The canonical description hashed into the fingerprint: everything that changes the bytes."""
+        return {
+            "kind": "lm_head",
+            "shape": [self.vocab, self.hidden],
+            "dtype": self.dtype,
+            "batch": self.batch,
+            "quant": self.quant,
+            "weights": self.weights.description(),
+        }
+
+    @cached_property
+    def fingerprint(self) -> str:
+        canonical = json.dumps(self.description(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
+    def with_batch(self, batch: int) -> Workload:
+        return replace(self, batch=batch)
+
+    def fill_rows(self, out: np.ndarray, row_start: int = 0) -> None:
+        """Write rows [row_start, row_start + len(out)) into ``out``, converting to out's dtype."""
+        step = GEN_BLOCK_ROWS * 16
+        for lo in range(0, out.shape[0], step):
+            hi = min(lo + step, out.shape[0])
+            out[lo:hi] = self.weights.read_rows(row_start + lo, row_start + hi)
+
+    def inputs(self) -> np.ndarray:
+        """The call's input vectors, (batch, hidden) float32, exactly representable in fp16."""
+        rng = np.random.default_rng((self.seed, 0x1A7E, self.hidden))
+        values = rng.standard_normal((self.batch, self.hidden), dtype=np.float32)
+        return values.astype(np.float16).astype(np.float32)
+
+
+# The published anemll-bench heads: Llama-3-8B / DeepHermes-3-Llama-3-8B, hidden 4096, vocab 128256.
+CATALOG: dict[str, Workload] = {
+    "llama_lm_head": Workload(
+        "llama_lm_head", 4096, 128256, "fp16", seed=0, note="Llama-3-8B LM head shape, fp16"
+    ),
+    "DeepHermes_lm_head": Workload(
+        "DeepHermes_lm_head", 4096, 128256, "fp16", seed=1, note="DeepHermes-3-Llama-3-8B LM head shape"
+    ),
+}
+
+_PARAMETRIC = re.compile(r"^lm_head:(\d+)x(\d+)(?::(fp32|fp16|bf16))?$")
+
+
+def register(workload: Workload) -> None:
+    """Add a canonical workload (e.g. the Core ML quantized heads) to the catalog."""
+    CATALOG[workload.name] = workload
+
+
+def resolve_workload(spec: str) -> Workload:
+    """A catalog name, ``lm_head:HIDDENxVOCAB[:DTYPE]``, or ``hf:PATH[:TENSOR]``."""
+    spec = spec.strip()
+    if spec in CATALOG:
+        return CATALOG[spec]
+    if spec.startswith("hf:"):
+        from .checkpoints import checkpoint_workload
+
+        return checkpoint_workload(spec)
+    match = _PARAMETRIC.match(spec)
+    if match:
+        hidden, vocab = int(match[1]), int(match[2])
+        dtype = match[3] or "fp16"
+        if hidden == 0 or vocab == 0:
+            raise UserError(f"workload {spec!r}: HIDDEN and VOCAB must be positive integers")
+        return Workload(f"lm_head:{hidden}x{vocab}:{dtype}", hidden, vocab, dtype)
+    if spec.startswith("lm_head"):
+        raise UserError(
+            f"workload {spec!r} is malformed; expected lm_head:HIDDENxVOCAB[:fp32|fp16|bf16], "
+            "e.g. lm_head:4096x32768:fp32"
+        )
+    raise UserError(
+        f"unknown workload {spec!r}; valid: {', '.join(sorted(CATALOG))}, "
+        "lm_head:HIDDENxVOCAB[:DTYPE] or hf:PATH[:TENSOR]"
+    )

@@ -40,6 +40,11 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Abort:
         err_console.print("aborted")
         sys.exit(130)
+    except click.UsageError as exc:
+        command = exc.ctx.command_path if exc.ctx else "anebench"
+        err_console.print(f"[red]error:[/red] {exc.format_message()} (see '{command} --help')",
+                          highlight=False, soft_wrap=True)
+        sys.exit(exc.exit_code)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)

@@ -1,0 +1,3 @@
+from anebench.cli import main
+
+main()

@@ -1,0 +1,81 @@
+import numpy as np
+import pytest
+
+from anebench.engines import best_engine, get_engine, resolve_device, usable_engine
+from anebench.errors import MeasurementError, UserError
+from anebench.measure.check import check_output
+from anebench.session import RunOptions, measure_workload, verify_output
+from anebench.measure.warmup import WarmupPolicy
+from anebench.workloads import Workload
+
+ENGINES_HERE = [("numpy", "cpu"), ("torch", "cpu"), ("mlx", "cpu")]
+
+
+@pytest.mark.parametrize("engine_name, device", ENGINES_HERE)
+@pytest.mark.parametrize("dtype", ["fp16", "fp32", "bf16"])
+@pytest.mark.parametrize("batch", [1, 3])
+def test_each_engine_computes_w_times_x(engine_name, device, dtype, batch):
+    workload = Workload("t", hidden=96, vocab=1000, dtype=dtype, seed=3, batch=batch)
+    engine = usable_engine(engine_name)
+    prepared = engine.prepare(workload, device)
+    try:
+        prepared.call()
+        out = prepared.output()
+        assert out.shape == (batch, 1000)
+        expected = workload.inputs().astype(np.float64) @ workload.weights.read_rows(0, 1000).astype(np.float64).T
+        np.testing.assert_allclose(out, expected, rtol=0, atol=1e-4 * np.abs(expected).max())
+        check = check_output(prepared)
+        assert check.passed and check.rows_checked == 768  # first, middle and last 256 rows
+        assert prepared.weight_bytes == 96 * 1000 * 4  # CPU engines stream fp32
+        if dtype != "fp32":
+            assert "streamed as fp32" in prepared.dtype_note
+        else:
+            assert prepared.dtype_note is None
+    finally:
+        prepared.close()
+
+
+def test_output_check_catches_an_engine_that_does_not_compute(small_workload):
+    prepared = get_engine("numpy").prepare(small_workload, "cpu")
+    prepared.call()
+    prepared.output()[:] = 0.0  # as if the call had been skipped
+    check = check_output(prepared)
+    assert not check.passed and check.relative_error == pytest.approx(1.0)
+
+    prepared.call = lambda: None  # a call that does nothing
+    with pytest.raises(MeasurementError, match="output check failed"):
+        verify_output(prepared)
+
+
+def test_output_check_catches_wrong_rows(small_workload):
+    prepared = get_engine("numpy").prepare(small_workload, "cpu")
+    prepared.call()
+    prepared.output()[0, :] = np.roll(prepared.output()[0, :], 1)
+    assert not check_output(prepared).passed
+
+
+def test_measure_workload_makes_a_complete_record(small_workload):
+    options = RunOptions(runs=20, warmup=WarmupPolicy(fixed=2))
+    record = measure_workload(get_engine("numpy"), "cpu", small_workload, options)
+    assert record.id == record.content_id()
+    assert record.method.runs == 20 and len(record.samples_s) == 20
+    assert record.method.warmup_runs == 2 and record.method.warmup_policy == "fixed: 2 calls"
+    assert record.method.output_check.passed
+    assert record.workload.fingerprint == small_workload.fingerprint
+    assert record.workload.weight_bytes == 64 * 1024 * 4
+    assert record.gbps == pytest.approx(record.workload.weight_bytes / record.summary.median / 1e9)
+    assert any(w.startswith("cache-resident") for w in record.warnings)
+    assert record.device_samples_s is None and "wall clock only" in record.device_time
+    assert record.engine.details.get("blas_threads")
+
+
+def test_registry_errors_name_what_is_valid():
+    with pytest.raises(UserError, match="unknown engine 'tensorflow'; valid: .*numpy"):
+        get_engine("tensorflow")
+    with pytest.raises(UserError, match="device 'cuda:7' is not available for engine 'numpy'; valid here: cpu"):
+        resolve_device(get_engine("numpy"), "cuda:7")
+
+
+def test_best_engine_here_is_a_cpu_engine():
+    engine, device = best_engine()
+    assert device == "cpu" and engine.name == "numpy"

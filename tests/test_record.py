@@ -1,0 +1,72 @@
+import json
+
+import pytest
+from pydantic import ValidationError
+
+from anebench.engines import get_engine
+from anebench.errors import UserError
+from anebench.measure.warmup import WarmupPolicy
+from anebench.results.files import load_records, save_records
+from anebench.results.schema import SCHEMA_VERSION, ResultRecord
+from anebench.session import RunOptions, measure_workload
+
+
+@pytest.fixture(scope="module")
+def record():
+    from anebench.workloads import Workload
+
+    workload = Workload("rt", hidden=64, vocab=512, dtype="fp32", seed=5)
+    return measure_workload(get_engine("numpy"), "cpu", workload, RunOptions(runs=10, warmup=WarmupPolicy(fixed=1)))
+
+
+def test_record_round_trips_through_a_file(record, tmp_path):
+    path = tmp_path / "out.json"
+    save_records(path, [record])
+    document = json.loads(path.read_text())
+    assert document["schema"] == "anebench.results/1"
+    assert document["results"][0]["schema"] == SCHEMA_VERSION
+    loaded = load_records(path)
+    assert loaded == [record]
+    assert loaded[0].content_id() == record.id
+    assert not list(tmp_path.glob(".*.tmp"))  # the atomic write left no temporary file
+
+
+def test_record_carries_full_provenance(record):
+    data = record.model_dump(mode="json", by_alias=True)
+    for key in ("tool", "created", "host", "engine", "workload", "method", "summary", "samples_s", "gbps"):
+        assert data[key] not in (None, "", [])
+    assert data["method"]["statistic"] == "median"
+    assert data["method"]["timer"] == "perf_counter_ns"
+    assert data["method"]["timer_resolution_s"] > 0
+    assert data["host"]["arch"] and data["host"]["cores_logical"] >= 1
+    assert data["engine"]["version"]
+
+
+def test_id_changes_when_the_content_changes(record):
+    changed = record.model_copy(update={"gbps": record.gbps * 2})
+    assert changed.content_id() != record.id
+
+
+@pytest.mark.parametrize(
+    "path, value",
+    [(("gbps",), -1.0), (("gbps",), float("nan")), (("summary", "median"), 0.0), (("workload", "fingerprint"), "xyz"),
+     (("engine", "name"), "x" * 500), (("schema",), "anebench.result/99")],
+)
+def test_implausible_values_are_rejected(record, path, value):
+    data = record.model_dump(mode="json", by_alias=True)
+    target = data
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    with pytest.raises(ValidationError):
+        ResultRecord.model_validate(data)
+
+
+def test_loading_a_broken_file_names_the_file(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(UserError, match="bad.json: not valid JSON"):
+        load_records(bad)
+    bad.write_text(json.dumps({"schema": "anebench.results/1", "results": [{"gbps": 1}]}))
+    with pytest.raises(UserError, match="bad.json: invalid result at results.0"):
+        load_records(bad)

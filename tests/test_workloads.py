@@ -1,0 +1,93 @@
+import numpy as np
+import pytest
+
+from anebench.errors import UserError
+from anebench.workloads import CATALOG, Workload, resolve_workload, round_to_bf16
+
+
+def test_published_heads_have_the_published_shape_and_bytes():
+    for name in ("llama_lm_head", "DeepHermes_lm_head"):
+        workload = resolve_workload(name)
+        assert workload.shape == (128256, 4096)
+        assert workload.dtype == "fp16"
+        assert workload.weight_bytes == 1_050_673_152
+
+
+def test_fingerprint_is_stable_and_changes_with_anything_that_changes_the_bytes():
+    base = Workload("a", 64, 1024, "fp16", seed=1)
+    assert base.fingerprint == Workload("renamed", 64, 1024, "fp16", seed=1).fingerprint
+    assert len(base.fingerprint) == 64
+    variants = [
+        Workload("a", 64, 1024, "fp16", seed=2),
+        Workload("a", 64, 1024, "fp32", seed=1),
+        Workload("a", 128, 1024, "fp16", seed=1),
+        Workload("a", 64, 1024, "fp16", seed=1, batch=4),
+        Workload("a", 64, 1024, "fp16", seed=1, quant="lut6"),
+    ]
+    assert len({base.fingerprint, *(v.fingerprint for v in variants)}) == 6
+    assert CATALOG["llama_lm_head"].fingerprint != CATALOG["DeepHermes_lm_head"].fingerprint
+
+
+def test_rows_are_the_same_however_they_are_sliced(small_workload):
+    whole = small_workload.weights.read_rows(0, 1024)
+    pieces = np.concatenate([small_workload.weights.read_rows(a, b) for a, b in [(0, 100), (100, 700), (700, 1024)]])
+    np.testing.assert_array_equal(whole, pieces)
+    assert whole.dtype == np.float16
+    assert whole.shape == (1024, 64)
+    assert np.abs(whole.astype(np.float32)).max() <= 1 / np.sqrt(64) + 1e-3
+    assert len(np.unique(whole)) > 1000  # really random, not a constant fill
+
+
+def test_fill_rows_converts_exactly_into_the_engine_buffer(small_workload):
+    buffer = np.empty(small_workload.shape, dtype=np.float32)
+    small_workload.fill_rows(buffer)
+    np.testing.assert_array_equal(buffer, small_workload.weights.read_rows(0, 1024).astype(np.float32))
+
+
+def test_different_seeds_give_different_weights():
+    a = Workload("a", 64, 300, seed=1).weights.read_rows(0, 300)
+    b = Workload("a", 64, 300, seed=2).weights.read_rows(0, 300)
+    assert not np.array_equal(a, b)
+
+
+def test_inputs_are_deterministic_and_exact_in_fp16(small_workload):
+    x = small_workload.with_batch(3).inputs()
+    assert x.shape == (3, 64)
+    np.testing.assert_array_equal(x, x.astype(np.float16).astype(np.float32))
+    np.testing.assert_array_equal(x, small_workload.with_batch(3).inputs())
+
+
+def test_bf16_rounding_keeps_the_top_16_bits_rounded_to_nearest():
+    values = np.array([1.0, 1.0 + 2**-8, 1.0 + 3 * 2**-8, -3.14159, 65504.0], dtype=np.float32)
+    rounded = round_to_bf16(values)
+    assert np.all(rounded.view(np.uint32) & 0xFFFF == 0)
+    # halfway cases round to the even mantissa: down to 1.0, up to 1 + 2/128
+    assert rounded[0] == 1.0 and rounded[1] == 1.0 and rounded[2] == 1.015625
+    assert abs(rounded[3] - values[3]) <= abs(values[3]) * 2**-8
+    bf16 = Workload("b", 32, 64, "bf16").weights.read_rows(0, 64)
+    assert bf16.dtype == np.float32 and np.all(bf16.view(np.uint32) & 0xFFFF == 0)
+
+
+def test_parametric_workloads():
+    w = resolve_workload("lm_head:4096x32768:fp32")
+    assert (w.hidden, w.vocab, w.dtype, w.weight_bytes) == (4096, 32768, "fp32", 4096 * 32768 * 4)
+    assert resolve_workload("lm_head:64x128").dtype == "fp16"
+    assert resolve_workload("lm_head:64x128:bf16").weight_bytes == 64 * 128 * 2
+
+
+@pytest.mark.parametrize(
+    "spec, expected",
+    [
+        ("lm_head:4096by32768", "malformed"),
+        ("lm_head:0x10", "positive"),
+        ("lm_head:64x64:int3", "malformed"),
+        ("gpt5_head", "unknown workload 'gpt5_head'"),
+    ],
+)
+def test_bad_workload_specs_are_refused_with_one_clear_line(spec, expected):
+    with pytest.raises(UserError) as info:
+        resolve_workload(spec)
+    message = str(info.value)
+    assert expected in message and "\n" not in message
+    if "unknown" in expected:
+        assert "llama_lm_head" in message  # names what is valid

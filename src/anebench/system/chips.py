@@ -55,8 +55,7 @@ class Chip:
 def normalize(name: str) -> str:
     text = re.sub(r"[\s_\-]+", " ", name.strip().lower())
     for prefix in _VENDOR_PREFIXES:
-        if text.startswith(prefix):
-            text = text[len(prefix):]
+        text = text.removeprefix(prefix)
     return text.strip()
 
 

@@ -1,0 +1,131 @@
+"""anemll-bench's published figures (package data) as records with provenance "published".
+
+The mapping keeps what the source states and invents nothing (see MAPPING_RULE, printed in reports).
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+from datetime import datetime, timezone
+from importlib import resources
+
+from .. import workloads as workload_catalog
+from ..workloads import Workload, resolve_workload
+from .schema import (
+    EngineInfo,
+    HostInfo,
+    MethodInfo,
+    ResultRecord,
+    Summary,
+    ToolInfo,
+    WorkloadInfo,
+)
+
+PUBLISHED_CSV = "data/published_anemll_results.csv"
+SOURCE_TOOL = "anemll-bench"
+UNKNOWN_WORKLOAD = "unknown (lut6 or fp16)"
+LUT_BITS = 6
+
+MAPPING_RULE = (
+    "Published rows (anemll-bench Results.MD) are stored as records with provenance 'published'. "
+    "Figures the source states are kept as stated: GB/s as gbps, latency as the mean per-call latency "
+    "(the source's GB/s is weight bytes / mean predict() latency). Where only the latency is stated for a "
+    "canonical workload, GB/s is derived by the source's own definition (weight bytes / latency, "
+    "1 GB = 1e9 bytes) and flagged 'derived GB/s'; where only GB/s is stated, no latency is derived. "
+    "Run count and warmup are 'not stated' unless the row gives them. Rows of the mixed latency column "
+    "('unknown (lut6 or fp16)') get a unique fingerprint of their own and no GB/s, so they are never "
+    "compared with anything."
+)
+
+
+def lut6_workload() -> Workload:
+    """The canonical 6-bit palettized head (registered by the Core ML builder when present)."""
+    if "llama_lm_head_lut6" in workload_catalog.CATALOG:
+        return workload_catalog.CATALOG["llama_lm_head_lut6"]
+    return Workload("llama_lm_head_lut6", 4096, 128256, "fp16", seed=0, quant="lut6")
+
+
+def _canonical(name: str) -> tuple[Workload, int]:
+    """The workload and the bytes one call reads as anemll-bench's artifact stores them."""
+    workload = lut6_workload() if name == "llama_lm_head_lut6" else resolve_workload(name)
+    if workload.quant == "lut6":
+        return workload, workload.vocab * workload.hidden * LUT_BITS // 8  # indices; LUTs not counted
+    return workload, workload.weight_bytes
+
+
+def _float(text: str) -> float | None:
+    return float(text) if text.strip() else None
+
+
+def _created(date: str) -> datetime:
+    parts = [int(p) for p in date.split("-")] + [1, 1]
+    return datetime(parts[0], parts[1], parts[2], tzinfo=timezone.utc)
+
+
+def _workload_info(row: dict, chip: str) -> tuple[WorkloadInfo, dict]:
+    extras: dict = {}
+    if row["workload"] == UNKNOWN_WORKLOAD:
+        base = resolve_workload("llama_lm_head")
+        # A fingerprint of this row alone: it can never match a canonical workload or another row.
+        unique = hashlib.sha256(f"anemll-bench mixed latency column|{chip}|{row['config']}|{row['date']}"
+                                .encode()).hexdigest()
+        extras["weight_bytes_unknown"] = True
+        return WorkloadInfo(
+            name=UNKNOWN_WORKLOAD, shape=list(base.shape), dtype="fp16", quant="unknown",
+            weight_bytes=base.weight_bytes, fingerprint=unique, source="anemll-bench artifact",
+            note="artifact unknown (llama_lm_head_lut6 or llama_lm_head); weight_bytes is the fp16 "
+                 "upper bound, not a stated figure",
+        ), extras
+    workload, weight_bytes = _canonical(row["workload"])
+    return WorkloadInfo(
+        name=workload.name, shape=list(workload.shape), dtype=workload.dtype, quant=workload.quant,
+        weight_bytes=weight_bytes, fingerprint=workload.fingerprint, source="anemll-bench artifact",
+        note=workload.note,
+    ), extras
+
+
+def row_to_record(row: dict) -> ResultRecord:
+    chip = f"Apple {row['chip']}"
+    workload, extras = _workload_info(row, chip)
+    gbps = _float(row["gbps"])
+    latency_ms = _float(row["latency_ms"])
+    latency_s = latency_ms / 1e3 if latency_ms is not None else None
+    if gbps is None and latency_s is not None and not extras.get("weight_bytes_unknown"):
+        gbps = round(workload.weight_bytes / latency_s / 1e9, 2)
+        extras["gbps_derived"] = "weight bytes / stated mean latency (the source's definition)"
+    runs = int(row["runs"]) if row["runs"] else None
+    if row["config"]:
+        extras["chip_config"] = row["config"]
+    if row["mode"] != "solo":
+        extras["concurrency"] = {"mode": row["mode"], "instance": int(row["instance"]) if row["instance"]
+                                 else None}
+    if row["warmup_stated"] == "no":
+        extras["source_flags"] = ["run count and warmup policy not stated"]
+    notes = [f"{row['source']} ({row['date']})"] + ([row["note"]] if row["note"] else [])
+    record = ResultRecord(
+        tool=ToolInfo(name=SOURCE_TOOL, version=f"Results.MD {row['date']}"),
+        provenance="published",
+        provenance_note="; ".join(notes),
+        created=_created(row["date"]),
+        suite="concurrency" if row["mode"] != "solo" else "run",
+        host=HostInfo(os="macOS", arch="arm64", chip=chip),
+        engine=EngineInfo(name="coreml", device="ane", run_dtype=workload.quant or workload.dtype),
+        workload=workload,
+        method=MethodInfo(runs=runs, warmup_policy=None, warmup_runs=None, timer="not stated",
+                          statistic="mean", timing=row["timing"]),
+        summary=Summary(n=runs, mean=latency_s),
+        gbps=gbps,
+        extras=extras,
+    )
+    return record.with_id()
+
+
+def published_rows() -> list[dict]:
+    text = resources.files("anebench").joinpath(PUBLISHED_CSV).read_text(encoding="utf-8")
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+def published_records() -> list[ResultRecord]:
+    return [row_to_record(row) for row in published_rows()]

@@ -1,0 +1,87 @@
+"""The sha256 of one tensor's bytes, streamed in chunks and cached by file identity.
+
+Hashing a 1 GB head reads the whole tensor once (about a second); the cache makes every later run
+free. A cache entry is keyed by the resolved file path, its size and mtime and the tensor's byte range,
+so a rewritten file is hashed again. The cache is only an optimisation: any failure to read or write
+it falls back to hashing, and entries are written atomically, one file per key, so concurrent runs
+never see half an entry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from ..errors import UserError
+from .safetensors_file import TensorEntry
+
+CHUNK_BYTES = 8 << 20
+CACHE_VERSION = 1
+
+
+def cache_dir() -> Path:
+    override = os.environ.get("ANEBENCH_CACHE_DIR")
+    if override:
+        return Path(override).expanduser() / "tensor-sha256"
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("anebench")) / "tensor-sha256"
+
+
+def stream_sha256(path: Path, offset: int, nbytes: int) -> str:
+    digest = hashlib.sha256()
+    buffer = bytearray(min(CHUNK_BYTES, max(nbytes, 1)))
+    view = memoryview(buffer)
+    remaining = nbytes
+    try:
+        with open(path, "rb", buffering=0) as handle:
+            handle.seek(offset)
+            while remaining:
+                got = handle.readinto(view[: min(len(buffer), remaining)])
+                if not got:
+                    raise UserError(f"{path}: truncated while hashing ({remaining} bytes missing)")
+                digest.update(view[:got])
+                remaining -= got
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+    return digest.hexdigest()
+
+
+def _cache_key(entry: TensorEntry) -> dict:
+    stat = entry.path.stat()
+    return {
+        "version": CACHE_VERSION,
+        "path": str(entry.path.resolve()),
+        "size": stat.st_size,
+        "mtime_ns": stat.st_mtime_ns,
+        "offset": entry.offset,
+        "nbytes": entry.nbytes,
+    }
+
+
+def tensor_sha256(entry: TensorEntry, use_cache: bool = True) -> str:
+    """sha256 of exactly the tensor's stored bytes."""
+    if not use_cache:
+        return stream_sha256(entry.path, entry.offset, entry.nbytes)
+    try:
+        key = _cache_key(entry)
+    except OSError:
+        return stream_sha256(entry.path, entry.offset, entry.nbytes)
+    canonical = json.dumps(key, sort_keys=True)
+    cached = cache_dir() / (hashlib.sha256(canonical.encode()).hexdigest()[:40] + ".json")
+    try:
+        stored = json.loads(cached.read_text(encoding="utf-8"))
+        if stored.get("key") == key and isinstance(stored.get("sha256"), str) and len(stored["sha256"]) == 64:
+            return stored["sha256"]
+    except (OSError, ValueError, AttributeError):
+        pass
+    value = stream_sha256(entry.path, entry.offset, entry.nbytes)
+    try:
+        from ..results.files import atomic_write_text
+
+        atomic_write_text(cached, json.dumps({"key": key, "sha256": value}, sort_keys=True))
+    except OSError:
+        pass  # a read-only cache costs a re-hash next time, nothing more
+    return value

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..errors import UserError
+from ..results.importers import IMPORTERS
 from ..results.schema import ResultRecord
 from ..results.store import IngestReport, open_store
 from ..results.validate import InvalidFile, load_result_file
@@ -20,7 +21,7 @@ from .common import err_console
 # How a file becomes records, by --from name. Each loader raises UserError (InvalidFile for a list
 # of problems) and returns only valid records; other formats register themselves here.
 Loader = Callable[[Path], list[ResultRecord]]
-LOADERS: dict[str, Loader] = {"anebench": load_result_file}
+LOADERS: dict[str, Loader] = {"anebench": load_result_file, **IMPORTERS}
 
 
 def register_loader(name: str, loader: Loader) -> None:
@@ -53,7 +54,7 @@ def ingest_files(store, paths: list[Path], loader: Loader) -> tuple[list[IngestR
 @click.argument("files", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--published", is_flag=True, help="Import anemll-bench's published figures (package data).")
 @click.option("--from", "source_format", default="anebench", show_default=True,
-              help="Format of FILES (anebench, or a registered importer).")
+              help="Format of FILES: anebench, anemll-bench (its JSON, pasted or in its HTML report).")
 @db_option
 @click.option("--json", "as_json", is_flag=True, help="Print exactly one JSON document on stdout.")
 def ingest(files: tuple[Path, ...], published: bool, source_format: str, db: Path | None,

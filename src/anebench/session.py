@@ -133,6 +133,7 @@ def build_record(engine, device, workload, prepared, options, timing, check, ext
             source=workload.weights.description().get("source", "synthetic"),
             artifact_sha256=getattr(prepared, "artifact_sha256", None),
             note=workload.note,
+            origin=getattr(workload.weights, "provenance", dict)(),
         ),
         method=MethodInfo(
             runs=len(timing.samples_s),

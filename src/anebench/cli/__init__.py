@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 import click
+from rich.markup import escape  # messages quote shapes like [vocab, hidden]
 
 from .. import __version__
 from ..errors import MeasurementError, UserError
@@ -49,10 +50,10 @@ def main(argv: list[str] | None = None) -> None:
         exc.show()
         sys.exit(exc.exit_code)
     except UserError as exc:
-        err_console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+        err_console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         sys.exit(UserError.exit_code)
     except MeasurementError as exc:
-        err_console.print(f"[red]measurement refused:[/red] {exc}", highlight=False, soft_wrap=True)
+        err_console.print(f"[red]measurement refused:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         sys.exit(MeasurementError.exit_code)
     except KeyboardInterrupt:
         err_console.print("interrupted: nothing was saved")

@@ -23,7 +23,8 @@ from ..session import preflight_memory
 from ..system.host import host_label
 from ..workloads import Workload, resolve_workload
 
-err_console = Console(stderr=True)
+# emoji=False: names such as hf:m:lm_head.weight contain ":m:", which Rich would turn into an emoji.
+err_console = Console(stderr=True, emoji=False)
 
 
 @dataclass
@@ -57,7 +58,11 @@ def resolve_targets(engine_names: tuple[str, ...], device: str | None) -> list[T
 
 
 def resolve_workloads(specs: tuple[str, ...], default: str = "llama_lm_head") -> list[Workload]:
-    return [resolve_workload(s) for s in (specs or (default,))]
+    resolved = [resolve_workload(s) for s in (specs or (default,))]
+    for workload in resolved:
+        if workload.source is not None:  # say which real weights are measured (e.g. the tensor chosen)
+            err_console.print(f"{workload.name}: {workload.note}", markup=False, highlight=False, soft_wrap=True)
+    return resolved
 
 
 def preflight(targets: list[Target], workloads: list[Workload]) -> None:
@@ -81,7 +86,7 @@ def default_out_path(suite: str) -> Path:
 @contextmanager
 def progress_bar():
     progress = Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
         console=err_console, transient=False,
     )
     with progress:
@@ -114,7 +119,7 @@ def results_table(records: list[ResultRecord], title: str = "anebench results") 
 def emit(records: list[ResultRecord], suite: str, out: Path | None, no_save: bool, as_json: bool,
          title: str = "anebench results") -> Path | None:
     """Print the table (stderr under --json), save the records, print the JSON document if asked."""
-    err_console.print(results_table(records, title)) if as_json else Console().print(
+    err_console.print(results_table(records, title)) if as_json else Console(emoji=False).print(
         results_table(records, title))
     for record in records:
         label = f"{record.engine.name}:{record.engine.device} {record.workload.name}"

@@ -71,6 +71,8 @@ class WorkloadInfo(_Model):
     source: ShortStr = "synthetic"
     artifact_sha256: Sha256 | None = None
     note: LongStr = ""
+    # Where non-synthetic weights came from (checkpoint model, file, tensor, why it was chosen).
+    origin: dict[ShortStr, Scalar] = Field(default_factory=dict, max_length=32)
 
 
 class OutputCheck(_Model):

@@ -67,6 +67,11 @@ def hub_snapshot(cache: Path, repo_id: str, revision: str = "0123456789abcdef012
     repo_dir = cache / ("models--" + repo_id.replace("/", "--"))
     snapshot = repo_dir / "snapshots" / revision
     single_file_model(snapshot)
+    # As huggingface_hub stores them: snapshot files are symlinks into blobs/.
+    blob = repo_dir / "blobs" / f"{revision}-model"
+    blob.parent.mkdir(exist_ok=True)
+    (snapshot / "model.safetensors").rename(blob)
+    (snapshot / "model.safetensors").symlink_to(blob)
     if set_main:
         (repo_dir / "refs").mkdir(parents=True, exist_ok=True)
         (repo_dir / "refs" / "main").write_text(revision)

@@ -4,8 +4,8 @@ import pytest
 from anebench.engines import best_engine, get_engine, resolve_device, usable_engine
 from anebench.errors import MeasurementError, UserError
 from anebench.measure.check import check_output
-from anebench.session import RunOptions, measure_workload, verify_output
 from anebench.measure.warmup import WarmupPolicy
+from anebench.session import RunOptions, measure_workload, verify_output
 from anebench.workloads import Workload
 
 ENGINES_HERE = [("numpy", "cpu"), ("torch", "cpu"), ("mlx", "cpu")]

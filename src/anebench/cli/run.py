@@ -22,6 +22,7 @@ from .common import (
     resolve_targets,
     resolve_workloads,
 )
+from .results import finish_run, store_options
 
 
 def run_options(func):
@@ -34,22 +35,30 @@ def run_options(func):
     return func
 
 
-def options_from(runs: int, time_budget: float | None, warmup: int | None, suite: str = "run") -> RunOptions:
+def power_option(func):
+    return click.option("--power", is_flag=True,
+                        help="Sample energy (NVML, RAPL) around the calls: joules per call, GB/s per watt.")(func)
+
+
+def options_from(runs: int, time_budget: float | None, warmup: int | None, suite: str = "run",
+                 power: bool = False) -> RunOptions:
     policy = WarmupPolicy(fixed=warmup) if warmup is not None else WarmupPolicy()
-    return RunOptions(runs=runs, time_budget_s=time_budget, warmup=policy, suite=suite)
+    return RunOptions(runs=runs, time_budget_s=time_budget, warmup=policy, suite=suite, power=power)
 
 
 @click.command()
+@store_options
 @measuring_options
 @run_options
+@power_option
 def run(engines, device, workloads, out: Path | None, no_save: bool, as_json: bool, runs: int,
-        time_budget: float | None, warmup: int | None) -> None:
+        time_budget: float | None, warmup: int | None, power: bool = False) -> None:
     """Measure weight-read bandwidth (default: llama_lm_head on the best engine here)."""
     targets = resolve_targets(engines, device)
     specs = resolve_workloads(workloads)
     check_out_path(out)
     preflight(targets, specs)
-    options = options_from(runs, time_budget, warmup)
+    options = options_from(runs, time_budget, warmup, power=power)
     records = []
     with progress_bar() as progress:
         for target in targets:
@@ -62,6 +71,7 @@ def run(engines, device, workloads, out: Path | None, no_save: bool, as_json: bo
 
                 records.append(measure_workload(target.engine, target.device, workload, options, advance))
     emit(records, "run", out, no_save, as_json)
+    finish_run(records, as_json)  # --store, and the figure beside the published ones
 
 
 @click.command()
@@ -102,4 +112,4 @@ def register(app: click.Group) -> None:
         app.add_command(command)
 
 
-__all__ = ["register", "err_console", "options_from", "run_options"]
+__all__ = ["err_console", "options_from", "power_option", "register", "run_options"]

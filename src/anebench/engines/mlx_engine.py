@@ -68,7 +68,7 @@ class MlxEngine(Engine):
             return Availability(False, "mlx is not installed (pip install 'anebench[mlx]')")
         try:
             _mx()
-        except Exception as exc:  # a broken wheel must not take the other engines down
+        except Exception as exc:  # noqa: BLE001 - a broken wheel must not take the other engines down
             return Availability(False, f"mlx failed to import: {exc}")
         return Availability(True)
 

@@ -19,8 +19,8 @@ def median_ci95(sorted_samples: np.ndarray) -> tuple[float, float]:
     if n < 6:
         return float(sorted_samples[0]), float(sorted_samples[-1])
     half_width = 1.96 * math.sqrt(n) / 2
-    lo = max(int(math.floor(n / 2 - half_width)), 0)
-    hi = min(int(math.ceil(n / 2 + half_width)), n - 1)
+    lo = max(math.floor(n / 2 - half_width), 0)
+    hi = min(math.ceil(n / 2 + half_width), n - 1)
     return float(sorted_samples[lo]), float(sorted_samples[hi])
 
 

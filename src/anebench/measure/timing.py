@@ -47,29 +47,41 @@ def timed_runs(
     time_budget_s: float | None = None,
     progress: ProgressCallback | None = None,
 ) -> tuple[list[float], list[float] | None]:
-    """``runs`` timed calls, or fewer when ``time_budget_s`` of call time runs out (at least 1)."""
+    """``runs`` timed calls, or fewer when ``time_budget_s`` of call time runs out (at least 1).
+
+    The inner loops do nothing but read the clock, call and append: progress and the budget are
+    handled between chunks of about 1% of the runs, so they add nothing to a timed call.
+    """
     now, call = clock.now_ns, prepared.call
-    has_device_time = prepared.device_seconds() is not None
     device_seconds = prepared.device_seconds
+    has_device_time = device_seconds() is not None
     budget_ns = int(time_budget_s * 1e9) if time_budget_s else None
     ticks: list[int] = []
     device: list[float] = []
-    spent = 0
-    report_every = max(runs // 100, 1)
-    for i in range(runs):
-        t0 = now()
-        call()
-        t1 = now()
-        ticks.append(t1 - t0)
+    tick, dev = ticks.append, device.append
+    chunk = max(runs // 100, 1)
+    done = 0
+    while done < runs:
+        size = min(chunk, runs - done)
         if has_device_time:
-            device.append(device_seconds())
-        if budget_ns is not None:
-            spent += t1 - t0
-            if spent >= budget_ns:
-                break
-        if progress is not None and i % report_every == 0:
-            progress(i + 1, runs)
-    if progress is not None:
+            for _ in range(size):
+                t0 = now()
+                call()
+                t1 = now()
+                tick(t1 - t0)
+                dev(device_seconds())
+        else:
+            for _ in range(size):
+                t0 = now()
+                call()
+                t1 = now()
+                tick(t1 - t0)
+        done += size
+        if progress is not None:
+            progress(done, runs)
+        if budget_ns is not None and sum(ticks) >= budget_ns:
+            break
+    if progress is not None and done < runs:
         progress(runs, runs)
     return [t / 1e9 for t in ticks], (device if has_device_time else None)
 

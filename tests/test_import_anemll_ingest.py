@@ -57,3 +57,24 @@ def test_unknown_source_format_is_a_clear_error(tmp_path, capsys):
         main(["ingest", "--from", "anemll", "--db", str(tmp_path / "r.sqlite"), str(DATA / "m4_results.json")])
     assert caught.value.code == 2
     assert "anemll-bench" in capsys.readouterr().err
+
+
+def test_report_shows_the_fp16_gbps_for_the_chip_and_keeps_lut6_apart(tmp_path, capsys):
+    db = tmp_path / "r.sqlite"
+    ingest(capsys, db, DATA / "m4_results.json", DATA / "m4_report.html")
+    main(["report", "--db", str(db), "--format", "json"])
+    matrix = json.loads(capsys.readouterr().out)["matrix"]
+    rows = {(r["chip"], r["workload"], r["device"]): r for r in matrix}
+    fp16 = rows["M4", "llama_lm_head", "ane"]
+    assert fp16["median_gbps"] == pytest.approx(FP16_BYTES / 16.3707e-3 / 1e9)
+    assert fp16["contributors"] == 1  # the HTML report of the same run added nothing
+    assert fp16["median_latency_s"] == pytest.approx(16.3707e-3)
+    lut6 = rows["M4", "llama_lm_head_lut6", "ane"]
+    assert lut6["median_latency_s"] == pytest.approx(6.2118e-3)
+    assert lut6["fingerprint"] != fp16["fingerprint"]  # latencies are only compared within one fingerprint
+
+    main(["report", "--db", str(db), "--format", "md"])
+    markdown = capsys.readouterr().out
+    fp16_table = markdown.split("## Results: llama\\_lm\\_head on coreml:ane")[1].split("## ")[0]
+    assert "64.18" in fp16_table and "16.37" in fp16_table
+    assert "6.21" not in fp16_table and "63.43" not in fp16_table  # no lut6 figure in the fp16 table

@@ -32,6 +32,7 @@ from pydantic import ValidationError
 from ...errors import UserError
 from ...system.chips import Chip, catalog, lookup_chip
 from ...workloads import CATALOG, Workload
+from ..published import lut6_workload
 from ..schema import EngineInfo, HostInfo, MethodInfo, ResultRecord, Summary, ToolInfo, WorkloadInfo
 from ..validate import InvalidFile
 from .anemll_format import (
@@ -59,10 +60,10 @@ def canonical_workload(model_name: str) -> Workload:
         raise UserError(
             f"model_name {model_name!r} is not one of {SOURCE}'s canonical heads; valid: {', '.join(MODEL_NAMES)}"
         )
+    if model_name == "llama_lm_head_lut6":
+        return lut6_workload()  # the same head the published records use
     if model_name in CATALOG:
         return CATALOG[model_name]
-    if model_name == "llama_lm_head_lut6":
-        return Workload(model_name, 4096, 128256, "fp16", seed=0, quant="lut6")
     raise UserError(f"model_name {model_name!r} has no workload in anebench's catalog")
 
 
@@ -184,8 +185,6 @@ def _size_convention(result: ToolResult, workload: Workload) -> tuple[int, dict[
 def to_record(document: ToolDocument, result: ToolResult, host: HostInfo, workload: Workload) -> ResultRecord:
     weight_bytes, convention = _size_convention(result, workload)
     mean_s = result.inference_time_ms / 1e3
-    unstated = [what for what, value in (("run count", result.num_runs), ("warmup", result.warmup_runs))
-                if value is None]
     return ResultRecord(
         tool=ToolInfo(name=SOURCE, version="not stated"),
         provenance="imported",
@@ -223,8 +222,6 @@ def to_record(document: ToolDocument, result: ToolResult, host: HostInfo, worklo
         samples_s=[],
         device_time=f"none: {SOURCE} reports wall-clock predict() time only",
         gbps=weight_bytes / mean_s / 1e9,
-        warnings=[(f"not stated: {SOURCE}'s file gives no {' or '.join(unstated)}; its latency is the mean "
-                  "of its timed predict() calls")] if unstated else [],
         extras={SOURCE: _tool_figures(document, result), "size_convention": convention},
     ).with_id()
 

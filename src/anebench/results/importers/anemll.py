@@ -102,7 +102,7 @@ def host_info(info: ToolSystemInfo, chip: Chip) -> HostInfo:
     identity = "|".join([SOURCE, os_name, info.cpu.brand, str(info.mac_model), str(ram_gb)])
     return HostInfo(
         os="macOS" if os_name in ("Darwin", "") else os_name,
-        os_version=version[1] if version else (info.os.release or "") if info.os else "",
+        os_version=version[1] if version else "",  # os.release is the Darwin kernel's, not macOS's
         arch=info.cpu.architecture or "not stated",
         cpu_model=info.cpu.brand,
         chip=f"Apple {chip.key}",

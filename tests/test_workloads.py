@@ -13,6 +13,15 @@ def test_published_heads_have_the_published_shape_and_bytes():
         assert workload.weight_bytes == 1_050_673_152
 
 
+def test_lut6_head_is_the_llama_head_palettised_with_the_published_size():
+    lut6, fp16 = resolve_workload("llama_lm_head_lut6"), resolve_workload("llama_lm_head")
+    assert (lut6.shape, lut6.seed, lut6.quant) == (fp16.shape, fp16.seed, "lut6")
+    assert lut6.fingerprint != fp16.fingerprint
+    # 6-bit indices + 16032 tables of 64 fp16 entries: weight.bin (396,055,616) minus 17 blob headers
+    assert lut6.stored_bytes == 128256 * 4096 * 6 // 8 + 16032 * 64 * 2 == 396_054_528
+    assert fp16.stored_bytes == fp16.weight_bytes
+
+
 def test_fingerprint_is_stable_and_changes_with_anything_that_changes_the_bytes():
     base = Workload("a", 64, 1024, "fp16", seed=1)
     assert base.fingerprint == Workload("renamed", 64, 1024, "fp16", seed=1).fingerprint
@@ -34,8 +43,10 @@ def test_rows_are_the_same_however_they_are_sliced(small_workload):
     np.testing.assert_array_equal(whole, pieces)
     assert whole.dtype == np.float16
     assert whole.shape == (1024, 64)
-    assert np.abs(whole.astype(np.float32)).max() <= 1 / np.sqrt(64) + 1e-3
-    assert len(np.unique(whole)) > 1000  # really random, not a constant fill
+    magnitude = np.abs(whole.astype(np.float32))
+    assert magnitude.min() >= 2**-3 and magnitude.max() < 2**-2  # 2^e <= 1/sqrt(64) < 2^(e+1)
+    assert 0.45 < np.mean(whole > 0) < 0.55  # random signs
+    assert len(np.unique(whole)) == 2 * 1024  # every sign and 10-bit mantissa appears
 
 
 def test_fill_rows_converts_exactly_into_the_engine_buffer(small_workload):
@@ -66,6 +77,13 @@ def test_bf16_rounding_keeps_the_top_16_bits_rounded_to_nearest():
     assert abs(rounded[3] - values[3]) <= abs(values[3]) * 2**-8
     bf16 = Workload("b", 32, 64, "bf16").weights.read_rows(0, 64)
     assert bf16.dtype == np.float32 and np.all(bf16.view(np.uint32) & 0xFFFF == 0)
+    np.testing.assert_array_equal(round_to_bf16(bf16), bf16)
+
+
+def test_fp32_weights_use_the_full_mantissa():
+    fp32 = Workload("f", 64, 512, "fp32").weights.read_rows(0, 512)
+    assert fp32.dtype == np.float32
+    assert np.any(fp32.view(np.uint32) & 0x1FFF)  # bits below fp16 precision are set
 
 
 def test_parametric_workloads():

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -22,6 +23,7 @@ DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
 NUMPY_DTYPES = {"fp32": np.float32, "fp16": np.float16}
 GENERATOR_VERSION = "anebench-synthetic-v1"
 GEN_BLOCK_ROWS = 256  # rows per independently seeded block; part of the generator's definition
+LUT_GROUP_ROWS = 8  # per-grouped-channel palettisation: one lookup table per 8 output rows (published)
 
 
 def round_to_bf16(values: np.ndarray) -> np.ndarray:
@@ -50,7 +52,12 @@ class WeightSource(Protocol):
 
 @dataclass(frozen=True)
 class SyntheticWeights:
-    """Uniform values in [-1, 1) / sqrt(hidden), one generator per block of GEN_BLOCK_ROWS rows."""
+    """Random sign and mantissa with one fixed exponent: magnitudes in [2^e, 2^(e+1)), 2^e <= 1/sqrt(hidden).
+
+    Values are written as bit patterns straight from the generator's raw 64-bit output (little-endian),
+    one generator per block of GEN_BLOCK_ROWS rows: ~10x faster than drawing floats and rounding them,
+    which keeps a 1 GB head's generation to a few seconds. Every value is exact in its dtype.
+    """
 
     hidden: int
     vocab: int
@@ -60,23 +67,36 @@ class SyntheticWeights:
     def description(self) -> dict:
         return {"generator": GENERATOR_VERSION, "block_rows": GEN_BLOCK_ROWS, "seed": self.seed}
 
+    @property
+    def exponent(self) -> int:
+        return max(-14, math.floor(math.log2(1 / math.sqrt(self.hidden))))
+
+    def _block_bits(self, block: int, rows: int) -> np.ndarray:
+        count = rows * self.hidden
+        width = 4 if self.dtype == "fp32" else 2
+        rng = np.random.default_rng((self.seed, block, self.hidden, self.vocab))
+        raw = rng.bit_generator.random_raw(-(-count * width // 8))
+        bits = raw.view(np.uint32 if width == 4 else np.uint16)[:count].reshape(rows, self.hidden)
+        if self.dtype == "fp16":
+            return ((bits & np.uint16(0x83FF)) | np.uint16((self.exponent + 15) << 10)).view(np.float16)
+        if self.dtype == "bf16":
+            pattern = (bits & np.uint16(0x807F)) | np.uint16((self.exponent + 127) << 7)
+            return (pattern.astype(np.uint32) << np.uint32(16)).view(np.float32)
+        return ((bits & np.uint32(0x807FFFFF)) | np.uint32((self.exponent + 127) << 23)).view(np.float32)
+
     def read_rows(self, start: int, stop: int) -> np.ndarray:
         if not 0 <= start <= stop <= self.vocab:
             raise ValueError(f"rows [{start}, {stop}) outside 0..{self.vocab}")
-        scale = np.float32(2.0 / np.sqrt(self.hidden))
         blocks = []
         first, last = start // GEN_BLOCK_ROWS, (stop - 1) // GEN_BLOCK_ROWS if stop > start else -1
         for block in range(first, last + 1):
-            rng = np.random.default_rng((self.seed, block, self.hidden, self.vocab))
             rows = min(GEN_BLOCK_ROWS, self.vocab - block * GEN_BLOCK_ROWS)
-            values = rng.random((rows, self.hidden), dtype=np.float32)
-            values -= np.float32(0.5)
-            values *= scale
+            values = self._block_bits(block, rows)
             lo = max(start - block * GEN_BLOCK_ROWS, 0)
             hi = min(stop - block * GEN_BLOCK_ROWS, rows)
-            blocks.append(quantize_to_dtype(values[lo:hi], self.dtype))
+            blocks.append(values[lo:hi])
         if not blocks:
-            return np.empty((0, self.hidden), dtype=np.float32)
+            return np.empty((0, self.hidden), dtype=np.float16 if self.dtype == "fp16" else np.float32)
         return blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
 
 
@@ -112,6 +132,18 @@ class Workload:
     def weight_bytes(self) -> int:
         """Bytes one call reads with the weights in the workload's own dtype (before any quantization)."""
         return self.vocab * self.hidden * DTYPE_BYTES[self.dtype]
+
+    @property
+    def stored_bytes(self) -> int:
+        """Bytes one call reads as a quantized artifact stores them: packed indices plus lookup tables
+        (fp16, one per LUT_GROUP_ROWS rows), or int8 values plus one fp16 scale per row."""
+        count = self.vocab * self.hidden
+        if self.quant and self.quant.startswith("lut"):
+            bits = int(self.quant[3:])
+            return count * bits // 8 + math.ceil(self.vocab / LUT_GROUP_ROWS) * (2**bits) * 2
+        if self.quant == "int8":
+            return count + self.vocab * 2
+        return self.weight_bytes
 
     def bytes_as(self, dtype: str) -> int:
         return self.vocab * self.hidden * DTYPE_BYTES[dtype]
@@ -156,6 +188,12 @@ CATALOG: dict[str, Workload] = {
     ),
     "DeepHermes_lm_head": Workload(
         "DeepHermes_lm_head", 4096, 128256, "fp16", seed=1, note="DeepHermes-3-Llama-3-8B LM head shape"
+    ),
+    # The same weights as llama_lm_head, stored by Core ML as a 6-bit LUT per group of 8 rows
+    # (the published ~396.06 MB bundle); only the Core ML engine streams it quantized.
+    "llama_lm_head_lut6": Workload(
+        "llama_lm_head_lut6", 4096, 128256, "fp16", seed=0, quant="lut6",
+        note="llama_lm_head palettised to 6 bits, per-grouped-channel, group size 8",
     ),
 }
 

@@ -95,11 +95,17 @@ def progress_bar():
 
 def results_table(records: list[ResultRecord], title: str = "anebench results") -> Table:
     table = Table(title=title)
-    for column in ("engine", "device", "workload", "dtype", "MB", "median ms ± CI", "GB/s", "warnings"):
+    for column in ("engine", "device", "workload", "dtype", "MB", "ms (median ± CI)", "GB/s", "warnings"):
         table.add_column(column, justify="right" if column in ("MB", "GB/s") else "left")
     for record in records:
         s = record.summary
-        half_ci = (s.ci95_high - s.ci95_low) / 2 * 1e3
+        latency = record.latency_s()
+        if latency is None:
+            timing = "-"
+        elif s.ci95_low is not None and s.ci95_high is not None:
+            timing = f"{latency * 1e3:.3f} ± {(s.ci95_high - s.ci95_low) / 2 * 1e3:.3f}"
+        else:
+            timing = f"{latency * 1e3:.3f} ({record.method.statistic})"
         gbps = f"{record.gbps:.2f}" if record.gbps else "-"
         if record.device_gbps:
             gbps += f" (device {record.device_gbps:.2f})"
@@ -109,7 +115,7 @@ def results_table(records: list[ResultRecord], title: str = "anebench results") 
             record.workload.name,
             record.engine.run_dtype,
             f"{record.workload.weight_bytes / 1e6:.2f}",
-            f"{s.median * 1e3:.3f} ± {half_ci:.3f}",
+            timing,
             gbps,
             ", ".join(w.split(":", 1)[0] for w in record.warnings) or "-",
         )

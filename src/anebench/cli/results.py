@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ..errors import UserError
@@ -34,7 +35,7 @@ def db_option(func):
 
 
 def _print_problems(error: UserError) -> None:
-    err_console.print(f"[red]error:[/red] {error}", highlight=False, soft_wrap=True)
+    err_console.print(f"[red]error:[/red] {escape(str(error))}", highlight=False, soft_wrap=True)
     for line in getattr(error, "problems", [])[:200]:
         err_console.print(f"  {line}", highlight=False, soft_wrap=True, markup=False)
 
@@ -78,7 +79,7 @@ def ingest(files: tuple[Path, ...], published: bool, source_format: str, db: Pat
     for column in ("source", "added", "duplicates"):
         table.add_column(column, justify="left" if column == "source" else "right")
     for report in reports:
-        table.add_row(report.source_label, str(report.added), str(report.duplicates))
+        table.add_row(escape(report.source_label), str(report.added), str(report.duplicates))
     (err_console if as_json else Console()).print(table)
     for failure in failures:
         _print_problems(failure)
@@ -94,9 +95,118 @@ def ingest(files: tuple[Path, ...], published: bool, source_format: str, db: Pat
         sys.exit(UserError.exit_code)
 
 
+@click.command()
+@click.option("--format", "fmt", type=click.Choice(["md", "html", "csv", "json"]), default="md",
+              show_default=True, help="Output format.")
+@click.option("--out", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the report here (Markdown also writes its chart PNGs beside it).")
+@db_option
+def report(fmt: str, out: Path | None, db: Path | None) -> None:
+    """Generate the results matrix by chip from the store (tiers, utilisation, verdicts, coverage)."""
+    from ..report.build import render_report
+
+    if out is not None and out.exists() and out.is_dir():
+        raise UserError(f"--out {out}: is a directory; give a file name")
+    if out is not None and not out.parent.exists():
+        raise UserError(f"--out {out}: directory {out.parent} does not exist")
+    with open_store(db) as store:
+        records = store.records()
+        source = f"store {store.path}"
+    if not records:
+        raise UserError(f"--db {store.path}: the store is empty; run `anebench ingest --published` or "
+                        "`anebench ingest FILE...` first")
+    text = render_report(records, fmt, out, source)
+    if out is None:
+        sys.stdout.write(text)
+    else:
+        err_console.print(f"wrote {fmt} report of {len(records)} record(s) to {out}")
+
+
+@click.command()
+@click.argument("result", type=click.Path(path_type=Path))
+@click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("."),
+              show_default=True, help="Where to write the submission file and the issue body.")
+@click.option("--drop-host-ids", is_flag=True,
+              help="Remove the host fingerprint and machine model (keeps chip, OS and core counts).")
+def submit(result: Path, out_dir: Path, drop_host_ids: bool) -> None:
+    """Validate RESULT.json and write a submission file plus a Markdown issue body (no network)."""
+    from ..report.submission import write_submission
+
+    if not out_dir.is_dir():
+        raise UserError(f"--out-dir {out_dir}: no such directory")
+    try:
+        submission, body = write_submission(result, out_dir, drop_host_ids)
+    except InvalidFile as exc:
+        _print_problems(exc)
+        sys.exit(UserError.exit_code)
+    click.echo(f"submission: {submission}")
+    click.echo(f"issue body: {body}")
+
+
+def store_measured(records: list[ResultRecord], db: Path | None) -> None:
+    """`anebench run --store`: the run's records into the store, one transaction."""
+    with open_store(db) as store:
+        done = store.ingest(records, "anebench run")
+        err_console.print(f"stored {done.added} record(s) in {store.path} ({done.duplicates} already there)")
+
+
+def store_options(func):
+    """`run --store [--db PATH]`; the values wait in the click context for finish_run."""
+
+    def remember(ctx: click.Context, param: click.Parameter, value):
+        ctx.meta[f"anebench.{param.name}"] = value
+        return value
+
+    func = click.option("--db", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                        expose_value=False, callback=remember,
+                        help="Results database for --store (default: the user data dir).")(func)
+    return click.option("--store", is_flag=True, expose_value=False, callback=remember,
+                        help="Also store the measured records in the results database.")(func)
+
+
+def finish_run(records: list[ResultRecord], as_json: bool) -> None:
+    """After a run is saved: store it if asked, then show it beside the published figures (stderr
+    under --json, so stdout stays one JSON document)."""
+    meta = click.get_current_context().meta
+    if meta.get("anebench.store"):
+        store_measured(records, meta.get("anebench.db"))
+    show_family_comparison(records, err_console if as_json else Console())
+
+
+def show_family_comparison(records: list[ResultRecord], console: Console) -> None:
+    """End of `anebench run`: the user's figure beside the published ones of the same chip family."""
+    from ..report.compare import family_comparison
+
+    rows, notes = family_comparison(records)
+    if rows:
+        table = Table(title="your run beside published figures (same chip family, same workload)")
+        for column in ("chip", "config", "engine:device", "GB/s", "latency ms", "source"):
+            table.add_column(column, justify="right" if column in ("GB/s", "latency ms") else "left")
+        for row in rows:
+            table.add_row(row.chip, row.config or "-", row.engine,
+                          f"{row.gbps:.2f}" if row.gbps else "-",
+                          f"{row.latency_ms:.2f}" if row.latency_ms else "-", row.source,
+                          style="bold" if row.yours else None)
+        console.print(table)
+    for note in notes:
+        console.print(note, highlight=False, markup=False, soft_wrap=True)
+
+
 def register(app: click.Group) -> None:
-    for command in (ingest,):
+    for command in (ingest, report, submit):
         app.add_command(command)
 
 
-__all__ = ["LOADERS", "InvalidFile", "Loader", "db_option", "ingest_files", "register", "register_loader"]
+__all__ = [
+    "LOADERS",
+    "InvalidFile",
+    "Loader",
+    "db_option",
+    "finish_run",
+    "ingest_files",
+    "register",
+    "register_loader",
+    "show_family_comparison",
+    "store_measured",
+    "store_options",
+]

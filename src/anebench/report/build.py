@@ -1,0 +1,74 @@
+"""One entry point for every report format: read the store, aggregate, render, write atomically."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import UserError
+from ..results.aggregate import Aggregate, aggregate
+from ..results.files import atomic_write_text
+from ..results.schema import ResultRecord, utc_now
+from .csvjson import render_csv, render_json
+from .html import render_html
+from .markdown import render_markdown
+from .plots import bar_chart_png
+from .tables import matrix_groups, sections
+
+FORMATS = ("md", "html", "csv", "json")
+
+
+def _header(agg: Aggregate, source: str) -> list[str]:
+    return [(f"Generated {utc_now().isoformat()} from {source}: {agg.records} record(s), "
+            f"{len(agg.rows)} chip x workload x engine row(s)."),
+            "Figures are medians over contributors; flags say how much each figure can be trusted."]
+
+
+def charts(agg: Aggregate) -> dict[tuple, bytes]:
+    return {key: bar_chart_png(rows, f"{key[0]} on {key[1]}:{key[2]}: median GB/s by chip")
+            for key, rows in matrix_groups(agg).items()}
+
+
+def _slug(key: tuple) -> str:
+    return "-".join("".join(ch if ch.isalnum() else "_" for ch in str(part))[:40] for part in key)
+
+
+def render_report(records: list[ResultRecord], fmt: str, out: Path | None, source: str) -> str:
+    """The report text; with ``out``, also writes it (and Markdown's chart PNGs beside it)."""
+    if fmt not in FORMATS:
+        raise UserError(f"--format {fmt!r} is not supported; valid: {', '.join(FORMATS)}")
+    agg = aggregate(records)
+    header = _header(agg, source)
+    if fmt == "csv":
+        text = render_csv(agg)
+    elif fmt == "json":
+        text = render_json(agg, {"generated": utc_now().isoformat(), "source": source})
+    elif fmt == "html":
+        text = render_html(header, sections(agg), charts(agg))
+    else:
+        links: dict[tuple, str] = {}
+        if out is not None:
+            for key, png in charts(agg).items():
+                name = f"{out.stem}-{_slug(key)}.png"
+                _write_bytes(out.parent / name, png)
+                links[key] = name
+        else:
+            header.append("Charts: give --out PATH to write them beside the report, or use --format html.")
+        text = render_markdown(header, sections(agg), links)
+    if out is not None:
+        atomic_write_text(out, text)
+    return text
+
+
+def _write_bytes(path: Path, data: bytes) -> None:
+    import os
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; a chart is meant to be shared
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,54 @@
+"""The user's figure beside the published ones for the same chip family, same workload fingerprint."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..results.published import published_records
+from ..results.schema import ResultRecord
+from ..results.store import record_chip
+from ..system.chips import lookup_chip
+
+
+@dataclass
+class ComparisonRow:
+    chip: str
+    config: str
+    engine: str
+    gbps: float | None
+    latency_ms: float | None
+    source: str
+    yours: bool
+
+
+def family_comparison(records: list[ResultRecord],
+                      published: list[ResultRecord] | None = None) -> tuple[list[ComparisonRow], list[str]]:
+    """(rows, notes): the user's records first, then published solo figures of the same family and
+    workload fingerprint; notes say why a record has nothing to compare with."""
+    published = published_records() if published is None else published
+    rows, notes = [], []
+    for record in records:
+        name = record_chip(record)
+        chip = lookup_chip(name)
+        if chip is None:
+            notes.append(f"{record.workload.name}: this host's chip ({name or 'not detected'}) is not in the "
+                         "chip catalog; no published figures to compare with")
+            continue
+        peers = [p for p in published
+                 if p.workload.fingerprint == record.workload.fingerprint
+                 and "concurrency" not in p.extras
+                 and (peer := lookup_chip(p.host.chip)) is not None and peer.family == chip.family]
+        latency = record.latency_s()
+        rows.append(ComparisonRow(chip.key, "this run", f"{record.engine.name}:{record.engine.device}",
+                                  record.gbps, latency * 1e3 if latency else None, "your run", True))
+        if not peers:
+            notes.append(f"{record.workload.name}: no published figures for the {chip.family} family")
+        for p in sorted(peers, key=lambda p: (p.host.chip or "", -(p.gbps or 0))):
+            p_latency = p.latency_s()
+            rows.append(ComparisonRow(
+                lookup_chip(p.host.chip).key, p.extras.get("chip_config", ""),
+                f"{p.engine.name}:{p.engine.device}", p.gbps, p_latency * 1e3 if p_latency else None,
+                p.provenance_note.split(";")[0] + (" (GB/s derived)" if p.extras.get("gbps_derived") else ""),
+                False,
+            ))
+    return rows, notes

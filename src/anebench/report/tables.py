@@ -1,0 +1,91 @@
+"""The report's content as plain tables of text cells, shared by the Markdown, HTML and CSV writers."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from ..results.aggregate import Aggregate, MatrixRow
+
+
+@dataclass
+class Section:
+    title: str
+    columns: list[str]
+    rows: list[list[str]]
+    note: str = ""
+    group: tuple | None = None  # (workload, engine, device) for the matrix sections: the chart's key
+
+
+def fmt_gbps(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def fmt_util(util: tuple[float, float] | None) -> str:
+    if util is None:
+        return "-"
+    low, high = util
+    return f"{low:.0%}" if abs(high - low) < 5e-4 else f"{low:.0%}-{high:.0%}"
+
+
+def fmt_latency(row: MatrixRow) -> str:
+    if row.median_latency_s is None:
+        return "-"
+    return f"{row.median_latency_s * 1e3:.2f} (n={row.latency_contributors})"
+
+
+MATRIX_COLUMNS = ["chip", "config", "GB/s (median)", "contributors", "latency ms (median)",
+                  "memory bandwidth GB/s", "utilisation", "tier", "timing", "provenance", "flags"]
+
+
+def matrix_groups(agg: Aggregate) -> dict[tuple, list[MatrixRow]]:
+    groups: dict[tuple, list[MatrixRow]] = defaultdict(list)
+    for row in agg.rows:
+        groups[(row.workload, row.engine, row.device)].append(row)
+    # the table with the most chips first: that is the comparison a reader came for
+    return dict(sorted(groups.items(), key=lambda item: (-len(item[1]), item[0])))
+
+
+def sections(agg: Aggregate) -> list[Section]:
+    out = []
+    for (workload, engine, device), rows in matrix_groups(agg).items():
+        out.append(Section(
+            f"Results: {workload} on {engine}:{device}",
+            MATRIX_COLUMNS,
+            [[r.chip, ", ".join(r.configs) or "-", fmt_gbps(r.median_gbps), str(r.contributors),
+              fmt_latency(r), r.bandwidth, fmt_util(r.utilisation), str(r.tier), r.timing,
+              ", ".join(r.provenance), "; ".join(r.flags) or "-"] for r in rows],
+            note=f"workload fingerprint {rows[0].fingerprint[:16]}…; latencies in this table share it",
+            group=(workload, engine, device),
+        ))
+        tiers: dict[int, list[MatrixRow]] = defaultdict(list)
+        for r in rows:
+            tiers[r.tier].append(r)
+        out.append(Section(
+            f"Tiers: {workload} on {engine}:{device}",
+            ["tier", "GB/s range", "chips"],
+            [[str(t), f"{min(r.median_gbps for r in m):.2f}-{max(r.median_gbps for r in m):.2f}",
+              ", ".join(r.chip for r in sorted(m, key=lambda r: -r.median_gbps))]
+             for t, m in sorted(tiers.items())],
+        ))
+    out.append(Section(
+        "Concurrency verdicts",
+        ["chip", "workload", "engine:device", "solo GB/s", "parallel GB/s", "combined GB/s", "scaling",
+         "verdict", "flags"],
+        [[c.chip, c.workload, f"{c.engine}:{c.device}", ", ".join(fmt_gbps(v) for v in c.solo_gbps),
+          ", ".join(fmt_gbps(v) for v in c.parallel_gbps) or "-", fmt_gbps(c.combined_gbps),
+          f"{c.scaling:.3f}", c.verdict, "; ".join(c.flags) or "-"] for c in agg.concurrency],
+        note=agg.rules["concurrency"],
+    ))
+    out.append(Section(
+        "Coverage: catalog chips with no data",
+        ["chip", "vendor", "family", "memory bandwidth GB/s"],
+        [[c.key, c.vendor, c.family, c.bandwidth_label()] for c in agg.missing_chips],
+    ))
+    out.append(Section(
+        "Excluded from every comparison",
+        ["chip", "workload", "figure as published", "reason"],
+        [[e.chip, e.workload, e.figure, e.reason] for e in agg.excluded],
+    ))
+    out.append(Section("Rules", ["what", "rule"], [[k, v] for k, v in agg.rules.items()]))
+    return out

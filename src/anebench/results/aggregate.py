@@ -1,0 +1,250 @@
+"""From stored records to the results matrix: medians over contributors, flags, tiers, verdicts, coverage.
+
+Every derived figure follows a rule stated in RULES (printed in every report). Latencies are grouped by
+workload fingerprint, so two latencies are only ever compared when the same bytes were read.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import defaultdict
+from dataclasses import dataclass, field
+from statistics import median
+
+from ..measure.verdicts import CONCURRENCY_RULE, concurrency_verdict
+from ..system.chips import Chip, catalog, lookup_chip
+from .published import MAPPING_RULE, UNKNOWN_WORKLOAD
+from .schema import ResultRecord
+from .store import record_chip
+
+TIER_GAP = 0.15
+TIER_RULE = (
+    f"per workload and engine/device, chips sorted by median GB/s; a new tier starts where a chip's median "
+    f"is more than {TIER_GAP:.0%} above the next slower chip's; tier 1 is the fastest"
+)
+UTILISATION_RULE = (
+    "utilisation = median GB/s / the chip's published memory bandwidth; a range where the bandwidth "
+    "depends on the configuration; none where the bandwidth is not published"
+)
+LATENCY_RULE = (
+    "latencies are compared only between records of the identical workload fingerprint; rows whose "
+    "artifact is unknown (the published 'unknown (lut6 or fp16)' column) are excluded from every comparison"
+)
+MEDIAN_RULE = "median over contributing records (each published row or stored result is one contributor)"
+RULES = {
+    "median": MEDIAN_RULE,
+    "tiers": TIER_RULE,
+    "utilisation": UTILISATION_RULE,
+    "concurrency": CONCURRENCY_RULE + "; solo = the dual-solo instances, else the chip's solo median "
+                   "(flagged); combined = the stated combined figure, else the sum of the parallel instances "
+                   "(flagged)",
+    "latency": LATENCY_RULE,
+    "published": MAPPING_RULE,
+}
+
+
+@dataclass
+class MatrixRow:
+    chip: str
+    family: str
+    in_catalog: bool
+    workload: str
+    fingerprint: str
+    engine: str
+    device: str
+    median_gbps: float
+    contributors: int
+    median_latency_s: float | None
+    latency_contributors: int
+    bandwidth: str
+    utilisation: tuple[float, float] | None
+    timing: str
+    provenance: list[str]
+    configs: list[str]
+    flags: list[str]
+    tier: int | None = None
+    bandwidth_gbps: tuple[float, float] | None = None
+
+
+@dataclass
+class ConcurrencyRow:
+    chip: str
+    workload: str
+    engine: str
+    device: str
+    solo_gbps: list[float]
+    parallel_gbps: list[float]
+    combined_gbps: float
+    scaling: float
+    verdict: str
+    flags: list[str]
+
+
+@dataclass
+class Excluded:
+    chip: str
+    workload: str
+    figure: str
+    reason: str
+
+
+@dataclass
+class Aggregate:
+    rows: list[MatrixRow]
+    concurrency: list[ConcurrencyRow]
+    missing_chips: list[Chip]
+    excluded: list[Excluded]
+    records: int
+    rules: dict[str, str] = field(default_factory=lambda: dict(RULES))
+
+
+def _chip_of(record: ResultRecord) -> tuple[str, Chip | None]:
+    name = record_chip(record)
+    chip = lookup_chip(name)
+    if chip:
+        return chip.key, chip
+    return (name or f"unknown {record.host.os} host"), None
+
+
+def _mode(record: ResultRecord) -> str:
+    concurrency = record.extras.get("concurrency")
+    mode = concurrency.get("mode", "") if isinstance(concurrency, dict) else ""
+    if not mode or mode == "solo":
+        return "solo"
+    if mode.endswith("combined"):
+        return "combined"
+    return "dual-solo" if mode.endswith("solo") else "parallel"
+
+
+def _timing(records: list[ResultRecord]) -> str:
+    kinds = set()
+    for r in records:
+        if r.method.mitigations:
+            kinds.add("mitigated (" + ", ".join(r.method.mitigations) + ")")
+        elif "end-to-end" in r.method.timing:
+            kinds.add("end-to-end")
+        else:
+            kinds.add(r.method.timing)
+    return "mixed: " + " / ".join(sorted(kinds)) if len(kinds) > 1 else kinds.pop()
+
+
+def _flags(records: list[ResultRecord], chip: Chip | None) -> list[str]:
+    flags = []
+    if len(records) == 1:
+        flags.append("single report")
+    if any(r.method.runs is None for r in records):
+        flags.append("run count not stated")
+    if any(r.method.warmup_policy is None for r in records):
+        flags.append("warmup not stated")
+    if any(r.extras.get("gbps_derived") for r in records):
+        flags.append("GB/s derived from latency")
+    if len({r.extras.get("chip_config", "") for r in records}) > 1:
+        flags.append("mixed configurations")
+    if any(r.warnings for r in records):
+        flags.append("measurement warnings")
+    if chip is None:
+        flags.append("chip not in catalog")
+    return flags
+
+
+def _is_unknown_artifact(record: ResultRecord) -> bool:
+    return record.workload.name == UNKNOWN_WORKLOAD or bool(record.extras.get("weight_bytes_unknown"))
+
+
+def assign_tiers(rows: list[MatrixRow]) -> None:
+    groups: dict[tuple, list[MatrixRow]] = defaultdict(list)
+    for row in rows:
+        groups[(row.fingerprint, row.engine, row.device)].append(row)
+    for members in groups.values():
+        ordered = sorted(members, key=lambda r: r.median_gbps)
+        bands = [[ordered[0]]]
+        for slower, row in itertools.pairwise(ordered):
+            if row.median_gbps > slower.median_gbps * (1 + TIER_GAP):
+                bands.append([])
+            bands[-1].append(row)
+        for tier, band in enumerate(reversed(bands), 1):
+            for row in band:
+                row.tier = tier
+
+
+def _matrix(solo: dict[tuple, list[ResultRecord]], chips: dict[str, Chip | None]) -> list[MatrixRow]:
+    rows = []
+    for (chip_label, fingerprint, engine, device), records in solo.items():
+        chip = chips[chip_label]
+        figures = [r.gbps for r in records if r.gbps is not None]
+        if not figures:
+            continue
+        latencies = [r.latency_s() for r in records if r.latency_s() is not None]
+        gbps = median(figures)
+        bandwidth = (chip.bandwidth_gbps_min, chip.bandwidth_gbps_max) if chip and chip.bandwidth_known \
+            else None
+        rows.append(MatrixRow(
+            chip=chip_label, family=chip.family if chip else "", in_catalog=chip is not None,
+            workload=records[0].workload.name, fingerprint=fingerprint, engine=engine, device=device,
+            median_gbps=gbps, contributors=len(figures),
+            median_latency_s=median(latencies) if latencies else None, latency_contributors=len(latencies),
+            bandwidth=chip.bandwidth_label() if chip else "unknown chip",
+            utilisation=chip.utilisation(gbps) if chip else None,
+            timing=_timing(records), provenance=sorted({r.provenance for r in records}),
+            configs=sorted({c for r in records if (c := r.extras.get("chip_config"))}),
+            flags=_flags(records, chip), bandwidth_gbps=bandwidth,
+        ))
+    assign_tiers(rows)
+    order = {c.key: i for i, c in enumerate(catalog())}
+    rows.sort(key=lambda r: (r.workload, r.engine, r.device, order.get(r.chip, len(order)), r.chip))
+    return rows
+
+
+def _concurrency(groups: dict[tuple, dict[str, list[ResultRecord]]], rows: list[MatrixRow]) -> list:
+    solo_median = {(r.chip, r.fingerprint, r.engine, r.device): r.median_gbps for r in rows}
+    results = []
+    for key, modes in groups.items():
+        flags = []
+        solo = [r.gbps for r in modes.get("dual-solo", []) if r.gbps]
+        parallel = [r.gbps for r in modes.get("parallel", []) if r.gbps]
+        combined = [r.gbps for r in modes.get("combined", []) if r.gbps]
+        if not solo and key in solo_median:
+            solo = [solo_median[key]]
+            flags.append("solo reference from the chip's separate solo figure")
+        if not combined and len(parallel) >= 2:
+            combined = [sum(parallel)]
+            flags.append("combined = sum of the parallel instances")
+        if not solo or not combined:
+            continue
+        verdict = concurrency_verdict(solo, median(combined))
+        workload = next(iter(modes.values()))[0].workload.name
+        results.append(ConcurrencyRow(
+            chip=key[0], workload=workload, engine=key[2], device=key[3], solo_gbps=solo,
+            parallel_gbps=parallel, combined_gbps=median(combined), scaling=verdict.scaling,
+            verdict=verdict.verdict, flags=flags,
+        ))
+    results.sort(key=lambda r: (r.workload, r.chip))
+    return results
+
+
+def aggregate(records: list[ResultRecord]) -> Aggregate:
+    solo: dict[tuple, list[ResultRecord]] = defaultdict(list)
+    concurrency: dict[tuple, dict[str, list[ResultRecord]]] = defaultdict(lambda: defaultdict(list))
+    chips: dict[str, Chip | None] = {}
+    excluded = []
+    for record in records:
+        label, chip = _chip_of(record)
+        chips[label] = chip
+        if _is_unknown_artifact(record):
+            latency = record.latency_s()
+            excluded.append(Excluded(
+                label, record.workload.name,
+                f"{latency * 1e3:.2f} ms" if latency else (f"{record.gbps:.2f} GB/s" if record.gbps else "-"),
+                "artifact unknown (mixed latency column): never compared",
+            ))
+            continue
+        key = (label, record.workload.fingerprint, record.engine.name, record.engine.device)
+        mode = _mode(record)
+        if mode == "solo":
+            solo[key].append(record)
+        else:
+            concurrency[key][mode].append(record)
+    rows = _matrix(solo, chips)
+    with_data = {key[0] for key in solo} | {key[0] for key in concurrency}
+    missing = [chip for chip in catalog() if chip.key not in with_data]
+    return Aggregate(rows, _concurrency(concurrency, rows), missing, excluded, len(records))

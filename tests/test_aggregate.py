@@ -1,0 +1,119 @@
+"""Aggregation on the published data: medians, flags, tiers, verdicts, coverage, excluded latencies."""
+
+from __future__ import annotations
+
+import pytest
+
+from anebench.results.aggregate import TIER_GAP, aggregate
+from anebench.results.published import UNKNOWN_WORKLOAD, published_records
+from anebench.workloads import resolve_workload
+from test_store import make_record
+
+
+@pytest.fixture(scope="module")
+def published():
+    return published_records()
+
+
+@pytest.fixture(scope="module")
+def agg(published):
+    return aggregate(published)
+
+
+def _row(agg, chip, workload="llama_lm_head"):
+    (row,) = [r for r in agg.rows if r.chip == chip and r.workload == workload]
+    return row
+
+
+def test_published_rows_keep_what_the_source_states(published):
+    m1 = [r for r in published if r.host.chip == "Apple M1" and r.workload.name == "llama_lm_head"]
+    assert len(m1) == 1 and m1[0].gbps == 60.87 and m1[0].summary.mean is None
+    assert m1[0].method.runs is None and m1[0].method.warmup_policy is None
+    assert m1[0].provenance == "published" and m1[0].tool.name == "anemll-bench"
+    assert m1[0].workload.fingerprint == resolve_workload("llama_lm_head").fingerprint
+    m5max = [r for r in published if r.host.chip == "Apple M5 Max" and "concurrency" not in r.extras]
+    assert m5max[0].summary.mean == pytest.approx(7.08e-3)
+    assert m5max[0].gbps == pytest.approx(1050.673152 / 7.08, abs=0.01) and m5max[0].extras["gbps_derived"]
+
+
+def test_m5_max_concurrency_verdict_is_shared_ceiling(agg):
+    (m5max,) = [c for c in agg.concurrency if c.chip == "M5 Max"]
+    assert m5max.verdict == "shared ceiling"
+    assert m5max.scaling == pytest.approx(147.62 / ((148.39 + 148.57) / 2))
+    assert {c.chip: c.verdict for c in agg.concurrency} == {
+        "M5 Max": "shared ceiling", "M6": "shared ceiling", "M3 Ultra": "shared ceiling"}
+    (m3u,) = [c for c in agg.concurrency if c.chip == "M3 Ultra"]
+    assert m3u.flags == ["solo reference from the chip's separate solo figure"]
+
+
+def test_mixed_latency_rows_are_excluded_from_every_comparison(agg, published):
+    unknown = [r for r in published if r.workload.name == UNKNOWN_WORKLOAD]
+    assert len(unknown) == 13 and all(r.gbps is None for r in unknown)
+    canonical = {resolve_workload("llama_lm_head").fingerprint, resolve_workload("DeepHermes_lm_head").fingerprint}
+    fingerprints = [r.workload.fingerprint for r in unknown]
+    assert len(set(fingerprints)) == 13 and not set(fingerprints) & canonical
+    assert all(r.workload != UNKNOWN_WORKLOAD for r in agg.rows)
+    assert len(agg.excluded) == 13
+    # M1's matrix latency is absent: its only latency was in the mixed column
+    assert _row(agg, "M1").median_latency_s is None
+    assert _row(agg, "M5 Max").median_latency_s == pytest.approx(7.08e-3)
+
+
+def test_latencies_are_grouped_by_fingerprint(agg):
+    lut6 = _row(agg, "M6", "llama_lm_head_lut6")
+    fp16 = _row(agg, "M6")
+    assert lut6.fingerprint != fp16.fingerprint
+    assert lut6.median_latency_s == pytest.approx(3.27e-3)
+    assert fp16.median_latency_s == pytest.approx((7.85e-3 + 6.91e-3) / 2)
+
+
+def test_medians_contributors_and_flags(agg):
+    m6 = _row(agg, "M6")
+    assert m6.contributors == 2 and m6.median_gbps == pytest.approx((133.92 + 152.05) / 2, abs=0.01)
+    assert "mixed configurations" in m6.flags and m6.configs == ["16 GB", "32 GB"]
+    m1 = _row(agg, "M1")
+    assert m1.flags[:3] == ["single report", "run count not stated", "warmup not stated"]
+    assert m1.timing == "end-to-end"
+
+
+def test_utilisation_uses_the_catalog_and_shows_configuration_ranges(agg):
+    assert _row(agg, "M4").utilisation == pytest.approx((64.18 / 120, 64.18 / 120))
+    assert _row(agg, "M4 Max").utilisation == pytest.approx((118.88 / 546, 118.88 / 410))
+    assert _row(agg, "M5 Max").utilisation is None  # bandwidth not published: no guess
+
+
+def test_tiers_follow_the_stated_gap_rule(agg):
+    rows = [r for r in agg.rows if r.workload == "llama_lm_head"]
+    tier1 = {r.chip for r in rows if r.tier == 1}
+    assert tier1 == {"M3 Max", "M3 Ultra", "M4 Pro", "M4 Max", "M5 Pro", "M5 Max", "M5 Ultra", "M6"}
+    assert {r.tier for r in rows} == {1, 2}
+    slowest_fast = min(r.median_gbps for r in rows if r.tier == 1)
+    fastest_slow = max(r.median_gbps for r in rows if r.tier == 2)
+    assert slowest_fast > fastest_slow * (1 + TIER_GAP)
+
+
+def test_tiers_split_on_any_large_gap():
+    records = [make_record(chip=f"Apple {c}", gbps=g) for c, g in
+               (("M1", 50), ("M2", 52), ("M3", 80), ("M4", 82), ("M5", 200))]
+    tiers = {r.chip: r.tier for r in aggregate(records).rows}
+    assert tiers == {"M1": 3, "M2": 3, "M3": 2, "M4": 2, "M5": 1}
+
+
+def test_coverage_lists_catalog_chips_without_data(agg):
+    missing = [c.key for c in agg.missing_chips]
+    assert "M2 Pro" in missing and "M3 Pro" in missing and "H100 SXM" in missing
+    assert "M1" not in missing and "M5 Max" not in missing
+
+
+def test_measured_records_group_by_engine_and_median_over_contributors():
+    records = [make_record(gbps=g) for g in (100, 110, 130)] + [make_record(gbps=50, engine="numpy",
+                                                                            device="cpu")]
+    rows = {(r.engine, r.device): r for r in aggregate(records).rows}
+    assert rows[("mlx", "gpu")].median_gbps == 110 and rows[("mlx", "gpu")].contributors == 3
+    assert rows[("mlx", "gpu")].median_latency_s == pytest.approx(1050.673152e6 / 110e9)
+    assert "single report" in rows[("numpy", "cpu")].flags
+    mitigated = make_record(gbps=120)
+    mitigated = mitigated.model_copy(update={"method": mitigated.method.model_copy(
+        update={"mitigations": ["rotate buffers"], "timing": "device time"})})
+    row = aggregate([make_record(gbps=100, runs=3), mitigated]).rows[0]
+    assert row.timing.startswith("mixed:") and "mitigated (rotate buffers)" in row.timing

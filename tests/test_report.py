@@ -1,0 +1,173 @@
+"""Reports: every format escapes hostile strings; the HTML page renders its rows in headless Chromium."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import shutil
+import subprocess
+from html.parser import HTMLParser
+
+import pytest
+
+from anebench.cli import main
+from anebench.report.build import render_report
+from anebench.report.compare import family_comparison
+from anebench.report.escape import csv_cell, md_cell
+from anebench.results.published import published_records
+from test_store import make_record
+
+SCRIPT = "<script>alert(1)</script>"
+FORMULA = '=HYPERLINK("http://evil.example","x")'
+HOSTILE_CHIP = f"{FORMULA} | {SCRIPT} `code` [link](http://x)"
+HOSTILE_ENGINE = "@SUM(1+1)|<b>bold</b>"
+
+
+@pytest.fixture(scope="module")
+def records():
+    hostile = make_record(chip=HOSTILE_CHIP, engine=HOSTILE_ENGINE, gbps=77)
+    hostile = hostile.model_copy(update={"warnings": [f"note {SCRIPT} | -1+2"], "id": None}).with_id()
+    return published_records() + [hostile]
+
+
+class _Cells(HTMLParser):
+    """Rows of every table: lists of cell texts; also counts <script> elements."""
+
+    def __init__(self):
+        super().__init__()
+        self.rows, self.scripts, self._cell = [], 0, None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "tr":
+            self.rows.append([])
+        elif tag in ("td", "th"):
+            self._cell = ""
+        elif tag == "script":
+            self.scripts += 1
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th") and self._cell is not None:
+            self.rows[-1].append(self._cell)
+            self._cell = None
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell += data
+
+
+def _cells(text: str) -> _Cells:
+    parser = _Cells()
+    parser.feed(text)
+    return parser
+
+
+def test_html_escapes_every_value_and_is_self_contained(records):
+    page = render_report(records, "html", None, "test")
+    assert SCRIPT not in page and "<b>bold" not in page
+    parsed = _cells(page)
+    assert parsed.scripts == 0
+    chips = [row[0] for row in parsed.rows if row]
+    assert HOSTILE_CHIP in chips  # shown as text, exactly as submitted
+    assert "http://" not in re.sub(r"&quot;http://evil\.example&quot;|http://x\)", "", page.replace(
+        "http://evil.example", "").replace("http://x", ""))  # no other external reference
+    assert "<img" in page and 'src="data:image/png;base64,' in page
+    assert not re.search(r"""(src|href)=["']?(https?:|//)""", page)
+
+
+def test_markdown_escapes_pipes_backticks_brackets_and_html(records):
+    text = render_report(records, "md", None, "test")
+    assert SCRIPT not in text and "<b>" not in text
+    header = next(line for line in text.splitlines() if line.startswith("| chip | config"))
+    columns = len(re.split(r"(?<!\\)\|", header))
+    for line in text.splitlines():
+        if line.startswith("| ") and "\\" in line:
+            assert len(re.split(r"(?<!\\)\|", line)) <= columns  # no injected cell boundaries
+    row = next(line for line in text.splitlines() if "HYPERLINK" in line and line.startswith("| "))
+    assert "\\|" in row and "\\`code\\`" in row and "\\[link\\]" in row and "&lt;script&gt;" in row
+    assert md_cell("a\nb|c") == "a b\\|c"
+
+
+def test_csv_guards_formulas_and_round_trips(records):
+    text = render_report(records, "csv", None, "test")
+    rows = list(csv.DictReader(io.StringIO(text)))
+    (hostile,) = [r for r in rows if "HYPERLINK" in r["chip"]]
+    assert hostile["chip"] == "'" + HOSTILE_CHIP
+    assert hostile["engine"] == "'" + HOSTILE_ENGINE
+    for row in rows:
+        for value in row.values():
+            assert not value.startswith(("=", "+", "@")), value
+    assert csv_cell(-1.5) == -1.5 and csv_cell("-1+2") == "'-1+2" and csv_cell("+x") == "'+x"
+    m5max = next(r for r in rows if r["chip"] == "M5 Max" and r["workload"] == "llama_lm_head")
+    assert m5max["concurrency_verdict"] == "shared ceiling"
+    assert [r["chip"] for r in rows if r["flags"] == "no data"][:2] == ["M2 Pro", "M3 Pro"]
+
+
+def test_json_report_round_trips_hostile_strings(records):
+    document = json.loads(render_report(records, "json", None, "test"))
+    chips = {row["chip"] for row in document["matrix"]}
+    assert HOSTILE_CHIP in chips
+    assert document["rules"]["tiers"].startswith("per workload")
+    assert {c["chip"]: c["verdict"] for c in document["concurrency"]}["M5 Max"] == "shared ceiling"
+    assert len(document["excluded"]) == 13
+
+
+def test_markdown_writes_its_charts_beside_it(tmp_path, records):
+    out = tmp_path / "report.md"
+    text = render_report(records, "md", out, "test")
+    pngs = sorted(p.name for p in tmp_path.glob("report-*.png"))
+    assert out.read_text() == text and pngs
+    assert all(f"]({name})" in text for name in pngs)
+    assert all((tmp_path / name).read_bytes().startswith(b"\x89PNG") for name in pngs)
+
+
+def test_cli_report_from_the_store(tmp_path, capsys):
+    db = tmp_path / "db.sqlite"
+    with pytest.raises(SystemExit) as info:
+        main(["report", "--db", str(db)])
+    assert info.value.code == 2 and "store is empty" in capsys.readouterr().err
+    main(["ingest", "--published", "--db", str(db)])
+    capsys.readouterr()
+    main(["report", "--db", str(db), "--format", "json"])
+    document = json.loads(capsys.readouterr().out)
+    assert len(document["matrix"]) == 20
+    main(["report", "--db", str(db), "--format", "html", "--out", str(tmp_path / "r.html")])
+    assert (tmp_path / "r.html").read_text().startswith("<!DOCTYPE html>")
+
+
+def test_run_comparison_shows_the_same_family_and_workload_only():
+    mine = make_record(chip="Apple M4 Pro", gbps=111)
+    rows, notes = family_comparison([mine])
+    assert rows[0].yours and rows[0].gbps == 111
+    assert {r.chip for r in rows[1:]} == {"M4", "M4 Pro", "M4 Max"} and not notes
+    lut6 = make_record(chip="Apple M4", gbps=111, workload="DeepHermes_lm_head")
+    rows, notes = family_comparison([lut6])
+    assert len(rows) == 1 and "no published figures for the M4 family" in notes[0]
+    rows, notes = family_comparison([make_record(chip=None)])
+    assert rows == [] and "not in the chip catalog" in notes[0]
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (.ci/run installs it)")
+def test_html_report_renders_its_rows_in_headless_chromium(tmp_path, records):
+    page = tmp_path / "report.html"
+    render_report(records, "html", page, "test")
+    result = subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run",
+         f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", page.as_uri()],
+        check=False, capture_output=True, text=True, timeout=90,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    dom = _cells(result.stdout)
+    assert dom.scripts == 0
+    rendered = {tuple(row[:3]) for row in dom.rows}
+    # every results-matrix row of the llama_lm_head table, as the browser built the DOM
+    expected = {("M1", "-", "60.87"), ("M5 Max", "-", "148.40"), ("M6", "16 GB, 32 GB", "142.99"),
+                ("M4 Pro", "24 GB Mac mini", "126.36"), (HOSTILE_CHIP, "-", "77.00")}
+    assert expected <= rendered
+    verdicts = {(row[0], row[7]) for row in dom.rows if len(row) == 9}
+    assert ("M5 Max", "shared ceiling") in verdicts

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -25,6 +26,13 @@ from ..workloads import Workload, resolve_workload
 
 # emoji=False: names such as hf:m:lm_head.weight contain ":m:", which Rich would turn into an emoji.
 err_console = Console(stderr=True, emoji=False)
+PIPED_WIDTH = 160  # Rich assumes 80 columns off a terminal, which folds every cell of a results table
+
+
+def out_console() -> Console:
+    """The console for stdout: no emoji codes, and wide enough for tables when piped to a file."""
+    console = Console(emoji=False)
+    return console if console.is_terminal else Console(emoji=False, width=PIPED_WIDTH)
 
 
 @dataclass
@@ -125,12 +133,11 @@ def results_table(records: list[ResultRecord], title: str = "anebench results") 
 def emit(records: list[ResultRecord], suite: str, out: Path | None, no_save: bool, as_json: bool,
          title: str = "anebench results") -> Path | None:
     """Print the table (stderr under --json), save the records, print the JSON document if asked."""
-    err_console.print(results_table(records, title)) if as_json else Console(emoji=False).print(
-        results_table(records, title))
+    (err_console if as_json else out_console()).print(results_table(records, title))
     for record in records:
         label = f"{record.engine.name}:{record.engine.device} {record.workload.name}"
         for line in ([record.engine.dtype_note] if record.engine.dtype_note else []) + record.warnings:
-            err_console.print(f"[yellow]{label}:[/yellow] {line}", highlight=False, soft_wrap=True)
+            err_console.print(f"[yellow]{escape(label)}:[/yellow] {escape(line)}", highlight=False, soft_wrap=True)
     saved = None
     if not no_save:
         saved = out or default_out_path(suite)

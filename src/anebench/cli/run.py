@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from rich.console import Console
 from rich.table import Table
 
 from ..engines import ENGINE_FACTORIES
@@ -17,6 +16,7 @@ from .common import (
     emit,
     err_console,
     measuring_options,
+    out_console,
     preflight,
     progress_bar,
     resolve_targets,
@@ -90,7 +90,7 @@ def engines() -> None:
             ", ".join(engine.devices()) if availability else "-",
             availability.reason or "-",
         )
-    Console().print(table)
+    out_console().print(table)
 
 
 @click.command()
@@ -104,7 +104,7 @@ def info(as_json: bool) -> None:
     table = Table(title="this host", show_header=False)
     for key, value in host.model_dump().items():
         table.add_row(key, str(value))
-    Console().print(table)
+    out_console().print(table)
 
 
 def register(app: click.Group) -> None:

@@ -50,9 +50,10 @@ def lut6_workload() -> Workload:
 def _canonical(name: str) -> tuple[Workload, int]:
     """The workload and the bytes one call reads as anemll-bench's artifact stores them."""
     workload = lut6_workload() if name == "llama_lm_head_lut6" else resolve_workload(name)
-    if workload.quant == "lut6":
-        return workload, workload.vocab * workload.hidden * LUT_BITS // 8  # indices; LUTs not counted
-    return workload, workload.weight_bytes
+    stored = getattr(workload, "stored_bytes", None)  # packed indices + LUTs, as the builder lays them out
+    if stored is None and workload.quant == "lut6":
+        stored = workload.vocab * workload.hidden * LUT_BITS // 8
+    return workload, stored or workload.weight_bytes
 
 
 def _float(text: str) -> float | None:

@@ -138,3 +138,12 @@ def host_label() -> str:
 
 def cpu_count() -> int:
     return os.cpu_count() or 1
+
+
+def catalog_chip(host: HostInfo | None = None):
+    """This host's entry in the chip catalog (anebench.system.chips), or None where it is not listed.
+
+    Only the chip name is used (e.g. "Apple M4 Pro"); a GPU's entry comes from the record's device."""
+    from .chips import lookup_chip
+
+    return lookup_chip((host or describe_host()).chip)

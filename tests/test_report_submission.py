@@ -1,0 +1,59 @@
+"""`anebench submit`: validated submission file + Markdown issue body, optional host-id removal."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from anebench.cli import main
+from anebench.results.files import save_records
+from anebench.results.validate import load_result_file
+from anebench.system.host import catalog_chip
+from test_store import make_record
+
+
+def test_submit_writes_a_valid_document_and_issue_body(tmp_path, capsys):
+    result = tmp_path / "run.json"
+    record = make_record(chip="Apple M4 Pro", gbps=101.5)
+    record = record.model_copy(update={"host": record.host.model_copy(update={"machine_model": "Mac16,1"}),
+                                       "warnings": ["<script>x</script> | y"], "id": None}).with_id()
+    save_records(result, [record])
+    main(["submit", str(result), "--out-dir", str(tmp_path)])
+    assert "issue body" in capsys.readouterr().out
+    (submitted,) = load_result_file(tmp_path / "run.submission.json")
+    assert submitted.id == record.id and submitted.host.machine_model == "Mac16,1"
+    body = (tmp_path / "run.issue.md").read_text()
+    assert "| Apple M4 Pro | M4 Pro | mlx:gpu | llama\\_lm\\_head | 101.50 |" in body
+    assert "<script>" not in body and "&lt;script&gt;x&lt;/script&gt; \\| y" in body
+
+
+def test_drop_host_ids_removes_identifiers_and_keeps_the_record_valid(tmp_path):
+    result = tmp_path / "run.json"
+    record = make_record()
+    record = record.model_copy(update={"host": record.host.model_copy(update={"machine_model": "Mac16,1"}),
+                                       "id": None}).with_id()
+    save_records(result, [record])
+    main(["submit", str(result), "--out-dir", str(tmp_path), "--drop-host-ids"])
+    raw = json.loads((tmp_path / "run.submission.json").read_text())["results"][0]
+    assert raw["host"]["fingerprint"] == "" and raw["host"]["machine_model"] is None
+    assert raw["host"]["chip"] == "Apple M4 Pro"
+    (reloaded,) = load_result_file(tmp_path / "run.submission.json")  # id matches the new content
+    assert reloaded.id != record.id
+    assert "host identifiers: dropped" in (tmp_path / "run.issue.md").read_text()
+
+
+def test_submit_refuses_an_invalid_result_and_writes_nothing(tmp_path, capsys):
+    bad = tmp_path / "bad.json"
+    raw = make_record().model_dump(mode="json", by_alias=True)
+    bad.write_text(json.dumps(dict(raw, gbps=0, id=None)))
+    with pytest.raises(SystemExit) as info:
+        main(["submit", str(bad), "--out-dir", str(tmp_path)])
+    assert info.value.code == 2 and "gbps" in capsys.readouterr().err
+    assert not list(tmp_path.glob("*.submission.json")) and not list(tmp_path.glob("*.issue.md"))
+
+
+def test_host_maps_to_the_catalog(monkeypatch):
+    record = make_record(chip="Apple M5 Pro")
+    assert catalog_chip(record.host).key == "M5 Pro"
+    assert catalog_chip(make_record(chip=None).host) is None

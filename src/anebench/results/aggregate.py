@@ -245,6 +245,8 @@ def aggregate(records: list[ResultRecord]) -> Aggregate:
         else:
             concurrency[key][mode].append(record)
     rows = _matrix(solo, chips)
+    order = {c.key: i for i, c in enumerate(catalog())}
+    excluded.sort(key=lambda e: (order.get(e.chip, len(order)), e.chip))
     with_data = {key[0] for key in solo} | {key[0] for key in concurrency}
     missing = [chip for chip in catalog() if chip.key not in with_data]
     return Aggregate(rows, _concurrency(concurrency, rows), missing, excluded, len(records))

@@ -1,0 +1,151 @@
+"""The bundle cache: one directory per build key, written in a temporary directory and renamed into place.
+
+A cache entry is complete or absent: a build that fails or is interrupted leaves only a temporary
+directory (removed on the way out), and a finished one appears with its manifest in one rename. The
+manifest records the spec, the coremltools version, the weight bytes the program reads (parsed from
+the program, not from file sizes) and the sha256 of the weight file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from .coreml import BuildSpec, SplitProgress, build_bundle
+from .mlprogram import MLProgramBundle
+
+MANIFEST_NAME = "anebench-build.json"
+MANIFEST_SCHEMA = "anebench.coreml-build/1"
+CACHE_ENV = "ANEBENCH_CACHE_DIR"
+
+
+def default_cache_dir() -> Path:
+    """``$ANEBENCH_CACHE_DIR`` or the platform's cache directory (e.g. ~/Library/Caches/anebench)."""
+    override = os.environ.get(CACHE_ENV)
+    if override:
+        return Path(override).expanduser()
+    import platformdirs
+
+    return platformdirs.user_cache_path("anebench") / "coreml"
+
+
+def file_sha256(path: Path, chunk: int = 1 << 24) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+@dataclass
+class Artifact:
+    """A built bundle in the cache and what its manifest says about it."""
+
+    package: Path
+    manifest: dict
+    reused: bool
+
+    @property
+    def weight_bytes(self) -> int:
+        return int(self.manifest["weight_bytes"])
+
+    @property
+    def weight_sha256(self) -> str:
+        return self.manifest["weight_sha256"]
+
+    def open(self) -> MLProgramBundle:
+        return MLProgramBundle(self.package)
+
+
+def describe_bundle(spec: BuildSpec, package: Path, seconds: float) -> dict:
+    """The manifest of a freshly built bundle, read back from the bundle itself."""
+    import coremltools
+
+    bundle = MLProgramBundle(package)
+    files = sorted({blob.file for blob in bundle.blobs.values()})
+    if len(files) != 1:
+        raise ValueError(f"{package}: expected one weight file, the program reads {len(files)}")
+    weight_file = files[0]
+    op_counts: dict[str, int] = {}
+    for op_type in bundle.op_types():
+        op_counts[op_type] = op_counts.get(op_type, 0) + 1
+    return {
+        "schema": MANIFEST_SCHEMA,
+        "key": spec.key,
+        "spec": spec.description(),
+        "workload": spec.workload.name,
+        "workload_fingerprint": spec.workload.fingerprint,
+        "coremltools": coremltools.__version__,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "build_seconds": round(seconds, 3),
+        "package": package.name,
+        "quant": spec.quant,
+        "lut_mode": spec.resolved_lut_mode if spec.is_lut else None,
+        "group_size": spec.group_size if spec.is_lut else None,
+        "repeat": spec.repeat,
+        "splits": [stop - start for start, stop in spec.splits],
+        "inputs": [{"name": t.name, "shape": list(t.shape), "dtype": t.dtype} for t in bundle.inputs],
+        "outputs": [{"name": t.name, "shape": list(t.shape), "dtype": t.dtype} for t in bundle.outputs],
+        "op_counts": op_counts,
+        "weight_bytes": bundle.weight_bytes,
+        "weight_blobs": len(bundle.blobs),
+        "weight_file": str(weight_file.relative_to(package)),
+        "weight_file_bytes": weight_file.stat().st_size,
+        "weight_sha256": file_sha256(weight_file),
+        "notes": [note for note in [spec.conversion_note] if note],
+    }
+
+
+def _cached(entry: Path, key: str) -> Artifact | None:
+    manifest_path = entry / MANIFEST_NAME
+    try:
+        manifest = json.loads(manifest_path.read_text())
+    except (OSError, ValueError):
+        return None
+    package = entry / manifest.get("package", "")
+    weight_file = package / manifest.get("weight_file", "")
+    complete = (
+        manifest.get("schema") == MANIFEST_SCHEMA
+        and manifest.get("key") == key
+        and weight_file.is_file()
+        and weight_file.stat().st_size == manifest.get("weight_file_bytes")
+    )
+    return Artifact(package, manifest, reused=True) if complete else None
+
+
+def build_or_reuse(spec: BuildSpec, cache_dir: Path | None = None,
+                   progress: SplitProgress | None = None) -> Artifact:
+    """The bundle for ``spec``: from the cache when it is there and complete, else built into it."""
+    cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    entry = cache_dir / spec.key
+    found = _cached(entry, spec.key)
+    if found is not None:
+        return found
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{spec.key[:16]}-", dir=cache_dir))
+    try:
+        started = time.perf_counter()
+        package = staging / spec.bundle_name()
+        build_bundle(spec, package, progress)
+        manifest = describe_bundle(spec, package, time.perf_counter() - started)
+        (staging / MANIFEST_NAME).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+        if entry.exists():  # a stale or partial entry (or a concurrent build): replace it
+            shutil.rmtree(entry, ignore_errors=True)
+        try:
+            os.rename(staging, entry)
+        except OSError:
+            found = _cached(entry, spec.key)  # another process finished the same build first
+            if found is None:
+                raise
+            return found
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+    return Artifact(entry / spec.bundle_name(), manifest, reused=False)

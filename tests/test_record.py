@@ -29,6 +29,7 @@ def test_record_round_trips_through_a_file(record, tmp_path):
     assert loaded == [record]
     assert loaded[0].content_id() == record.id
     assert not list(tmp_path.glob(".*.tmp"))  # the atomic write left no temporary file
+    assert path.stat().st_mode & 0o044  # readable by others, like any file the user writes
 
 
 def test_record_carries_full_provenance(record):

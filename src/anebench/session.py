@@ -35,6 +35,7 @@ class RunOptions:
     mitigations: list[str] = field(default_factory=list)
     suite: str = "run"
     timing: str = "wall clock per call"
+    power: bool = False  # sample an energy counter around the calls (extras["energy"])
 
 
 def preflight_memory(engine: Engine, device: str, workload: Workload) -> None:
@@ -83,15 +84,31 @@ def measure_workload(
         if on_prepared is not None:
             on_prepared(prepared)
         check = verify_output(prepared)
+        window = energy_window(device) if options.power else None
         timing = time_calls(prepared, options.runs, options.warmup, options.clock, options.time_budget_s,
                             progress)
+        if window is not None:
+            extras = {**(extras or {}), "energy": finish_energy(window, prepared, timing)}
         return build_record(engine, device, workload, prepared, options, timing, check, extras)
+
+
+def energy_window(device: str):
+    from .system.power import EnergyWindow, energy_meter
+
+    return EnergyWindow(energy_meter(device))
+
+
+def finish_energy(window, prepared: Prepared, timing) -> dict:
+    calls = timing.warmup_runs + len(timing.samples_s)
+    median = sorted(timing.samples_s)[len(timing.samples_s) // 2]
+    return window.finish(calls, prepared.weight_bytes, median, "warmup and timed calls")
 
 
 def build_record(engine, device, workload, prepared, options, timing, check, extras) -> ResultRecord:
     host = describe_host()
     summary = summarize(timing.samples_s)
     warnings = stability_warnings(timing.samples_s, summary)
+    warnings.extend(getattr(prepared, "warnings", []))  # the engine's own (e.g. Core ML op placement)
     cache_bytes = getattr(prepared, "device_cache_bytes", None)
     if cache_bytes is None and device == "cpu":
         cache_bytes = host.llc_bytes

@@ -22,6 +22,7 @@ from ..results.files import document_json, save_records
 from ..results.schema import ResultRecord
 from ..session import preflight_memory
 from ..system.host import host_label
+from ..system.power import energy_line
 from ..workloads import Workload, resolve_workload
 
 # emoji=False: names such as hf:m:lm_head.weight contain ":m:", which Rich would turn into an emoji.
@@ -138,6 +139,9 @@ def emit(records: list[ResultRecord], suite: str, out: Path | None, no_save: boo
         label = f"{record.engine.name}:{record.engine.device} {record.workload.name}"
         for line in ([record.engine.dtype_note] if record.engine.dtype_note else []) + record.warnings:
             err_console.print(f"[yellow]{escape(label)}:[/yellow] {escape(line)}", highlight=False, soft_wrap=True)
+        if "energy" in record.extras:
+            err_console.print(f"{escape(label)}: energy {escape(energy_line(record.extras['energy']))}",
+                              highlight=False, soft_wrap=True)
     saved = None
     if not no_save:
         saved = out or default_out_path(suite)

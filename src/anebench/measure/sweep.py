@@ -1,0 +1,177 @@
+"""Size sweep analysis: log-spaced sizes, the cache knee, and a robust fit of latency against bytes.
+
+``latency = overhead + bytes / bandwidth`` holds only once the weights stream from memory, so the fit
+uses the sizes past the cache knee. It is a Theil-Sen fit (median of pairwise slopes, then the median
+intercept): it ignores up to ~29% of wild points, so one outlier cannot move it, unlike least squares.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from ..errors import UserError
+
+CACHE_FACTOR = 4  # STREAM's rule: past 4x the last-level cache nothing useful stays cached
+PLATEAU_TOLERANCE = 0.25  # unknown cache: the knee is where GB/s settles within 25% of the largest size's
+MIN_FIT_POINTS = 3
+MiB = 1024**2
+
+
+def log_sizes(min_bytes: int, max_bytes: int, points: int) -> list[int]:
+    """``points`` sizes evenly spaced in log space from ``min_bytes`` to ``max_bytes``, both included."""
+    if points < 2:
+        raise UserError(f"--points {points}: a sweep needs at least 2 sizes")
+    if not 0 < min_bytes < max_bytes:
+        raise UserError(f"sweep sizes: --min-mb must be positive and below --max-mb ({min_bytes} >= {max_bytes} B)")
+    return sorted({round(s) for s in np.geomspace(min_bytes, max_bytes, points)})
+
+
+def sweep_sizes(min_bytes: int, max_bytes: int, points: int, fit_from: int | None = None,
+                min_fit_points: int = 4) -> list[int]:
+    """Log-spaced sizes, topped up with sizes past ``fit_from`` so the fit has ``min_fit_points``."""
+    sizes = log_sizes(min_bytes, max_bytes, points)
+    if fit_from is not None and fit_from < max_bytes:
+        past = [s for s in sizes if s >= fit_from]
+        if len(past) < min_fit_points:
+            extra = np.geomspace(max(fit_from, min_bytes), max_bytes, min_fit_points)
+            sizes = sorted(set(sizes) | {round(s) for s in extra})
+    return sizes
+
+
+@dataclass(frozen=True)
+class Knee:
+    index: int  # first point used by the fit
+    size_bytes: int
+    rule: str
+
+
+def find_knee(sizes: list[int], gbps: list[float], cache_bytes: int | None) -> Knee:
+    """Where the cache stops helping: the first size the streaming fit may use.
+
+    Known cache: the first size >= 4x the cache (STREAM's rule). Unknown cache: from the data, the first
+    size past the GB/s peak from which every larger size is within 25% of the largest size's GB/s; with
+    no peak before the end (no cache hump visible) every size is used.
+    """
+    if len(sizes) != len(gbps) or not sizes:
+        raise ValueError("sizes and gbps must be non-empty and of equal length")
+    if cache_bytes:
+        threshold = CACHE_FACTOR * cache_bytes
+        for i, size in enumerate(sizes):
+            if size >= threshold:
+                return Knee(i, size, f"first size >= {CACHE_FACTOR}x the last-level cache "
+                                     f"({cache_bytes / MiB:.1f} MiB), STREAM's rule")
+        return Knee(len(sizes), threshold, f"no size reaches {CACHE_FACTOR}x the last-level cache "
+                                           f"({cache_bytes / MiB:.1f} MiB)")
+    rates = np.asarray(gbps, dtype=float)
+    tail = rates[-1]
+    peak = int(np.argmax(rates))
+    settled = np.abs(rates - tail) <= PLATEAU_TOLERANCE * tail
+    rule = (f"cache size unknown: first size past the GB/s peak from which every larger size is within "
+            f"{PLATEAU_TOLERANCE:.0%} of the largest size's GB/s")
+    if peak == len(rates) - 1 or rates[peak] <= (1 + PLATEAU_TOLERANCE) * tail:
+        return Knee(0, sizes[0], rule + " (no cache hump: every size used)")
+    for i in range(peak + 1, len(rates)):
+        if settled[i:].all():
+            return Knee(i, sizes[i], rule)
+    return Knee(len(rates) - 1, sizes[-1], rule)
+
+
+@dataclass(frozen=True)
+class LineFit:
+    """``latency_s = overhead_s + bytes / bandwidth_bps`` fitted by Theil-Sen."""
+
+    overhead_s: float
+    bandwidth_bps: float
+    r_squared: float
+    median_abs_rel_residual: float
+    max_abs_rel_residual: float
+    points: int
+    method: str = "Theil-Sen (median of pairwise slopes, median intercept)"
+
+    def predict(self, size_bytes: float | np.ndarray) -> float | np.ndarray:
+        return self.overhead_s + np.asarray(size_bytes, dtype=float) / self.bandwidth_bps
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def theil_sen(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """(intercept, slope): slope = median of pairwise slopes, intercept = median of y - slope*x."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    pairs = [(i, j) for i, j in itertools.combinations(range(len(x)), 2) if x[j] != x[i]]
+    if not pairs:
+        raise ValueError("Theil-Sen needs at least two distinct x values")
+    i, j = np.array(pairs).T
+    slope = float(np.median((y[j] - y[i]) / (x[j] - x[i])))
+    intercept = float(np.median(y - slope * x))
+    return intercept, slope
+
+
+def fit_latency(sizes_bytes: list[int], latencies_s: list[float]) -> LineFit:
+    if len(sizes_bytes) < MIN_FIT_POINTS:
+        raise UserError(
+            f"the sweep has {len(sizes_bytes)} size(s) past the cache knee; the fit needs at least "
+            f"{MIN_FIT_POINTS}: raise --max-mb or --points"
+        )
+    x = np.asarray(sizes_bytes, dtype=float)
+    y = np.asarray(latencies_s, dtype=float)
+    intercept, slope = theil_sen(x, y)
+    if slope <= 0:
+        raise UserError("latency does not grow with size past the knee: the sweep cannot give a bandwidth "
+                        "(sizes too small for this device? raise --max-mb)")
+    predicted = intercept + slope * x
+    residual = y - predicted
+    total = float(np.sum((y - y.mean()) ** 2))
+    r_squared = 1.0 - float(np.sum(residual**2)) / total if total > 0 else 1.0
+    relative = np.abs(residual) / y
+    return LineFit(
+        overhead_s=intercept,
+        bandwidth_bps=1.0 / slope,
+        r_squared=r_squared,
+        median_abs_rel_residual=float(np.median(relative)),
+        max_abs_rel_residual=float(np.max(relative)),
+        points=len(x),
+    )
+
+
+@dataclass(frozen=True)
+class SweepAnalysis:
+    knee: Knee
+    fit: LineFit
+    cache_peak_gbps: float
+    cache_peak_bytes: int
+    notes: list[str]
+
+    def as_dict(self) -> dict:
+        return {
+            "knee_bytes": self.knee.size_bytes,
+            "knee_rule": self.knee.rule,
+            "fit": self.fit.as_dict(),
+            "overhead_us": self.fit.overhead_s * 1e6,
+            "bandwidth_gbps": self.fit.bandwidth_bps / 1e9,
+            "cache_peak_gbps": self.cache_peak_gbps,
+            "cache_peak_bytes": self.cache_peak_bytes,
+            "notes": list(self.notes),
+        }
+
+
+def analyse_sweep(sizes: list[int], latencies_s: list[float], cache_bytes: int | None) -> SweepAnalysis:
+    """Knee, fit on the sizes past it, and the highest GB/s seen below it (the cache-resident peak)."""
+    order = np.argsort(sizes)
+    sizes = [int(sizes[i]) for i in order]
+    latencies_s = [float(latencies_s[i]) for i in order]
+    gbps = [s / t / 1e9 for s, t in zip(sizes, latencies_s)]
+    knee = find_knee(sizes, gbps, cache_bytes)
+    fit = fit_latency(sizes[knee.index:], latencies_s[knee.index:])
+    below = range(knee.index) if knee.index > 0 else range(len(sizes))
+    peak = max(below, key=lambda i: gbps[i])
+    notes = []
+    if fit.overhead_s < 0:
+        notes.append("fitted overhead is negative: at these sizes it is below the timing noise; "
+                     "see `anebench latency` for the measured dispatch cost")
+    if knee.index == 0:
+        notes.append("no size below the knee: the cache-resident peak is the best GB/s of the streaming sizes")
+    return SweepAnalysis(knee, fit, gbps[peak], sizes[peak], notes)

@@ -1,0 +1,118 @@
+import sys
+import types
+
+import pytest
+
+from anebench.system import power
+from anebench.system.power import EnergyWindow, RaplMeter, Unavailable, energy_line, energy_meter, rapl_meter
+
+
+def make_zone(root, name, energy_uj, max_range=1000):
+    zone = root / name
+    zone.mkdir(parents=True)
+    (zone / "energy_uj").write_text(f"{energy_uj}\n")
+    (zone / "max_energy_range_uj").write_text(f"{max_range}\n")
+    return zone
+
+
+def test_rapl_sums_package_zones_ignores_subzones_and_handles_wraparound(tmp_path):
+    a = make_zone(tmp_path, "intel-rapl:0", 900)
+    b = make_zone(tmp_path, "intel-rapl:1", 100)
+    make_zone(tmp_path, "intel-rapl:0:0", 5)  # a subzone (core) is inside package 0: not added again
+    meter = rapl_meter(tmp_path)
+    assert isinstance(meter, RaplMeter) and len(meter.zones) == 2
+    assert meter.read_joules() == 0
+    (a / "energy_uj").write_text("50")  # wrapped: 900 -> 1000 (max) -> 0 -> 50 is 151 uJ
+    (b / "energy_uj").write_text("400")  # +300 uJ
+    assert meter.read_joules() == pytest.approx(451e-6)
+
+
+def test_rapl_missing_or_unreadable_says_why(tmp_path, monkeypatch):
+    assert "does not exist" in rapl_meter(tmp_path / "nope").reason
+    assert "no RAPL package zone" in rapl_meter(tmp_path).reason
+    make_zone(tmp_path, "intel-rapl:0", 1)
+
+    def denied(self, *args, **kwargs):
+        raise PermissionError("denied")
+
+    monkeypatch.setattr(RaplMeter, "_raw", staticmethod(lambda zone: denied(None)))
+    assert "readable only by root" in rapl_meter(tmp_path).reason
+
+
+class FakeNvml:
+    def __init__(self):
+        self.mj = 1000
+
+    def nvmlInit(self):
+        pass
+
+    def nvmlDeviceGetHandleByIndex(self, index):
+        if index > 0:
+            raise RuntimeError("Invalid Argument")
+        return "handle"
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, handle):
+        return self.mj
+
+
+def test_nvml_meter_reads_millijoules_and_reports_a_bad_index(monkeypatch):
+    fake = FakeNvml()
+    monkeypatch.setitem(sys.modules, "pynvml", types.SimpleNamespace(**{
+        name: getattr(fake, name) for name in dir(fake) if name.startswith("nvml")}))
+    meter = energy_meter("cuda:0")
+    assert meter.read_joules() == 1.0
+    fake.mj = 3500
+    assert meter.read_joules() == 3.5
+    assert "unavailable on cuda:1" in energy_meter("cuda:1").reason
+
+
+def test_nvml_not_installed_is_unavailable(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # import fails
+    assert "nvidia-ml-py" in energy_meter("cuda:0").reason
+
+
+def test_macos_and_unknown_devices_are_unavailable_with_a_reason(monkeypatch):
+    monkeypatch.setattr(power.sys, "platform", "darwin")
+    assert "needs root" in energy_meter("ane").reason
+    monkeypatch.setattr(power.sys, "platform", "linux")
+    assert "no energy counter known for device 'mps'" in energy_meter("mps").reason
+
+
+class StepMeter:
+    source, scope = "fake", "test"
+
+    def __init__(self, steps):
+        self.steps = iter(steps)
+
+    def read_joules(self):
+        return next(self.steps)
+
+
+def test_window_gives_joules_per_call_watts_and_gbps_per_watt():
+    window = EnergyWindow(StepMeter([10.0, 12.0]))
+    report = window.finish(calls=100, weight_bytes=2_000_000_000, median_s=0.1, what="timed calls")
+    assert report["available"] and report["joules"] == 2.0 and report["joules_per_call"] == 0.02
+    assert report["gbps_per_watt"] == pytest.approx(20.0 / report["watts"])
+    assert "mJ per call" in energy_line(report)
+
+
+def test_window_reports_a_counter_that_did_not_move_and_an_unavailable_meter():
+    assert not EnergyWindow(StepMeter([5.0, 5.0])).finish(10, 1000, 0.1, "x")["available"]
+    report = EnergyWindow(Unavailable("no counter")).finish(10, 1000, 0.1, "x")
+    assert report == {"available": False, "reason": "no counter"}
+    assert energy_line(report) == "unavailable: no counter"
+
+
+def test_run_power_records_energy_or_the_reason(monkeypatch):
+    from anebench.engines import get_engine
+    from anebench.session import RunOptions, measure_workload
+    from anebench.workloads import Workload
+
+    monkeypatch.setattr(power, "energy_meter", lambda device: StepMeter([1.0, 1.5]))
+    record = measure_workload(get_engine("numpy"), "cpu", Workload("t", 64, 512, "fp32"),
+                              RunOptions(runs=5, power=True))
+    energy = record.extras["energy"]
+    assert energy["available"] and energy["calls"] == record.method.warmup_runs + 5
+    assert energy["joules_per_call"] == pytest.approx(0.5 / energy["calls"])
+    plain = measure_workload(get_engine("numpy"), "cpu", Workload("t", 64, 512, "fp32"), RunOptions(runs=5))
+    assert "energy" not in plain.extras

@@ -1,0 +1,128 @@
+import numpy as np
+import pytest
+
+from anebench.errors import UserError
+from anebench.measure.sweep import (
+    analyse_sweep,
+    find_knee,
+    fit_latency,
+    log_sizes,
+    sweep_sizes,
+    theil_sen,
+)
+
+MiB = 1024**2
+OVERHEAD_S = 12e-6
+BANDWIDTH = 80e9  # bytes per second
+
+
+def synthetic(sizes, cache_bytes=None, cache_bandwidth=400e9, noise=0.0, seed=0):
+    """Latencies with a known overhead and bandwidth; sizes inside the cache stream 5x faster."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for size in sizes:
+        bandwidth = cache_bandwidth if cache_bytes and size <= cache_bytes else BANDWIDTH
+        out.append((OVERHEAD_S + size / bandwidth) * (1 + noise * rng.standard_normal()))
+    return out
+
+
+def test_log_sizes_are_log_spaced_and_include_both_ends():
+    sizes = log_sizes(1 * MiB, 1024 * MiB, 11)
+    assert sizes[0] == MiB and sizes[-1] == 1024 * MiB and len(sizes) == 11
+    ratios = np.diff(np.log(sizes))
+    assert np.allclose(ratios, ratios[0], rtol=1e-6)
+
+
+def test_sweep_sizes_add_points_past_the_fit_start_when_too_few():
+    sizes = sweep_sizes(1 * MiB, 840 * MiB, 12, fit_from=420 * MiB, min_fit_points=4)
+    assert sum(s >= 420 * MiB for s in sizes) >= 4
+    assert sizes == sorted(sizes) and sizes[-1] == 840 * MiB
+
+
+@pytest.mark.parametrize("args", [(MiB, MiB, 5), (0, MiB, 5), (MiB, 2 * MiB, 1)])
+def test_bad_sweep_ranges_are_user_errors(args):
+    with pytest.raises(UserError):
+        log_sizes(*args)
+
+
+def test_theil_sen_recovers_an_exact_line():
+    x = np.array([1.0, 2.0, 4.0, 8.0])
+    intercept, slope = theil_sen(x, 3.0 + 0.5 * x)
+    assert intercept == pytest.approx(3.0) and slope == pytest.approx(0.5)
+
+
+def test_fit_recovers_known_overhead_and_bandwidth():
+    sizes = log_sizes(256 * MiB, 2048 * MiB, 8)
+    fit = fit_latency(sizes, synthetic(sizes))
+    assert fit.overhead_s == pytest.approx(OVERHEAD_S, rel=1e-6)
+    assert fit.bandwidth_bps == pytest.approx(BANDWIDTH, rel=1e-9)
+    assert fit.r_squared == pytest.approx(1.0) and fit.max_abs_rel_residual < 1e-9
+
+
+def test_one_outlier_cannot_move_the_fit_but_moves_least_squares():
+    sizes = log_sizes(256 * MiB, 2048 * MiB, 8)
+    latencies = synthetic(sizes)
+    latencies[5] *= 3  # one call hit by a background job
+    fit = fit_latency(sizes, latencies)
+    assert fit.bandwidth_bps == pytest.approx(BANDWIDTH, rel=1e-6)
+    assert fit.overhead_s == pytest.approx(OVERHEAD_S, rel=1e-3)
+    slope, _ = np.polyfit(sizes, latencies, 1)
+    assert abs(1 / slope - BANDWIDTH) / BANDWIDTH > 0.05  # what a least-squares fit would have said
+    assert fit.max_abs_rel_residual == pytest.approx(2 / 3)  # the outlier stays visible in the quality
+    assert fit.median_abs_rel_residual < 1e-9
+
+
+def test_fit_with_noise_stays_close():
+    sizes = log_sizes(128 * MiB, 2048 * MiB, 12)
+    fit = fit_latency(sizes, synthetic(sizes, noise=0.01, seed=3))
+    assert fit.bandwidth_bps == pytest.approx(BANDWIDTH, rel=0.03)
+    assert 0.99 < fit.r_squared <= 1.0
+
+
+def test_fit_refuses_too_few_points_and_a_flat_line():
+    with pytest.raises(UserError, match="at least 3"):
+        fit_latency([1, 2], [1.0, 2.0])
+    with pytest.raises(UserError, match="does not grow"):
+        fit_latency([1 * MiB, 2 * MiB, 4 * MiB], [1e-3, 1e-3, 1e-3])
+
+
+def test_knee_with_a_known_cache_is_four_times_the_cache():
+    sizes = log_sizes(1 * MiB, 1024 * MiB, 11)
+    knee = find_knee(sizes, [1.0] * len(sizes), cache_bytes=32 * MiB)
+    assert knee.size_bytes >= 128 * MiB and sizes[knee.index - 1] < 128 * MiB
+    assert "4x the last-level cache" in knee.rule
+
+
+def test_knee_from_the_data_when_the_cache_is_unknown():
+    sizes = log_sizes(1 * MiB, 1024 * MiB, 11)
+    latencies = synthetic(sizes, cache_bytes=32 * MiB)
+    gbps = [s / t / 1e9 for s, t in zip(sizes, latencies)]
+    knee = find_knee(sizes, gbps, cache_bytes=None)
+    assert sizes[knee.index] > 32 * MiB and gbps[knee.index] < 100
+    assert "cache size unknown" in knee.rule
+
+
+def test_knee_without_a_cache_hump_uses_every_size():
+    sizes = log_sizes(1 * MiB, 1024 * MiB, 8)
+    gbps = [s / t / 1e9 for s, t in zip(sizes, synthetic(sizes))]  # only overhead: GB/s rises throughout
+    knee = find_knee(sizes, gbps, cache_bytes=None)
+    assert knee.index == 0 and "every size used" in knee.rule
+
+
+def test_analysis_reports_the_fit_past_the_knee_and_the_cache_resident_peak():
+    sizes = sweep_sizes(1 * MiB, 1024 * MiB, 12, fit_from=4 * 32 * MiB)
+    latencies = synthetic(sizes, cache_bytes=32 * MiB)
+    result = analyse_sweep(sizes, latencies, cache_bytes=32 * MiB)
+    assert result.fit.overhead_s == pytest.approx(OVERHEAD_S, rel=1e-6)
+    assert result.fit.bandwidth_bps == pytest.approx(BANDWIDTH, rel=1e-9)
+    assert result.cache_peak_bytes <= 32 * MiB and result.cache_peak_gbps > 200
+    data = result.as_dict()
+    assert data["overhead_us"] == pytest.approx(12.0) and data["bandwidth_gbps"] == pytest.approx(80.0)
+    assert data["knee_bytes"] >= 128 * MiB
+
+
+def test_analysis_notes_a_negative_overhead():
+    sizes = log_sizes(256 * MiB, 1024 * MiB, 5)
+    latencies = [s / BANDWIDTH - 50e-6 for s in sizes]
+    result = analyse_sweep(sizes, latencies, cache_bytes=None)
+    assert result.fit.overhead_s < 0 and any("negative" in n for n in result.notes)

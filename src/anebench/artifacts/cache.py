@@ -66,7 +66,9 @@ class Artifact:
 
 def describe_bundle(spec: BuildSpec, package: Path, seconds: float) -> dict:
     """The manifest of a freshly built bundle, read back from the bundle itself."""
-    import coremltools
+    from ._coremltools import coremltools as import_coremltools
+
+    coremltools = import_coremltools()
 
     bundle = MLProgramBundle(package)
     files = sorted({blob.file for blob in bundle.blobs.values()})

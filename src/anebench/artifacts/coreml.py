@@ -22,6 +22,8 @@ import numpy as np
 
 from ..errors import UserError
 from ..workloads import GEN_BLOCK_ROWS, SyntheticWeights, Workload
+from ._coremltools import coremltools as import_coremltools
+from ._coremltools import no_pass_progress_bars
 from .quant import LUT_NBITS, EncodedWeight, check_palettizable, encode, kmeans_available
 
 BUILDER_VERSION = "anebench-coreml-v1"
@@ -130,7 +132,7 @@ class BuildSpec:
 
     def description(self) -> dict:
         """What the bytes depend on; the workload's name and batch do not change them."""
-        import coremltools
+        coremltools = import_coremltools()
 
         described = {
             "builder": BUILDER_VERSION,
@@ -212,7 +214,7 @@ def _weight_var(mb, types, weight: EncodedWeight, name: str):
 
 def build_program(spec: BuildSpec, encoded: list[list[EncodedWeight]]):
     """The MIL program: hidden_states -> per split: conv (summed over weight sets) -> logitsN."""
-    import coremltools as ct
+    ct = import_coremltools()
     from coremltools.converters.mil import Builder as mb
     from coremltools.converters.mil.mil import types
 
@@ -241,17 +243,17 @@ def build_program(spec: BuildSpec, encoded: list[list[EncodedWeight]]):
 
 def write_package(spec: BuildSpec, program, package: Path) -> None:
     """Serialise the program as an .mlpackage with reproducible bytes (no date, no random ids)."""
-    import coremltools as ct
-
-    ct.convert(
-        program,
-        convert_to="mlprogram",
-        minimum_deployment_target=ct.target.macOS15,
-        compute_precision=ct.precision.FLOAT16,
-        pass_pipeline=ct.PassPipeline.EMPTY,  # the program is already what the ANE wants
-        skip_model_load=True,
-        package_dir=str(package),
-    )
+    ct = import_coremltools()
+    with no_pass_progress_bars():
+        ct.convert(
+            program,
+            convert_to="mlprogram",
+            minimum_deployment_target=ct.target.macOS15,
+            compute_precision=ct.precision.FLOAT16,
+            pass_pipeline=ct.PassPipeline.EMPTY,  # the program is already what the ANE wants
+            skip_model_load=True,
+            package_dir=str(package),
+        )
     make_reproducible(package, spec)
 
 

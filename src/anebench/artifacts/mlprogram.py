@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ._coremltools import coremltools as import_coremltools
 from .quant import EncodedWeight
 
 BLOB_SENTINEL = 0xDEADBEEF
@@ -104,6 +105,7 @@ class MLProgramBundle:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.model_file = self._root_model_file()
+        import_coremltools()
         from coremltools.proto import Model_pb2
 
         self.spec = Model_pb2.Model()
@@ -114,6 +116,7 @@ class MLProgramBundle:
         self._values: dict[str, object] = {}  # value name -> proto Value that holds it
         for function in self.spec.mlProgram.functions.values():
             self._walk(function.block_specializations[function.opset])
+        self._producers = {value: op for op in self.ops for value in op.outputs}
 
     def _root_model_file(self) -> Path:
         if self.path.is_file():
@@ -201,13 +204,32 @@ class MLProgramBundle:
         return sum(blob.size for blob in self.blobs.values())
 
     def producer(self, value: str) -> Op:
-        for op in self.ops:
-            if value in op.outputs:
-                return op
-        raise BundleError(f"no operation produces {value!r}")
+        if value not in self._producers:
+            raise BundleError(f"no operation produces {value!r}")
+        return self._producers[value]
 
     def convs(self) -> list[Op]:
         return [op for op in self.ops if op.type == "conv"]
+
+    def convs_for_output(self, name: str) -> list[Op]:
+        """The convolutions whose results make up output ``name`` (several when weight sets are summed)."""
+        found: list[Op] = []
+        pending, seen = [name], set()
+        while pending:
+            value = pending.pop()
+            if value in seen or value in self._values:
+                continue
+            seen.add(value)
+            try:
+                op = self.producer(value)
+            except BundleError:
+                continue  # a function input
+            if op.type == "conv":
+                found.append(op)
+                continue
+            for bound in op.inputs.values():
+                pending.extend(bound)
+        return sorted(found, key=self.ops.index)
 
     def _array(self, name: str) -> np.ndarray:
         blob = self.blobs.get(name)

@@ -141,6 +141,9 @@ def palettize_kmeans(read: RowReader, rows: int, hidden: int, nbits: int, group_
             "lut mode 'kmeans' needs kmeans1d or scikit-learn (pip install kmeans1d); "
             "or use --lut-mode uniform"
         )
+    from ._coremltools import coremltools
+
+    coremltools()
     from coremltools.optimize.coreml._quantization_passes import palettize_weights
 
     dense = encode_fp16(read, rows, hidden).values.reshape(rows, hidden, 1, 1)

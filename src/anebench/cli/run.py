@@ -9,15 +9,23 @@ from rich.table import Table
 
 from ..engines import ENGINE_FACTORIES
 from ..measure.warmup import WarmupPolicy
-from ..session import RunOptions, measure_workload
+from ..runplan import (
+    Mitigations,
+    Step,
+    check_ane_reachable,
+    concurrency_hint,
+    is_default_run,
+    published_campaign,
+)
+from ..session import RunOptions, measure_workload, preflight_memory
 from ..system.host import describe_host
+from ..system.preflight import check_native_host
 from .common import (
     check_out_path,
     emit,
     err_console,
     measuring_options,
     out_console,
-    preflight,
     progress_bar,
     resolve_targets,
     resolve_workloads,
@@ -46,32 +54,66 @@ def options_from(runs: int, time_budget: float | None, warmup: int | None, suite
     return RunOptions(runs=runs, time_budget_s=time_budget, warmup=policy, suite=suite, power=power)
 
 
+def mitigation_options(func):
+    """The idle-state mitigations of a Core ML run; each is recorded in method.mitigations."""
+    func = click.option("--repeat", type=click.IntRange(1, 64), default=1, show_default=True,
+                        help="Core ML: the bundle reads R distinct weight sets per call (longer ANE tasks).")(func)
+    func = click.option("--batch", type=click.IntRange(min=1), default=1, show_default=True,
+                        help="Core ML: one batch predict of K inputs per call (each reads every weight).")(func)
+    func = click.option("--keep-awake", is_flag=True,
+                        help="A helper thread keeps one CPU core busy while calls are timed.")(func)
+    return func
+
+
+def plan_steps(engines, device, workloads, mitigations: Mitigations) -> tuple[list[Step], bool]:
+    """(steps, is_campaign): the published campaign on a Mac with no options, else engines x workloads."""
+    check_native_host()  # Rosetta: stop before any work, whatever the engine
+    check_ane_reachable(engines, device)
+    campaign = published_campaign() if is_default_run(engines, device, workloads) else None
+    if campaign is None:
+        targets, specs = resolve_targets(engines, device), resolve_workloads(workloads)
+        steps = [Step(t.engine, t.device, w) for t in targets for w in specs]
+    else:
+        steps = campaign
+    mitigations.check(steps, bool(engines))
+    return [mitigations.apply(step) for step in steps], campaign is not None
+
+
 @click.command()
 @store_options
 @measuring_options
 @run_options
 @power_option
+@mitigation_options
 def run(engines, device, workloads, out: Path | None, no_save: bool, as_json: bool, runs: int,
-        time_budget: float | None, warmup: int | None, power: bool = False) -> None:
-    """Measure weight-read bandwidth (default: llama_lm_head on the best engine here)."""
-    targets = resolve_targets(engines, device)
-    specs = resolve_workloads(workloads)
+        time_budget: float | None, warmup: int | None, power: bool = False, keep_awake: bool = False,
+        batch: int = 1, repeat: int = 1) -> None:
+    """Measure weight-read bandwidth (default: llama_lm_head on the best engine here; on a Mac, the
+    published campaign: ANE heads, then the same head on GPU and CPU)."""
+    mitigations = Mitigations(keep_awake, batch, repeat)
+    steps, campaign = plan_steps(engines, device, workloads, mitigations)
     check_out_path(out)
-    preflight(targets, specs)
+    for step in steps:
+        preflight_memory(step.engine, step.device, step.workload)
     options = options_from(runs, time_budget, warmup, power=power)
     records = []
     with progress_bar() as progress:
-        for target in targets:
-            for workload in specs:
-                label = f"{target.engine.name}:{target.device} {workload.name}"
-                task = progress.add_task(f"{label} (loading)", total=options.runs)
+        for step in steps:
+            label = f"{step.engine.name}:{step.device} {step.workload.name}"
+            task = progress.add_task(f"{label} (loading)", total=options.runs)
 
-                def advance(done: int, total: int, task=task, label=label) -> None:
-                    progress.update(task, completed=done, description=label)
+            def advance(done: int, total: int, task=task, label=label) -> None:
+                progress.update(task, completed=done, description=label)
 
-                records.append(measure_workload(target.engine, target.device, workload, options, advance))
+            with mitigations.awake() as on_prepared:
+                records.append(measure_workload(step.engine, step.device, step.workload,
+                                                mitigations.options(options, step), advance,
+                                                on_prepared=on_prepared))
     emit(records, "run", out, no_save, as_json)
     finish_run(records, as_json)  # --store, and the figure beside the published ones
+    hint = concurrency_hint(describe_host().chip) if campaign else None
+    if hint:
+        err_console.print(hint, highlight=False, soft_wrap=True)
 
 
 @click.command()

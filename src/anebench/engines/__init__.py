@@ -8,6 +8,12 @@ from ..errors import UserError
 from .base import Availability, DtypeChoice, Engine, Prepared
 
 
+def _coreml() -> Engine:
+    from .coreml_engine import CoreMLEngine
+
+    return CoreMLEngine()
+
+
 def _numpy() -> Engine:
     from .numpy_engine import NumpyEngine
 
@@ -26,8 +32,9 @@ def _mlx() -> Engine:
     return MlxEngine()
 
 
-# Preference order for "the best engine this machine has": accelerators first, numpy last.
-ENGINE_FACTORIES: dict[str, Callable[[], Engine]] = {"mlx": _mlx, "torch": _torch, "numpy": _numpy}
+# Preference order for "the best engine this machine has": accelerators first (Core ML's Neural Engine
+# on a Mac), numpy last.
+ENGINE_FACTORIES: dict[str, Callable[[], Engine]] = {"coreml": _coreml, "mlx": _mlx, "torch": _torch, "numpy": _numpy}
 CPU_DEVICES = {"cpu"}
 
 

@@ -1,0 +1,104 @@
+"""`anebench build WORKLOAD`: write the Core ML LM-head bundle (works on any OS; predicting needs a Mac)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from ..artifacts.coreml import LUT_MODES, MAX_REPEAT, MAX_SPLIT_ROWS, QUANTS
+from ..errors import UserError
+from ..workloads import resolve_workload
+from .common import err_console, progress_bar
+
+
+def copy_bundle(package: Path, out: Path) -> Path:
+    """Copy the cached bundle into ``out`` (a directory), atomically: a temporary name, then a rename."""
+    if out.exists() and not out.is_dir():
+        raise UserError(f"--out {out}: is a file; give a directory")
+    out.mkdir(parents=True, exist_ok=True)
+    target = out / package.name
+    staging = out / f".{package.name}.partial"
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        shutil.copytree(package, staging)
+        if target.exists():
+            shutil.rmtree(target)
+        staging.rename(target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+def summary_table(manifest: dict, package: Path, reused: bool) -> Table:
+    table = Table(title="anebench build", show_header=False)
+    rows = [
+        ("workload", manifest["workload"]),
+        ("quant", manifest["quant"] + (f" ({manifest['lut_mode']}, group {manifest['group_size']})"
+                                       if manifest.get("lut_mode") else "")),
+        ("splits", f"{len(manifest['splits'])} x {manifest['splits'][0]}"
+         + ("" if len(set(manifest["splits"])) == 1 else f" .. {manifest['splits'][-1]}")),
+        ("weight sets", str(manifest["repeat"])),
+        ("input", ", ".join(f"{t['name']} {t['shape']} {t['dtype']}" for t in manifest["inputs"])),
+        ("outputs", f"{manifest['outputs'][0]['name']} .. {manifest['outputs'][-1]['name']}"),
+        ("weight bytes", f"{manifest['weight_bytes']:,} ({manifest['weight_bytes'] / 1e6:.2f} MB, from the program)"),
+        ("weight.bin", f"{manifest['weight_file_bytes']:,} bytes, sha256 {manifest['weight_sha256'][:16]}…"),
+        ("coremltools", manifest["coremltools"]),
+        ("bundle", str(package)),
+        ("from cache", "yes" if reused else f"no (built in {manifest['build_seconds']:.1f} s)"),
+    ]
+    rows += [("note", note) for note in manifest.get("notes", [])]
+    for key, value in rows:
+        table.add_row(key, value)
+    return table
+
+
+@click.command()
+@click.argument("workload")
+@click.option("--quant", type=click.Choice(QUANTS), default=None,
+              help="Weight storage (default: the workload's own, e.g. lut6 for llama_lm_head_lut6, else fp16).")
+@click.option("--lut-mode", type=click.Choice(LUT_MODES), default="auto", show_default=True,
+              help="LUT tables: uniform (fast, for synthetic weights), kmeans (coremltools' palettizer, for "
+                   "real weights); auto picks by the weights' source.")
+@click.option("--repeat", type=click.IntRange(1, MAX_REPEAT), default=1, show_default=True,
+              help="Distinct weight sets one prediction reads (longer Neural Engine tasks).")
+@click.option("--max-split-rows", type=click.IntRange(min=1), default=MAX_SPLIT_ROWS, show_default=True,
+              help="Largest 1x1 convolution (output channels) per split.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Also copy the .mlpackage into this directory.")
+@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Bundle cache (default: the platform cache dir, or $ANEBENCH_CACHE_DIR).")
+@click.option("--json", "as_json", is_flag=True, help="Print the build manifest as one JSON document.")
+def build(workload: str, quant: str | None, lut_mode: str, repeat: int, max_split_rows: int,
+          out: Path | None, cache_dir: Path | None, as_json: bool) -> None:
+    """Write WORKLOAD as a Core ML .mlpackage shaped for the Neural Engine (cached; reused next time)."""
+    from ..artifacts import BuildSpec, build_or_reuse
+
+    spec = BuildSpec.for_workload(resolve_workload(workload), quant, lut_mode=lut_mode, repeat=repeat,
+                                  max_split_rows=max_split_rows)
+    with progress_bar() as progress:
+        task = progress.add_task(f"building {spec.workload.name} ({spec.quant})", total=None)
+
+        def advance(done: int, total: int) -> None:
+            progress.update(task, completed=done, total=total)
+
+        artifact = build_or_reuse(spec, cache_dir, advance)
+        progress.update(task, description=f"{spec.workload.name} ({spec.quant}) ready")
+    package = copy_bundle(artifact.package, out) if out is not None else artifact.package
+    table = summary_table(artifact.manifest, package, artifact.reused)
+    if as_json:
+        err_console.print(table)
+        document = {**artifact.manifest, "bundle": str(package), "reused": artifact.reused}
+        sys.stdout.write(json.dumps(document, indent=1, sort_keys=True) + "\n")
+        sys.stdout.flush()
+    else:
+        Console().print(table)
+
+
+def register(app: click.Group) -> None:
+    app.add_command(build)

@@ -1,0 +1,133 @@
+"""What `anebench run` measures: the (engine, device, workload) plan and the idle-state mitigations.
+
+On a Mac, a run with no engine, device or workload is the published campaign: the three published
+heads on the Neural Engine, then the same fp16 head on the GPU and CPU through Core ML and MLX — the
+same-model, same-machine comparison no published source has. The mitigations (--keep-awake, --batch,
+--repeat) are recorded in every record they touched, with what they change in the bytes per call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+
+from .engines import ENGINE_FACTORIES
+from .engines.base import Engine, Prepared
+from .errors import UserError
+from .measure.keepawake import MITIGATION as KEEP_AWAKE
+from .measure.keepawake import KeepAwake
+from .session import RunOptions
+from .system import preflight
+from .workloads import Workload, resolve_workload
+
+CORE_ML = "coreml"
+CAMPAIGN_ANE = ("llama_lm_head", "llama_lm_head_lut6", "DeepHermes_lm_head")
+CAMPAIGN_COMPARE = "llama_lm_head"
+
+
+@dataclass
+class Step:
+    engine: Engine
+    device: str
+    workload: Workload
+
+
+def _usable(name: str) -> Engine | None:
+    engine = ENGINE_FACTORIES[name]() if name in ENGINE_FACTORIES else None
+    return engine if engine is not None and engine.available() else None
+
+
+def published_campaign() -> list[Step] | None:
+    """The Mac campaign, or None where Core ML cannot predict (then `run` keeps its usual default)."""
+    coreml = _usable(CORE_ML)
+    if coreml is None:
+        return None
+    steps = []
+    if "ane" in coreml.devices():
+        steps += [Step(coreml, "ane", resolve_workload(name)) for name in CAMPAIGN_ANE]
+    compare = resolve_workload(CAMPAIGN_COMPARE)
+    steps += [Step(coreml, device, compare) for device in ("gpu", "cpu")]
+    mlx = _usable("mlx")
+    if mlx is not None:
+        steps += [Step(mlx, device, compare) for device in mlx.devices() if device in ("gpu", "cpu")]
+    return steps
+
+
+def is_default_run(engines: tuple[str, ...], device: str | None, workloads: tuple[str, ...]) -> bool:
+    return not engines and device is None and not workloads and preflight.on_macos()
+
+
+def check_ane_reachable(engines: tuple[str, ...], device: str | None) -> None:
+    """An explicit --device ane says why the Neural Engine is out of reach (Intel Mac, Rosetta, Linux)."""
+    if device == "ane" and (not engines or CORE_ML in engines):
+        problem = preflight.ane_problem()
+        if problem:
+            raise UserError(problem)
+
+
+def concurrency_hint(chip: str | None) -> str | None:
+    engines = preflight.neural_engine_count(chip)
+    if engines < 2:
+        return None
+    return (
+        f"this chip has {engines} Neural Engines: see whether they share one memory ceiling with "
+        "`anebench concurrent --engine coreml --device ane --workload llama_lm_head --copies "
+        f"{engines}`"
+    )
+
+
+@dataclass(frozen=True)
+class Mitigations:
+    """The idle-state mitigations asked for; --batch/--repeat apply to Core ML, --keep-awake to all."""
+
+    keep_awake: bool = False
+    batch: int = 1
+    repeat: int = 1
+
+    def check(self, steps: list[Step], explicit_engines: bool) -> None:
+        if (self.batch > 1 or self.repeat > 1) and not any(s.engine.name == CORE_ML for s in steps):
+            flag = "--batch" if self.batch > 1 else "--repeat"
+            message = f"{flag} is a Core ML mitigation (K predicts / R weight sets per call); add --engine coreml"
+            raise UserError(message if explicit_engines else f"{message} on a Mac")
+
+    def apply(self, step: Step) -> Step:
+        """The step as measured: K batched inputs and R weight sets for Core ML, unchanged otherwise."""
+        if step.engine.name != CORE_ML or (self.batch == 1 and self.repeat == 1):
+            return step
+        engine = replace(step.engine, repeat=self.repeat)
+        return Step(engine, step.device, step.workload.with_batch(self.batch))
+
+    def describe(self, step: Step) -> list[str]:
+        used = [KEEP_AWAKE] if self.keep_awake else []
+        if step.engine.name == CORE_ML:
+            if self.batch > 1:
+                used.append(f"batch {self.batch}: one batch predict of {self.batch} inputs per call; "
+                            f"weight_bytes counts {self.batch} reads of every weight")
+            if self.repeat > 1:
+                used.append(f"repeat {self.repeat}: the bundle reads {self.repeat} distinct weight sets per "
+                            f"call (logits summed); weight_bytes counts all {self.repeat}")
+        return used
+
+    def options(self, base: RunOptions, step: Step) -> RunOptions:
+        used = self.describe(step)
+        timing = base.timing
+        if step.engine.name == CORE_ML and self.batch > 1:
+            timing = f"wall clock per call of {self.batch} batched predicts"
+        return replace(base, mitigations=[*base.mitigations, *used], timing=timing)
+
+    @contextmanager
+    def awake(self) -> Iterator[Callable[[Prepared], None]]:
+        """Yields an ``on_prepared`` hook that starts the helper thread (so loading is not slowed);
+        the thread stops when the measurement ends, however it ends."""
+        helper = KeepAwake() if self.keep_awake else None
+
+        def start(_prepared: Prepared) -> None:
+            if helper is not None:
+                helper.start()
+
+        try:
+            yield start
+        finally:
+            if helper is not None:
+                helper.stop()

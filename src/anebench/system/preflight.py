@@ -1,0 +1,100 @@
+"""Can this host reach the Neural Engine? Clear answers before any work: macOS, Rosetta, Intel Mac.
+
+The published tool compares two machine names that both read x86_64 under Rosetta and so never
+notices translation; the kernel's own flag (sysctl.proc_translated) does, so that is what we ask.
+"""
+
+from __future__ import annotations
+
+import platform
+import sys
+
+from ..errors import UserError
+from . import host
+
+MIN_MACOS = (15, 0)  # the bundles are iOS18 / macOS 15 ML programs (per-grouped-channel LUTs)
+
+ROSETTA_MESSAGE = (
+    "this Python is an x86_64 build running under Rosetta 2 (sysctl.proc_translated = 1): the Neural "
+    "Engine is unreachable from it and every figure would be a translated one. Use a native arm64 Python "
+    "(python.org's universal2 installer, Homebrew's in /opt/homebrew, or `arch -arm64 python3 -m venv "
+    ".venv`), check that `python3 -c 'import platform; print(platform.machine())'` prints arm64, and "
+    "reinstall anebench there"
+)
+NOT_MACOS_MESSAGE = (
+    "Core ML prediction needs macOS (this host runs {system}); `anebench build` still writes the "
+    "bundles here, run them on a Mac"
+)
+INTEL_MESSAGE = "this Mac has an Intel CPU and no Neural Engine: Core ML can use only its CPU and GPU"
+
+
+def _system() -> str:
+    return sys.platform
+
+
+def _machine() -> str:
+    return platform.machine()
+
+
+def _macos_version() -> tuple[int, ...]:
+    text = platform.mac_ver()[0]
+    return tuple(int(part) for part in text.split(".") if part.isdigit()) if text else ()
+
+
+def on_macos() -> bool:
+    return _system() == "darwin"
+
+
+def under_rosetta() -> bool:
+    return bool(on_macos() and host.running_under_rosetta())
+
+
+def apple_silicon() -> bool:
+    """Native arm64, or translated (Rosetta only exists on Apple silicon)."""
+    return on_macos() and (_machine() == "arm64" or under_rosetta())
+
+
+def intel_mac() -> bool:
+    return on_macos() and not apple_silicon()
+
+
+def check_native_host() -> None:
+    """Stop before any work under Rosetta: every engine's figures would be those of translated code."""
+    if under_rosetta():
+        raise UserError(ROSETTA_MESSAGE)
+
+
+def coreml_problem() -> str | None:
+    """Why Core ML prediction cannot run here, or None when it can."""
+    if not on_macos():
+        system = {"linux": "Linux", "win32": "Windows"}.get(_system(), _system())
+        return NOT_MACOS_MESSAGE.format(system=system)
+    if under_rosetta():
+        return ROSETTA_MESSAGE
+    version = _macos_version()
+    if version and version < MIN_MACOS:
+        return (
+            f"the bundles are macOS 15 (iOS18) ML programs and this Mac runs macOS "
+            f"{'.'.join(map(str, version))}; update macOS to run them"
+        )
+    return None
+
+
+def ane_problem() -> str | None:
+    """Why the Neural Engine in particular is out of reach (Core ML itself may still run)."""
+    return coreml_problem() or (INTEL_MESSAGE if intel_mac() else None)
+
+
+ANE_CORES_PER_ENGINE = 16
+
+
+def neural_engine_count(chip: str | None) -> int:
+    """Neural Engines on the chip: an Ultra joins two dies of 16 ANE cores each (chip catalog), else 1."""
+    if not chip or not chip.startswith("Apple "):
+        return 0
+    from .chips import lookup_chip
+
+    known = lookup_chip(chip)
+    if known is not None and known.neural_engine_cores:
+        return max(1, known.neural_engine_cores // ANE_CORES_PER_ENGINE)
+    return 2 if "Ultra" in chip else 1

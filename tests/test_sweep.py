@@ -126,3 +126,10 @@ def test_analysis_notes_a_negative_overhead():
     latencies = [s / BANDWIDTH - 50e-6 for s in sizes]
     result = analyse_sweep(sizes, latencies, cache_bytes=None)
     assert result.fit.overhead_s < 0 and any("negative" in n for n in result.notes)
+
+
+def test_data_knee_leaves_the_fit_enough_points():
+    sizes = log_sizes(1 * MiB, 64 * MiB, 7)
+    gbps = [10, 50, 40, 30, 20, 12, 10]  # still falling at the end: no plateau before the last size
+    knee = find_knee(sizes, gbps, cache_bytes=None)
+    assert knee.index == len(sizes) - 3 and "moved back" in knee.rule

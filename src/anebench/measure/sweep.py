@@ -73,10 +73,11 @@ def find_knee(sizes: list[int], gbps: list[float], cache_bytes: int | None) -> K
             f"{PLATEAU_TOLERANCE:.0%} of the largest size's GB/s")
     if peak == len(rates) - 1 or rates[peak] <= (1 + PLATEAU_TOLERANCE) * tail:
         return Knee(0, sizes[0], rule + " (no cache hump: every size used)")
-    for i in range(peak + 1, len(rates)):
-        if settled[i:].all():
-            return Knee(i, sizes[i], rule)
-    return Knee(len(rates) - 1, sizes[-1], rule)
+    index = next((i for i in range(peak + 1, len(rates)) if settled[i:].all()), len(rates) - 1)
+    if len(rates) - index < MIN_FIT_POINTS <= len(rates):
+        index = len(rates) - MIN_FIT_POINTS
+        rule += f" (moved back to leave the fit {MIN_FIT_POINTS} sizes)"
+    return Knee(index, sizes[index], rule)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,319 @@
+"""`anebench sweep | roofline | latency | compute | concurrent`: the suites beyond one number.
+
+Each command takes the same --engine/--device/--workload/--out/--no-save/--json as `anebench run`,
+saves records in the same schema (the suite's analysis in each record's extras), prints a table, and
+writes its plots beside the results file (or at --plot STEM).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from ..measure.sweep import MiB
+from ..results.files import load_records
+from ..session import RunOptions
+from ..suites.common import ProgressFactory, with_dtype
+from ..workloads import resolve_workload
+from .common import (
+    check_out_path,
+    emit,
+    err_console,
+    measuring_options,
+    out_console,
+    progress_bar,
+    resolve_targets,
+    resolve_workloads,
+)
+from .run import options_from, power_option
+
+
+def timing_options(runs: int, budget: float | None):
+    """--runs/--time-budget/--warmup as in `run`, with defaults that suit the suite."""
+    def decorate(func):
+        func = click.option("--warmup", type=click.IntRange(min=0), default=None,
+                            help="Fixed warmup count (default: warm up until steady, capped).")(func)
+        func = click.option("--time-budget", type=click.FloatRange(min=0, min_open=True), default=budget,
+                            show_default=True, help="Stop each measurement after this many seconds of calls.")(func)
+        func = click.option("--runs", "-n", type=click.IntRange(min=1), default=runs, show_default=True,
+                            help="Timed calls per measurement.")(func)
+        return click.option("--plot", "plot_stem", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                            help="Write the plots to STEM.png and STEM.svg (default: beside the results).")(func)
+    return decorate
+
+
+def show(table: Table, as_json: bool) -> None:
+    (err_console if as_json else out_console()).print(table)
+
+
+def say(line: str) -> None:
+    err_console.print(escape(line), highlight=False, soft_wrap=True)
+
+
+def stem_for(plot: Path | None, saved: Path | None, suffix: str, label: str, many: bool) -> Path | None:
+    tail = f".{suffix}" + (f".{label}" if many else "")
+    if plot is not None:
+        return plot.parent / f"{plot.name}{tail if many else ''}"
+    return saved.parent / f"{saved.stem}{tail}" if saved else None
+
+
+def write_plot(stem: Path | None, draw, *args) -> None:
+    """draw(*args, stem) -> the paths written; or say why there is no plot."""
+    if stem is None:
+        say("no plot written: --no-save without --plot")
+        return
+    say("plots: " + ", ".join(str(p) for p in draw(*args, stem)))
+
+
+def progress_factory(progress) -> ProgressFactory:
+    def factory(label: str, total: int):
+        task = progress.add_task(escape(label), total=total)
+        return lambda done, total_, task=task: progress.update(task, completed=done)
+    return factory
+
+
+def suite_options(runs, time_budget, warmup, suite, power) -> RunOptions:
+    return options_from(runs, time_budget, warmup, suite=suite, power=power)
+
+
+@click.command()
+@measuring_options
+@timing_options(runs=50, budget=2.0)
+@power_option
+@click.option("--min-mb", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Smallest weight size in MiB (default 1).")
+@click.option("--max-mb", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Largest weight size in MiB (default 8x the device's cache, 1024 when unknown).")
+@click.option("--points", type=click.IntRange(min=2), default=None, help="Sizes to measure (default 12).")
+@click.option("--cache-mb", type=click.FloatRange(min=0), default=None,
+              help="The device's last-level cache in MiB for the knee (default: detected; 0: unknown, "
+                   "the knee is found from the data).")
+@click.option("--quick", is_flag=True, help="7 sizes, 15 runs and 0.5 s each: a first look.")
+def sweep(engines, device, workloads, out, no_save, as_json, plot_stem, runs, time_budget, warmup, power,
+          min_mb, max_mb, points, cache_mb, quick):
+    """Latency and GB/s over weight sizes; fit latency = overhead + bytes / bandwidth past the cache knee."""
+    from ..report.suite_plots import plot_sweep
+    from ..suites.sweep import plan_sweep, run_sweep
+
+    targets, bases = resolve_targets(engines, device), resolve_workloads(workloads)
+    check_out_path(out)
+    if quick:
+        runs, time_budget, points = min(runs, 15), min(time_budget or 0.5, 0.5), points or 7
+    options = suite_options(runs, time_budget, warmup, "sweep", power)
+    to_bytes = (lambda mb: int(mb * MiB) if mb else None)
+    results = []
+    with progress_bar() as progress:
+        for target in targets:
+            plan = plan_sweep(target.engine, target.device, to_bytes(min_mb), to_bytes(max_mb), points or 12,
+                              -1 if cache_mb is None else to_bytes(cache_mb))
+            for base in bases:
+                result = run_sweep(target.engine, target.device, base, plan, options, progress_factory(progress))
+                results.append((target, base, result))
+    saved = emit([r for *_, res in results for r in res.records], "sweep", out, no_save, as_json, "sweep")
+    table = Table(title="sweep fit: latency = overhead + bytes / bandwidth")
+    for column in ("engine", "device", "workload hidden", "knee MiB", "fit points", "overhead us",
+                   "bandwidth GB/s", "R²", "median |resid|", "cache-resident peak GB/s (at MiB)"):
+        table.add_column(column)
+    for target, base, result in results:
+        a, fit = result.analysis, result.analysis.fit
+        table.add_row(target.engine.name, target.device, f"{base.hidden} ({base.dtype})",
+                      f"{a.knee.size_bytes / MiB:.1f}", str(fit.points), f"{fit.overhead_s * 1e6:.1f}",
+                      f"{fit.bandwidth_bps / 1e9:.2f}", f"{fit.r_squared:.4f}",
+                      f"{fit.median_abs_rel_residual:.2%}",
+                      f"{a.cache_peak_gbps:.2f} ({a.cache_peak_bytes / MiB:.1f})")
+    show(table, as_json)
+    for target, base, result in results:
+        a = result.analysis
+        say(f"{target.engine.name}:{target.device}: knee: {a.knee.rule}; fit: {a.fit.method}")
+        for note in a.notes:
+            say(f"{target.engine.name}:{target.device}: {note}")
+        title = f"sweep {target.engine.name}:{target.device} (hidden {base.hidden}, {base.dtype})"
+        write_plot(stem_for(plot_stem, saved, "sweep", f"{target.engine.name}-{target.device}", len(results) > 1),
+                   plot_sweep, [r.workload.weight_bytes for r in result.records],
+                   [r.latency_s() for r in result.records], a.as_dict() | {"cache_bytes": result.cache_bytes}, title)
+
+
+@click.command()
+@measuring_options
+@timing_options(runs=30, budget=2.0)
+@power_option
+@click.option("--max-batch", type=click.IntRange(min=2), default=1024, show_default=True,
+              help="Largest batch; the sweep stops earlier once clearly compute-bound.")
+def roofline(engines, device, workloads, out, no_save, as_json, plot_stem, runs, time_budget, warmup, power,
+             max_batch):
+    """Batch sweep of the same weights: the ridge, achieved FLOP/s and bytes/FLOP, as a roofline."""
+    from ..measure.roofline import RIDGE_RULE
+    from ..report.suite_plots import plot_roofline
+    from ..suites.roofline import run_roofline
+
+    targets, bases = resolve_targets(engines, device), resolve_workloads(workloads)
+    check_out_path(out)
+    options = suite_options(runs, time_budget, warmup, "roofline", power)
+    results = []
+    with progress_bar() as progress:
+        for target in targets:
+            for base in bases:
+                results.append((target, base, run_roofline(target.engine, target.device, base, max_batch, options,
+                                                           progress_factory(progress))))
+    saved = emit([r for *_, res in results for r in res.records], "roofline", out, no_save, as_json, "roofline")
+    table = Table(title="roofline")
+    for column in ("engine", "device", "workload", "batch", "median ms", "GFLOP/s", "bytes/FLOP",
+                   "weight GB/s"):
+        table.add_column(column)
+    for target, base, result in results:
+        for p in result.analysis.points:
+            table.add_row(target.engine.name, target.device, base.name, str(p.batch), f"{p.latency_s * 1e3:.3f}",
+                          f"{p.flop_per_s / 1e9:.2f}", f"{p.bytes_per_flop:.3f}", f"{p.gbps:.2f}")
+    show(table, as_json)
+    say(f"rule: {RIDGE_RULE}")
+    for i, (target, base, result) in enumerate(results):
+        a = result.analysis
+        model = f"; roofs meet at batch {a.model_ridge_batch:.1f}" if a.model_ridge_batch else ""
+        say(f"{target.engine.name}:{target.device} {base.name}: ridge at batch {a.ridge_batch or '(not reached)'}"
+            f"{model}; peak {a.peak_flop_per_s / 1e12:.4f} TFLOP/s; batch-1 {a.memory_gbps:.2f} GB/s"
+            + ("" if a.compute_bound else "; not clearly compute-bound: raise --max-batch"))
+        title = f"roofline {target.engine.name}:{target.device} {base.name}"
+        write_plot(stem_for(plot_stem, saved, "roofline", f"{i}-{target.engine.name}-{target.device}",
+                            len(results) > 1), plot_roofline, a.as_dict(), title)
+
+
+@click.command()
+@measuring_options
+@timing_options(runs=1000, budget=2.0)
+@power_option
+@click.option("--sweep", "sweep_file", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              default=None, help="Show the fitted overhead of this saved sweep (default: run a quick sweep).")
+@click.option("--no-sweep", is_flag=True, help="Do not run a quick sweep for the fitted overhead.")
+def latency(engines, device, workloads, out, no_save, as_json, plot_stem, runs, time_budget, warmup, power,
+            sweep_file, no_sweep):
+    """Dispatch cost: the smallest workload the engine accepts, median and p95, beside the sweep's overhead."""
+    from ..suites.roofline import run_latency
+    from ..suites.sweep import plan_sweep, run_sweep, sweep_from_records
+
+    targets = resolve_targets(engines, device)
+    specs = [resolve_workload(w) for w in workloads] or [None]
+    check_out_path(out)
+    options = suite_options(runs, time_budget, warmup, "latency", power)
+    saved_sweep = load_records(sweep_file) if sweep_file else []
+    records, fits = [], []
+    with progress_bar() as progress:
+        factory = progress_factory(progress)
+        for target in targets:
+            fit = sweep_from_records(saved_sweep, target.engine.name, target.device) if sweep_file else None
+            if fit is None and not no_sweep and not sweep_file:
+                plan = plan_sweep(target.engine, target.device, None, None, 7)
+                quick = RunOptions(runs=15, time_budget_s=0.5, warmup=options.warmup, suite="latency-sweep")
+                fit = run_sweep(target.engine, target.device, resolve_workload("llama_lm_head"), plan, quick,
+                                factory).analysis.as_dict()
+            for spec in specs:
+                record = run_latency(target.engine, target.device, spec, options, factory)
+                if fit is not None:
+                    record = record.model_copy(update={"extras": {**record.extras, "latency": {
+                        **record.extras["latency"], "sweep_overhead_us": fit["overhead_us"],
+                        "sweep_bandwidth_gbps": fit["bandwidth_gbps"]}}}).with_id()
+                records.append(record)
+                fits.append(fit)
+    emit(records, "latency", out, no_save, as_json, "latency")
+    table = Table(title="dispatch cost")
+    for column in ("engine", "device", "workload", "KB", "median us", "p95 us", "sweep-fitted overhead us"):
+        table.add_column(column)
+    for record, fit in zip(records, fits):
+        lat = record.extras["latency"]
+        table.add_row(record.engine.name, record.engine.device, record.workload.name,
+                      f"{record.workload.weight_bytes / 1e3:.1f}", f"{lat['median_us']:.2f}", f"{lat['p95_us']:.2f}",
+                      f"{fit['overhead_us']:.1f}" if fit else "-")
+    show(table, as_json)
+    if sweep_file and any(f is None for f in fits):
+        say(f"{sweep_file} has no sweep for some engine:device here: its overhead column is '-'")
+
+
+@click.command()
+@measuring_options
+@timing_options(runs=20, budget=3.0)
+@power_option
+@click.option("--batch", "-b", type=click.IntRange(min=2), default=512, show_default=True,
+              help="Input vectors per call: large enough to be compute-bound.")
+@click.option("--dtype", "dtypes", multiple=True, type=click.Choice(["fp32", "fp16", "bf16"]),
+              help="Weight dtype (repeatable; default: the workload's).")
+def compute(engines, device, workloads, out, no_save, as_json, plot_stem, runs, time_budget, warmup, power,
+            batch, dtypes):
+    """Peak matrix throughput (TFLOP/s) per engine, device and dtype (default workload lm_head:4096x4096)."""
+    from ..suites.roofline import run_compute
+
+    targets = resolve_targets(engines, device)
+    bases = resolve_workloads(workloads, default="lm_head:4096x4096")
+    check_out_path(out)
+    options = suite_options(runs, time_budget, warmup, "compute", power)
+    records = []
+    with progress_bar() as progress:
+        for target in targets:
+            for base in bases:
+                for dtype in dtypes or (base.dtype,):
+                    workload = with_dtype(base, dtype).with_batch(batch)
+                    records.append(run_compute(target.engine, target.device, workload, options,
+                                               progress_factory(progress)))
+    emit(records, "compute", out, no_save, as_json, "compute")
+    table = Table(title="peak matrix throughput")
+    for column in ("engine", "device", "workload", "dtype (run)", "batch", "median ms", "TFLOP/s",
+                   "TFLOP/s at half batch", "compute-bound"):
+        table.add_column(column)
+    for record in records:
+        c = record.extras["compute"]
+        table.add_row(record.engine.name, record.engine.device, record.workload.name,
+                      f"{record.workload.dtype} ({record.engine.run_dtype})", str(record.workload.batch),
+                      f"{record.summary.median * 1e3:.3f}", f"{c['tflop_per_s']:.4f}",
+                      f"{c['half_batch_tflop_per_s']:.4f}", "yes" if c["compute_bound"] else "NO")
+    show(table, as_json)
+    if records:
+        say(f"rule: {records[0].extras['compute']['rule']}")
+
+
+@click.command()
+@measuring_options
+@timing_options(runs=50, budget=10.0)
+@power_option
+@click.option("--copies", type=click.IntRange(min=2), default=2, show_default=True, help="Copies to run at once.")
+@click.option("--processes", is_flag=True, help="Run the copies as spawned processes instead of threads.")
+def concurrent(engines, device, workloads, out, no_save, as_json, plot_stem, runs, time_budget, warmup, power,
+               copies, processes):
+    """N copies solo, then together from a common start: combined GB/s, scaling and the verdict."""
+    from ..report.suite_plots import plot_concurrency
+    from ..suites.concurrent import SEED_NOTE, run_concurrent
+
+    targets, bases = resolve_targets(engines, device), resolve_workloads(workloads)
+    check_out_path(out)
+    options = suite_options(runs, time_budget, warmup, "concurrent", power)
+    results = []
+    for target in targets:
+        for base in bases:
+            say(f"concurrent {target.engine.name}:{target.device} {base.name}: {copies} copies "
+                f"({'processes' if processes else 'threads'}), each solo then together ...")
+            results.append((target, base, run_concurrent(target.engine, target.device, base, copies, options,
+                                                          processes)))
+    saved = emit([r for *_, res in results for r in res.records], "concurrent", out, no_save, as_json,
+                 "concurrent")
+    table = Table(title="concurrency")
+    for column in ("engine", "device", "workload", "solo GB/s", "together GB/s", "combined GB/s", "scaling",
+                   "verdict"):
+        table.add_column(column)
+    for target, base, result in results:
+        a = result.analysis
+        table.add_row(target.engine.name, target.device, base.name, ", ".join(f"{g:.2f}" for g in a.solo_gbps),
+                      ", ".join(f"{g:.2f}" for g in a.together_gbps), f"{a.combined_gbps:.2f}",
+                      f"{a.verdict.scaling:.3f}", a.verdict.verdict)
+    show(table, as_json)
+    if results:
+        say(f"verdict rule: {results[0][2].analysis.verdict.rule}")
+        say(f"copies: {SEED_NOTE}")
+    for i, (target, base, result) in enumerate(results):
+        title = f"concurrent {target.engine.name}:{target.device} {base.name} x{copies}"
+        write_plot(stem_for(plot_stem, saved, "concurrent", f"{i}-{target.engine.name}-{target.device}",
+                            len(results) > 1), plot_concurrency, result.analysis.as_dict(), title)
+
+
+def register(app: click.Group) -> None:
+    for command in (sweep, roofline, latency, compute, concurrent):
+        app.add_command(command)

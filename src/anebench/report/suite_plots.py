@@ -1,0 +1,142 @@
+"""Plots of the suites (sweep, roofline, concurrency), PNG and SVG, with matplotlib's Agg backend.
+
+Each function takes a suite's analysis (the dicts the records carry in ``extras``) and a path stem, and
+writes ``STEM.png`` and ``STEM.svg`` atomically; it returns the paths written.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # after use("Agg"): the backend must be chosen first
+from matplotlib.figure import Figure
+
+MiB = 1024**2
+
+
+def save_figure(fig: Figure, stem: Path) -> list[Path]:
+    """STEM.png and STEM.svg, each written beside itself and renamed into place."""
+    stem = Path(stem)
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    written = []
+    for suffix in (".png", ".svg"):
+        target = stem.parent / f"{stem.name}{suffix}"
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=target.parent)
+        os.close(fd)
+        try:
+            fig.savefig(tmp, format=suffix[1:], dpi=150, bbox_inches="tight")
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        written.append(target)
+    plt.close(fig)
+    return written
+
+
+def plot_sweep(sizes_bytes: list[int], latencies_s: list[float], analysis: dict, title: str,
+               stem: Path) -> list[Path]:
+    """GB/s and latency against weight size, the knee and the cache marked, the fitted line drawn."""
+    fit = analysis["fit"]
+    knee = analysis["knee_bytes"]
+    mib = [s / MiB for s in sizes_bytes]
+    gbps = [s / t / 1e9 for s, t in zip(sizes_bytes, latencies_s)]
+    in_fit = [s >= knee for s in sizes_bytes]
+    fig, (ax_bw, ax_lat) = plt.subplots(1, 2, figsize=(12, 4.6))
+    for ax in (ax_bw, ax_lat):
+        ax.set_xscale("log")
+        ax.set_xlabel("weight size (MiB)")
+        ax.grid(True, which="both", alpha=0.3)
+        if analysis.get("cache_bytes"):
+            ax.axvline(analysis["cache_bytes"] / MiB, color="tab:gray", linestyle=":", label="last-level cache")
+        ax.axvline(knee / MiB, color="tab:red", linestyle="--", label="knee (fit starts)")
+    cached = [(m, g) for m, g, f in zip(mib, gbps, in_fit) if not f]
+    fitted = [(m, g) for m, g, f in zip(mib, gbps, in_fit) if f]
+    if cached:
+        ax_bw.plot(*zip(*cached), "o-", color="tab:orange", label="below the knee (cache)")
+    ax_bw.plot(*zip(*fitted), "o-", color="tab:blue", label="past the knee (fitted)")
+    ax_bw.axhline(analysis["bandwidth_gbps"], color="tab:blue", alpha=0.5,
+                  label=f"fitted bandwidth {analysis['bandwidth_gbps']:.1f} GB/s")
+    ax_bw.annotate(f"cache-resident peak\n{analysis['cache_peak_gbps']:.1f} GB/s",
+                   (analysis["cache_peak_bytes"] / MiB, analysis["cache_peak_gbps"]),
+                   textcoords="offset points", xytext=(10, -30), arrowprops={"arrowstyle": "->"})
+    ax_bw.set_ylabel("GB/s (weight bytes / median latency)")
+    ax_bw.set_ylim(bottom=0)
+    ax_bw.set_title("bandwidth")
+    ax_bw.legend(fontsize=8, loc="lower left")
+    ax_lat.set_yscale("log")
+    ax_lat.plot(mib, [t * 1e3 for t in latencies_s], "o", color="tab:blue", label="median latency")
+    line_x = [s for s in sizes_bytes if s >= knee]
+    ax_lat.plot([s / MiB for s in line_x], [(fit["overhead_s"] + s / fit["bandwidth_bps"]) * 1e3 for s in line_x],
+                "-", color="tab:green",
+                label=f"fit: {analysis['overhead_us']:.1f} us + bytes / {analysis['bandwidth_gbps']:.1f} GB/s "
+                      f"(R² {fit['r_squared']:.4f})")
+    ax_lat.set_ylabel("latency (ms)")
+    ax_lat.set_title("latency")
+    ax_lat.legend(fontsize=8, loc="upper left")
+    fig.suptitle(title)
+    return save_figure(fig, stem)
+
+
+def plot_roofline(analysis: dict, title: str, stem: Path) -> list[Path]:
+    """Achieved FLOP/s against arithmetic intensity under the two roofs, and latency against batch."""
+    points = analysis["points"]
+    intensity = [1 / p["bytes_per_flop"] for p in points]
+    gflops = [p["flop_per_s"] / 1e9 for p in points]
+    fig, (ax_roof, ax_lat) = plt.subplots(1, 2, figsize=(12, 4.6))
+    ax_roof.set_xscale("log")
+    ax_roof.set_yscale("log")
+    span = [min(intensity) / 2, max(intensity) * 2]
+    memory_gbps, peak = analysis["memory_gbps"], analysis["peak_flop_per_s"] / 1e9
+    roof = [min(memory_gbps * x, peak) for x in span]
+    ridge_x = peak / memory_gbps
+    ax_roof.plot([span[0], ridge_x, span[1]], [roof[0], peak, peak], "-", color="tab:gray", alpha=0.7,
+                 label=f"roofs: {memory_gbps:.1f} GB/s (batch 1) and {peak:.1f} GFLOP/s (best)")
+    ax_roof.plot(intensity, gflops, "o-", color="tab:blue", label="measured")
+    for i, (p, x, y) in enumerate(zip(points, intensity, gflops)):
+        ax_roof.annotate(f"B={p['batch']}", (x, y), textcoords="offset points",
+                         xytext=(4, -12) if i % 2 == 0 else (-8, 7), fontsize=7)
+    ax_roof.set_xlabel("arithmetic intensity (FLOP / byte moved)")
+    ax_roof.set_ylabel("achieved GFLOP/s")
+    ax_roof.set_title("roofline")
+    ax_roof.grid(True, which="both", alpha=0.3)
+    ax_roof.legend(fontsize=8, loc="upper left")
+    batches = [p["batch"] for p in points]
+    ax_lat.plot(batches, [p["latency_s"] * 1e3 for p in points], "o-", color="tab:blue", label="median latency")
+    if analysis.get("ridge_batch"):
+        ax_lat.axvline(analysis["ridge_batch"], color="tab:red", linestyle="--",
+                       label=f"ridge: batch {analysis['ridge_batch']} "
+                             f"(latency > 1.2x batch {analysis.get('baseline_batch', 1)})")
+    ax_lat.set_xscale("log", base=2)
+    ax_lat.set_yscale("log")
+    ax_lat.set_xlabel("batch (input vectors per call)")
+    ax_lat.set_ylabel("latency (ms)")
+    ax_lat.set_title("latency against batch")
+    ax_lat.grid(True, which="both", alpha=0.3)
+    ax_lat.legend(fontsize=8, loc="upper left")
+    fig.suptitle(title)
+    return save_figure(fig, stem)
+
+
+def plot_concurrency(analysis: dict, title: str, stem: Path) -> list[Path]:
+    """Each copy solo and together, the combined GB/s, and the verdict by its rule."""
+    solo, together = analysis["solo_gbps"], analysis["together_gbps"]
+    labels = [f"copy {i}" for i in range(len(solo))]
+    fig, ax = plt.subplots(figsize=(7, 4.6))
+    width = 0.38
+    xs = range(len(solo))
+    ax.bar([x - width / 2 for x in xs], solo, width, label="solo", color="tab:blue")
+    ax.bar([x + width / 2 for x in xs], together, width, label="together", color="tab:orange")
+    ax.bar([len(solo)], [analysis["combined_gbps"]], width * 1.5, label="combined", color="tab:green")
+    ax.axhline(sum(solo) / len(solo), color="tab:blue", linestyle=":", label="mean solo")
+    ax.set_xticks([*xs, len(solo)], [*labels, "combined"])
+    ax.set_ylabel("GB/s")
+    ax.set_title(f"{analysis['verdict']}: scaling {analysis['scaling']:.2f}\n{analysis['rule']}", fontsize=9)
+    ax.legend(fontsize=8)
+    fig.suptitle(title)
+    return save_figure(fig, stem)

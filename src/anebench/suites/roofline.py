@@ -1,0 +1,132 @@
+"""`anebench roofline`, `anebench compute` and `anebench latency`: batch sweep, peak FLOP/s, dispatch cost."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..engines.base import Engine
+from ..errors import MeasurementError, UserError
+from ..measure.roofline import (
+    RIDGE_RULE,
+    RooflineAnalysis,
+    analyse_roofline,
+    clearly_compute_bound,
+    doubling_batches,
+    flops_per_call,
+)
+from ..results.schema import ResultRecord
+from ..session import MEMORY_HEADROOM, RunOptions, measure_workload
+from ..system.host import available_memory_bytes
+from ..workloads import DTYPE_BYTES, Workload
+from .common import ProgressFactory, no_progress, parametric, synthetic_only
+
+COMPUTE_BOUND_CHECK = 1.6  # compute suite: doubling the batch must grow latency by this much
+
+
+@dataclass
+class RooflineResult:
+    records: list[ResultRecord]
+    analysis: RooflineAnalysis
+
+
+def activation_bytes(workload: Workload, run_dtype: str) -> int:
+    return workload.batch * (workload.hidden + workload.vocab) * max(DTYPE_BYTES[run_dtype], 4)
+
+
+def check_activations_fit(engine: Engine, device: str, workload: Workload) -> None:
+    run_dtype = engine.dtype_for(workload, device).run_dtype
+    needed = (engine.bytes_for(workload, device) + activation_bytes(workload, run_dtype)) * MEMORY_HEADROOM
+    if needed > available_memory_bytes():
+        raise UserError(f"batch {workload.batch} of {workload.name!r} needs {needed / 1e9:.2f} GB with its "
+                        f"inputs and outputs; only {available_memory_bytes() / 1e9:.2f} GB is free: "
+                        "lower --max-batch or --batch")
+
+
+def run_roofline(engine: Engine, device: str, base: Workload, max_batch: int, options: RunOptions,
+                 progress: ProgressFactory = no_progress) -> RooflineResult:
+    """Batches 1, 2, 4, ... up to ``max_batch``, stopping once clearly compute-bound."""
+    synthetic_only(base, "roofline")
+    records: list[ResultRecord] = []
+    batches: list[int] = []
+    for batch in doubling_batches(max_batch):
+        workload = base.with_batch(batch)
+        check_activations_fit(engine, device, workload)
+        label = f"roofline {engine.name}:{device} batch {batch}"
+        records.append(measure_workload(engine, device, workload, options, progress(label, options.runs)))
+        batches.append(batch)
+        if clearly_compute_bound(batches, [r.latency_s() for r in records]):
+            break
+    first = records[0]
+    analysis = analyse_roofline(batches, [r.latency_s() for r in records], base.vocab, base.hidden,
+                                first.workload.weight_bytes, DTYPE_BYTES[first.engine.run_dtype])
+    shared = {k: v for k, v in analysis.as_dict().items() if k != "points"}
+    updated = []
+    for record, point in zip(records, analysis.points):
+        extras = {**record.extras, "roofline": {**shared, "batch": point.batch, "flop_per_s": point.flop_per_s,
+                                                "bytes_per_flop": point.bytes_per_flop}}
+        updated.append(record.model_copy(update={"extras": extras}).with_id())
+    if not analysis.compute_bound:
+        note = (f"not clearly compute-bound by batch {batches[-1]} ({RIDGE_RULE}); raise --max-batch")
+        updated[-1] = updated[-1].model_copy(update={"warnings": [*updated[-1].warnings, note]}).with_id()
+    return RooflineResult(updated, analysis)
+
+
+def run_compute(engine: Engine, device: str, workload: Workload, options: RunOptions,
+                progress: ProgressFactory = no_progress) -> ResultRecord:
+    """Peak matrix throughput at ``workload.batch``; also times half the batch to check it is compute-bound."""
+    synthetic_only(workload, "compute")
+    if workload.batch < 2:
+        raise UserError("compute: --batch must be at least 2 (the suite compares the batch with half of it)")
+    half_workload = workload.with_batch(workload.batch // 2)
+    check_activations_fit(engine, device, workload)
+    half = measure_workload(engine, device, half_workload, options,
+                            progress(f"compute {engine.name}:{device} batch {half_workload.batch}", options.runs))
+    full = measure_workload(engine, device, workload, options,
+                            progress(f"compute {engine.name}:{device} batch {workload.batch}", options.runs))
+    flops = flops_per_call(workload.vocab, workload.hidden, workload.batch)
+    growth = full.latency_s() / half.latency_s() * (half_workload.batch * 2 / workload.batch)
+    compute = {
+        "flops_per_call": flops,
+        "tflop_per_s": flops / full.latency_s() / 1e12,
+        "half_batch": half_workload.batch,
+        "half_batch_tflop_per_s": flops_per_call(workload.vocab, workload.hidden, half_workload.batch)
+        / half.latency_s() / 1e12,
+        "growth_from_half": growth,
+        "compute_bound": growth >= COMPUTE_BOUND_CHECK,
+        "rule": f"compute-bound when doubling the batch grows latency >= {COMPUTE_BOUND_CHECK}x",
+    }
+    warnings = list(full.warnings)
+    if not compute["compute_bound"]:
+        warnings.append(f"not clearly compute-bound: latency grew only {growth:.2f}x from batch "
+                        f"{half_workload.batch} to {workload.batch}; raise --batch")
+    return full.model_copy(update={"extras": {**full.extras, "compute": compute},
+                                   "warnings": warnings}).with_id()
+
+
+LATENCY_START = (64, 64)  # hidden, vocab: 16 KB of fp32, far inside any cache
+LATENCY_GROWTH = 4
+LATENCY_TRIES = 8
+
+
+def run_latency(engine: Engine, device: str, workload: Workload | None, options: RunOptions,
+                progress: ProgressFactory = no_progress) -> ResultRecord:
+    """Dispatch cost: the smallest workload the engine accepts, growing it when a call is too short to time."""
+    if workload is not None:
+        candidates = [workload]
+    else:
+        hidden, vocab = LATENCY_START
+        candidates = [parametric(hidden, vocab * LATENCY_GROWTH**i, "fp32") for i in range(LATENCY_TRIES)]
+    refused: list[str] = []
+    for candidate in candidates:
+        try:
+            record = measure_workload(engine, device, candidate, options,
+                                      progress(f"latency {engine.name}:{device} {candidate.name}", options.runs))
+        except MeasurementError as exc:
+            if workload is not None or "shorter than" not in str(exc):
+                raise
+            refused.append(candidate.name)
+            continue
+        latency = {"median_us": record.summary.median * 1e6, "p95_us": record.summary.p95 * 1e6,
+                   "refused_as_too_short": refused}
+        return record.model_copy(update={"extras": {**record.extras, "latency": latency}}).with_id()
+    raise MeasurementError(f"every latency workload up to {candidates[-1].name} was too short for the timer")

@@ -1,0 +1,90 @@
+"""`anebench sweep`: one engine and device over log-spaced weight sizes, then the overhead/bandwidth fit."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..engines.base import Engine
+from ..errors import UserError
+from ..measure.sweep import CACHE_FACTOR, MIN_FIT_POINTS, MiB, SweepAnalysis, analyse_sweep, sweep_sizes
+from ..results.schema import ResultRecord
+from ..session import RunOptions, measure_workload, preflight_memory
+from ..system.host import available_memory_bytes
+from ..workloads import Workload
+from .common import ProgressFactory, device_cache_bytes, no_progress, resized, synthetic_only
+
+DEFAULT_MIN_BYTES = 1 * MiB
+UNKNOWN_CACHE_MAX_BYTES = 1024 * MiB
+DEFAULT_MAX_CACHE_FACTOR = 8  # up to 8x the cache, so the fit spans a factor of 2 past STREAM's 4x
+MEMORY_SHARE = 0.25  # the default sweep never takes more than a quarter of the free memory
+
+
+@dataclass
+class SweepPlan:
+    sizes: list[int]
+    cache_bytes: int | None
+
+
+@dataclass
+class SweepResult:
+    records: list[ResultRecord]
+    analysis: SweepAnalysis
+    cache_bytes: int | None
+
+
+def plan_sweep(engine: Engine, device: str, min_bytes: int | None, max_bytes: int | None,
+               points: int, cache_bytes: int | None = -1) -> SweepPlan:
+    """Default sizes: 1 MiB to 8x the device's cache (1 GiB when unknown), capped by free memory.
+
+    ``cache_bytes``: -1 detects the device's cache, None treats it as unknown (knee from the data).
+    """
+    cache = device_cache_bytes(engine, device) if cache_bytes == -1 else cache_bytes
+    if max_bytes is None:
+        wanted = DEFAULT_MAX_CACHE_FACTOR * cache if cache else UNKNOWN_CACHE_MAX_BYTES
+        max_bytes = int(min(wanted, MEMORY_SHARE * available_memory_bytes()))
+    min_bytes = min_bytes or DEFAULT_MIN_BYTES
+    fit_from = CACHE_FACTOR * cache if cache else None
+    sizes = sweep_sizes(min_bytes, max_bytes, points, fit_from)
+    if fit_from is not None and sum(s >= fit_from for s in sizes) < MIN_FIT_POINTS:
+        raise UserError(
+            f"sweep up to {max_bytes / MiB:.1f} MiB: the fit needs {MIN_FIT_POINTS} sizes past "
+            f"{CACHE_FACTOR}x the cache ({fit_from / MiB:.1f} MiB); raise --max-mb above that "
+            "or set --cache-mb (0: unknown, the knee is found from the data)"
+        )
+    return SweepPlan(sizes, cache)
+
+
+def run_sweep(engine: Engine, device: str, base: Workload, plan: SweepPlan, options: RunOptions,
+              progress: ProgressFactory = no_progress) -> SweepResult:
+    synthetic_only(base, "sweep")
+    run_dtype = engine.dtype_for(base, device).run_dtype
+    workloads = [resized(base, size, run_dtype) for size in plan.sizes]
+    preflight_memory(engine, device, workloads[-1])  # the largest first: fail before measuring anything
+    records = []
+    for i, workload in enumerate(workloads):
+        label = f"sweep {engine.name}:{device} {workload.weight_bytes / MiB:.1f} MiB ({i + 1}/{len(workloads)})"
+        records.append(measure_workload(engine, device, workload, options, progress(label, options.runs)))
+    return finish_sweep(records, plan.cache_bytes)
+
+
+def finish_sweep(records: list[ResultRecord], cache_bytes: int | None) -> SweepResult:
+    """Fit the measured points and write the analysis into every record's extras["sweep"]."""
+    sizes = [r.workload.weight_bytes for r in records]
+    latencies = [r.latency_s() for r in records]
+    analysis = analyse_sweep(sizes, latencies, cache_bytes)
+    shared = analysis.as_dict() | {"cache_bytes": cache_bytes, "points": len(records)}
+    updated = []
+    for i, record in enumerate(sorted(records, key=lambda r: r.workload.weight_bytes)):
+        point = {"point": i, "in_fit": record.workload.weight_bytes >= analysis.knee.size_bytes}
+        extras = {**record.extras, "sweep": {**point, **shared}}
+        updated.append(record.model_copy(update={"extras": extras}).with_id())
+    return SweepResult(updated, analysis, cache_bytes)
+
+
+def sweep_from_records(records: list[ResultRecord], engine: str, device: str) -> dict | None:
+    """The saved fit of a sweep of ``engine:device`` (the latency suite shows it beside dispatch cost)."""
+    for record in records:
+        fit = record.extras.get("sweep")
+        if record.engine.name == engine and record.engine.device == device and fit:
+            return fit
+    return None

@@ -1,0 +1,145 @@
+import time
+
+import numpy as np
+import pytest
+
+from anebench import engines
+from anebench.engines.base import Availability, Engine, Prepared
+from anebench.engines.numpy_engine import NumpyEngine
+from anebench.errors import MeasurementError, UserError
+from anebench.measure.concurrency import analyse_concurrency, calls_in_window, common_window, run_copies
+from anebench.measure.warmup import WarmupPolicy
+from anebench.session import RunOptions, measure_workload
+from anebench.suites.concurrent import run_concurrent
+from anebench.system import power
+from anebench.workloads import Workload
+
+LLAMA_BYTES = 1_050_673_152  # llama_lm_head fp16, as anemll-bench reports it (1050.67 MB)
+FAST = RunOptions(runs=8, warmup=WarmupPolicy(fixed=2), suite="concurrent")
+
+
+@pytest.fixture(scope="module")
+def template():
+    return measure_workload(NumpyEngine(), "cpu", Workload("t", 64, 512, "fp32"), RunOptions(runs=3))
+
+
+def record(template, gbps, calls=10, weight_bytes=LLAMA_BYTES):
+    latency = weight_bytes / (gbps * 1e9)
+    workload = template.workload.model_copy(update={"weight_bytes": weight_bytes})
+    return template.model_copy(update={"workload": workload, "samples_s": [latency] * calls, "gbps": gbps})
+
+
+def verdict_for(template, solo, together, combined, calls=10):
+    solo_records = [record(template, g) for g in solo]
+    together_records = [record(template, g, calls) for g in together]
+    window = LLAMA_BYTES * calls * len(together) / (combined * 1e9)
+    return analyse_concurrency(solo_records, together_records, window)
+
+
+def test_published_m5_max_run_is_a_shared_ceiling(template):
+    analysis = verdict_for(template, [148.39, 148.57], [74.06, 73.94], 147.62)
+    assert analysis.combined_gbps == pytest.approx(147.62)
+    assert analysis.verdict.scaling == pytest.approx(147.62 / 148.48, rel=1e-9)
+    assert analysis.verdict.verdict == "shared ceiling"
+    assert "< 1.1 shared ceiling" in analysis.as_dict()["rule"]
+
+
+@pytest.mark.parametrize("combined, expected", [(296.0, "independent units"), (223.0, "independent units"),
+                                                (200.0, "partial"), (164.0, "partial"), (162.0, "shared ceiling")])
+def test_verdict_follows_the_stated_thresholds(template, combined, expected):
+    analysis = verdict_for(template, [148.0, 148.0], [combined / 2] * 2, combined)
+    assert analysis.verdict.verdict == expected
+
+
+def test_common_window_and_fractional_edge_calls():
+    assert common_window([0, 100, 10, 90, 5, 120]) == (10, 90)
+    calls = [(0, 20), (20, 40), (40, 60), (60, 80), (80, 100)]
+    inside, fraction = calls_in_window(calls, (10, 90))
+    assert inside == [1, 2, 3]
+    assert fraction == pytest.approx(3 + 0.5 + 0.5)
+    assert calls_in_window(calls, (200, 300)) == ([], 0.0)
+
+
+def test_threads_measure_each_copy_solo_then_together(monkeypatch):
+    readings = iter(float(i) for i in range(100))
+    fake_meter = type("M", (), {"source": "fake", "scope": "test", "read_joules": lambda self: next(readings)})()
+    monkeypatch.setattr(power, "energy_meter", lambda device: fake_meter)
+    options = RunOptions(runs=8, warmup=WarmupPolicy(fixed=2), suite="concurrent", power=True)
+    result = run_concurrent(NumpyEngine(), "cpu", Workload("t", 128, 2048, "fp32"), 2, options)
+    solo, together = result.records[:2], result.records[2:]
+    assert [r.extras["concurrency"]["phase"] for r in result.records] == ["solo", "solo", "together", "together"]
+    assert solo[0].workload.fingerprint != solo[1].workload.fingerprint  # seed + i: different weights
+    assert [r.workload.fingerprint for r in solo] == [r.workload.fingerprint for r in together]
+    assert all(len(r.samples_s) >= 1 for r in together) and all(len(r.samples_s) == 8 for r in solo)
+    assert all(r.device_time for r in result.records)  # wall clock only, and the record says so
+    shared = together[0].extras["concurrency"]
+    assert shared["verdict"] in ("independent units", "partial", "shared ceiling")
+    assert shared["scaling"] == pytest.approx(shared["combined_gbps"] / np.mean(shared["solo_gbps"]))
+    assert shared["mode"] == "threads" and "seed + i" in shared["copies_note"]
+    assert solo[0].extras["energy"]["available"] and solo[0].extras["energy"]["joules"] == 1.0
+    assert "combined GB/s" in together[0].extras["energy"]["window"]
+
+
+def test_processes_run_the_same_phases():
+    result = run_concurrent(NumpyEngine(), "cpu", Workload("t", 128, 2048, "fp32"), 2, FAST, processes=True)
+    assert len(result.records) == 4 and result.analysis.combined_gbps > 0
+    assert result.records[-1].extras["concurrency"]["mode"] == "processes (spawn)"
+
+
+class SleepyPrepared(Prepared):
+    """Calls take a fixed time per seed, so copy 1 is slower than copy 0."""
+
+    def __init__(self, workload):
+        super().__init__()
+        if workload.seed == 99:
+            raise RuntimeError("out of device memory")
+        self.workload, self.run_dtype, self.weight_bytes = workload, "fp32", workload.bytes_as("fp32")
+        self.seconds = 0.002 * (1 + workload.seed)
+        weights = workload.weights.read_rows(0, workload.vocab).astype(np.float64)
+        self._y = (workload.inputs().astype(np.float64) @ weights.T).astype(np.float32)
+
+    def call(self):
+        time.sleep(self.seconds)
+
+    def output(self):
+        return self._y
+
+
+class SleepyEngine(Engine):
+    name = "sleepy"
+
+    def available(self):
+        return Availability(True)
+
+    def devices(self):
+        return ["cpu"]
+
+    def version(self):
+        return "0"
+
+    def prepare(self, workload, device):
+        return SleepyPrepared(workload)
+
+
+def test_fast_copies_keep_calling_until_the_slowest_is_done(monkeypatch):
+    monkeypatch.setitem(engines.ENGINE_FACTORIES, "sleepy", SleepyEngine)
+    run = run_copies("sleepy", "cpu", Workload("t", 8, 16, "fp32"), 2, FAST)
+    slow_calls = run.together[1].extras["concurrency"]["calls"]
+    fast_calls = run.together[0].extras["concurrency"]["calls"]
+    assert slow_calls >= 8 and fast_calls > slow_calls  # copy 0 kept the contention up
+    assert run.window_s > 0 and all(n > 0 for n in run.calls_in_window)
+
+
+def test_a_failing_copy_releases_the_others_and_names_the_cause(monkeypatch):
+    monkeypatch.setitem(engines.ENGINE_FACTORIES, "sleepy", SleepyEngine)
+    started = time.monotonic()
+    with pytest.raises(MeasurementError, match="copy 1: RuntimeError: out of device memory"):
+        run_copies("sleepy", "cpu", Workload("t", 8, 16, "fp32", seed=98), 2, FAST)
+    assert time.monotonic() - started < 30
+
+
+def test_fewer_than_two_copies_or_too_little_memory_is_refused():
+    with pytest.raises(UserError, match="at least 2 copies"):
+        run_concurrent(NumpyEngine(), "cpu", Workload("t", 8, 16, "fp32"), 1, FAST)
+    with pytest.raises(UserError, match="GB is free"):
+        run_concurrent(NumpyEngine(), "cpu", Workload("t", 100_000, 100_000, "fp32"), 2, FAST)

@@ -1,0 +1,69 @@
+import pytest
+
+from anebench.measure.roofline import (
+    analyse_roofline,
+    bytes_per_call,
+    clearly_compute_bound,
+    doubling_batches,
+    flops_per_call,
+    ridge_baseline,
+)
+
+VOCAB, HIDDEN = 32768, 4096
+WEIGHT_BYTES = VOCAB * HIDDEN * 2  # fp16
+MEMORY_S = WEIGHT_BYTES / 100e9  # 100 GB/s
+PER_VECTOR_S = flops_per_call(VOCAB, HIDDEN, 1) / 10e12  # 10 TFLOP/s
+
+
+def roof_latency(batch, overhead=5e-6):
+    """An ideal roofline: the call takes the longer of the weight read and the FLOPs."""
+    return overhead + max(MEMORY_S, batch * PER_VECTOR_S)
+
+
+def test_flops_and_bytes_per_call():
+    assert flops_per_call(VOCAB, HIDDEN, 4) == 2 * VOCAB * HIDDEN * 4
+    assert bytes_per_call(100, vocab=10, hidden=5, batch=2, element_bytes=4) == 100 + 2 * 15 * 4
+    assert doubling_batches(20) == [1, 2, 4, 8, 16]
+
+
+def test_ideal_roofline_finds_the_ridge_and_the_peak():
+    batches = doubling_batches(1024)
+    latencies = [roof_latency(b) for b in batches]
+    analysis = analyse_roofline(batches, latencies, VOCAB, HIDDEN, WEIGHT_BYTES, 2)
+    true_ridge = MEMORY_S / PER_VECTOR_S  # 100 vectors: 10 TFLOP/s / 100 GB/s x 2 bytes / 2 FLOP
+    assert true_ridge == pytest.approx(100)
+    assert 100 < analysis.ridge_batch <= 256 and analysis.baseline_batch == 1
+    assert analysis.compute_bound
+    assert analysis.model_ridge_batch == pytest.approx(true_ridge, rel=0.05)
+    assert analysis.peak_flop_per_s == pytest.approx(10e12, rel=0.01)
+    assert analysis.memory_gbps == pytest.approx(100, rel=0.01)
+    first, last = analysis.points[0], analysis.points[-1]
+    assert first.bytes_per_flop > 100 * last.bytes_per_flop  # intensity grows with the batch
+    data = analysis.as_dict()
+    assert data["peak_tflop_per_s"] == pytest.approx(10, rel=0.01) and len(data["points"]) == len(batches)
+
+
+def test_compute_bound_needs_two_near_linear_doublings():
+    assert not clearly_compute_bound([1, 2, 4], [1.0, 1.0, 1.0])
+    assert not clearly_compute_bound([1, 2, 4], [1.0, 1.0, 2.0])
+    assert clearly_compute_bound([1, 2, 4, 8], [1.0, 1.1, 2.0, 3.9])
+    assert not clearly_compute_bound([1, 2, 4, 8], [1.0, 2.0, 3.9, 5.0])
+
+
+def test_a_kernel_switch_at_batch_2_is_not_the_ridge():
+    batches = [1, 2, 4, 8, 16, 32, 64]
+    latencies = [0.1, 0.6, 0.6, 0.61, 0.62, 1.0, 1.9]  # gemv at 1, gemm from 2: flat until 16
+    assert ridge_baseline(batches, latencies) == 1
+    analysis = analyse_roofline(batches, latencies, VOCAB, HIDDEN, WEIGHT_BYTES, 4)
+    assert analysis.ridge_batch == 32 and analysis.baseline_batch == 2
+
+
+def test_never_growing_latency_has_no_ridge():
+    batches = [1, 2, 4]
+    analysis = analyse_roofline(batches, [1e-3] * 3, VOCAB, HIDDEN, WEIGHT_BYTES, 2)
+    assert analysis.ridge_batch is None and not analysis.compute_bound and analysis.model_ridge_batch is None
+
+
+def test_a_roofline_must_start_at_batch_1():
+    with pytest.raises(ValueError):
+        analyse_roofline([2, 4], [1.0, 2.0], VOCAB, HIDDEN, WEIGHT_BYTES, 2)

@@ -1,0 +1,81 @@
+"""Preflight: not macOS, Rosetta (sysctl.proc_translated), Intel Mac, old macOS — each with its message."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from anebench.cli import main
+from anebench.engines.coreml_engine import CoreMLEngine
+from anebench.errors import UserError
+from anebench.system import host, preflight
+
+
+def fake_mac(monkeypatch, machine: str, translated: str | None, version=(15, 3)):
+    """A Mac as the preflight sees it: platform, machine name, sysctl answers, macOS version."""
+    monkeypatch.setattr(preflight, "_system", lambda: "darwin")
+    monkeypatch.setattr(preflight, "_machine", lambda: machine)
+    monkeypatch.setattr(preflight, "_macos_version", lambda: version)
+    # host.running_under_rosetta checks sys.platform itself, then asks sysctl.
+    monkeypatch.setattr(sys, "platform", "darwin")
+    answers = {"sysctl.proc_translated": translated}
+    monkeypatch.setattr(host, "sysctl", lambda name: answers.get(name))
+
+
+def test_not_macos(monkeypatch):
+    monkeypatch.setattr(preflight, "_system", lambda: "linux")
+    problem = preflight.coreml_problem()
+    assert problem.startswith("Core ML prediction needs macOS (this host runs Linux)")
+    assert "anebench build" in problem and preflight.ane_problem() == problem
+    preflight.check_native_host()  # no Rosetta on Linux: nothing to stop
+
+
+def test_rosetta_is_detected_by_proc_translated_not_machine_names(monkeypatch):
+    fake_mac(monkeypatch, machine="x86_64", translated="1")  # both machine names say x86_64 here
+    assert preflight.under_rosetta() and preflight.apple_silicon() and not preflight.intel_mac()
+    problem = preflight.coreml_problem()
+    assert "Rosetta" in problem and "unreachable" in problem and "arm64" in problem
+    with pytest.raises(UserError, match="Rosetta"):
+        preflight.check_native_host()
+    assert not CoreMLEngine().available()
+
+
+def test_run_under_rosetta_stops_before_any_work(monkeypatch, capsys):
+    fake_mac(monkeypatch, machine="x86_64", translated="1")
+    started = []
+    monkeypatch.setattr("anebench.cli.run.measure_workload", lambda *a, **k: started.append(a))
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", "--engine", "numpy", "--workload", "lm_head:64x256", "--no-save"])
+    assert exit_info.value.code == 2 and started == []
+    assert "Rosetta" in capsys.readouterr().err
+
+
+def test_intel_mac_has_no_neural_engine(monkeypatch):
+    fake_mac(monkeypatch, machine="x86_64", translated=None)  # no such sysctl: not translated
+    assert preflight.intel_mac() and not preflight.under_rosetta()
+    assert preflight.coreml_problem() is None
+    assert preflight.ane_problem() == preflight.INTEL_MESSAGE
+    assert CoreMLEngine().devices() == ["gpu", "cpu", "all"]
+    with pytest.raises(UserError, match="Intel CPU and no Neural Engine"):
+        CoreMLEngine().prepare(None, "ane")
+
+
+def test_native_apple_silicon(monkeypatch):
+    fake_mac(monkeypatch, machine="arm64", translated="0")
+    assert preflight.apple_silicon() and preflight.ane_problem() is None
+    assert CoreMLEngine().devices() == ["ane", "gpu", "cpu", "all"]
+    preflight.check_native_host()
+
+
+def test_macos_older_than_15(monkeypatch):
+    fake_mac(monkeypatch, machine="arm64", translated="0", version=(14, 5))
+    assert "macOS 14.5" in preflight.coreml_problem() and "macOS 15" in preflight.coreml_problem()
+
+
+@pytest.mark.parametrize("chip,count", [
+    ("Apple M2 Ultra", 2), ("Apple M1 Ultra", 2), ("Apple M4 Pro", 1), ("Apple M9", 1),
+    ("Apple M9 Ultra", 2), (None, 0), ("Intel(R) Xeon(R)", 0),
+])
+def test_neural_engine_count(chip, count):
+    assert preflight.neural_engine_count(chip) == count

@@ -79,3 +79,24 @@ def test_macos_older_than_15(monkeypatch):
 ])
 def test_neural_engine_count(chip, count):
     assert preflight.neural_engine_count(chip) == count
+
+
+@pytest.mark.macos
+def test_macos_rosetta_signal_is_the_kernel_flag(monkeypatch):
+    """Under `arch -x86_64` the machine name says x86_64 (what the published tool compares), and only
+    sysctl.proc_translated tells translation apart; our check reads exactly that flag."""
+    import shutil
+    import subprocess
+
+    assert host.sysctl("sysctl.proc_translated") in ("0", None)  # this (native) interpreter
+    rosetta = shutil.which("arch") and subprocess.run(["arch", "-x86_64", "/usr/bin/true"], check=False).returncode == 0
+    if not rosetta:
+        pytest.skip("Rosetta 2 is not installed on this runner")
+    probe = ("import platform, subprocess; print(platform.machine(), subprocess.run(['sysctl', '-n', "
+             "'sysctl.proc_translated'], capture_output=True, text=True).stdout.strip())")
+    out = subprocess.run(["arch", "-x86_64", "/usr/bin/python3", "-c", probe], capture_output=True, text=True,
+                         check=True)
+    machine, translated = out.stdout.split()
+    assert (machine, translated) == ("x86_64", "1")
+    monkeypatch.setattr(host, "sysctl", lambda name: translated if name == "sysctl.proc_translated" else None)
+    assert preflight.under_rosetta() and "Rosetta" in preflight.coreml_problem()

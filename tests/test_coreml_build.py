@@ -236,3 +236,19 @@ def test_unpack_bits_is_lsb_first():
     packed = np.packbits(bits, bitorder="little").tobytes()
     assert np.array_equal(unpack_bits(packed, 6, 64), values)
     assert np.array_equal(unpack_bits(packed[3:], 6, 10, 0), values[4:14])  # byte 3 starts value 4
+
+
+def test_checkpoint_workload_builds_through_the_same_weight_source(tmp_path):
+    """An hf: checkpoint (uneven vocabulary 515) becomes a bundle whose weights read back exactly."""
+    from anebench.workloads import resolve_workload
+    from checkpoint_builders import single_file_model, weights
+
+    model = single_file_model(tmp_path / "model")
+    workload = resolve_workload(f"hf:{model}")
+    spec = BuildSpec(workload, "fp16", max_split_rows=128)
+    assert [b - a for a, b in spec.splits] == [103] * 5 and spec.resolved_lut_mode == "kmeans"
+    bundle = build_or_reuse(spec, tmp_path / "cache").open()
+    stored = np.concatenate([bundle.weight_of(conv).values for conv in bundle.convs()])
+    assert np.array_equal(stored, weights(seed=2))  # the checkpoint's lm_head.weight, bit for bit
+    with pytest.raises(UserError, match="515 rows are not divisible by the LUT group size 8"):
+        BuildSpec(workload, "lut6")

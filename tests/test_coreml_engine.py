@@ -225,3 +225,13 @@ def test_macos_runner_is_native_arm64_not_rosetta():
     assert preflight.under_rosetta() is False
     assert platform.machine() == "arm64" and preflight.apple_silicon()
     assert preflight.coreml_problem() is None and "ane" in CoreMLEngine().devices()
+
+
+def test_bf16_source_is_stored_as_fp16_and_the_record_says_so(cache):
+    workload = Workload("tiny_bf16", HIDDEN, VOCAB, "bf16", seed=7)
+    prepared = prepared_for(cache, workload)
+    prepared.call()
+    assert prepared.run_dtype == "fp16" and "bf16 weights converted to fp16" in prepared.dtype_note
+    assert check_output(prepared).passed
+    assert prepared.weight_bytes == VOCAB * HIDDEN * 2
+    assert CoreMLEngine().dtype_for(workload, "ane").note == "bf16 weights stored by Core ML as fp16"

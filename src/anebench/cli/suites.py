@@ -10,15 +10,18 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ..errors import MeasurementError
 from ..measure.sweep import MiB
 from ..results.files import load_records
 from ..session import RunOptions
 from ..suites.common import ProgressFactory, with_dtype
 from ..workloads import resolve_workload
 from .common import (
+    PIPED_WIDTH,
     check_out_path,
     emit,
     err_console,
@@ -46,7 +49,11 @@ def timing_options(runs: int, budget: float | None):
 
 
 def show(table: Table, as_json: bool) -> None:
-    (err_console if as_json else out_console()).print(table)
+    """The suite's own table: stdout, or stderr under --json (as wide as stdout's when not a terminal)."""
+    console = out_console()
+    if as_json:
+        console = Console(stderr=True, emoji=False, width=None if err_console.is_terminal else PIPED_WIDTH)
+    console.print(table)
 
 
 def say(line: str) -> None:
@@ -118,6 +125,10 @@ def sweep(engines, device, workloads, out, no_save, as_json, plot_stem, runs, ti
                    "bandwidth GB/s", "R²", "median |resid|", "cache-resident peak GB/s (at MiB)"):
         table.add_column(column)
     for target, base, result in results:
+        if result.analysis is None:
+            table.add_row(target.engine.name, target.device, f"{base.hidden} ({base.dtype})", "-", "-", "-", "-",
+                          "-", "-", "fit failed")
+            continue
         a, fit = result.analysis, result.analysis.fit
         table.add_row(target.engine.name, target.device, f"{base.hidden} ({base.dtype})",
                       f"{a.knee.size_bytes / MiB:.1f}", str(fit.points), f"{fit.overhead_s * 1e6:.1f}",
@@ -127,6 +138,8 @@ def sweep(engines, device, workloads, out, no_save, as_json, plot_stem, runs, ti
     show(table, as_json)
     for target, base, result in results:
         a = result.analysis
+        if a is None:
+            continue
         say(f"{target.engine.name}:{target.device}: knee: {a.knee.rule}; fit: {a.fit.method}")
         for note in a.notes:
             say(f"{target.engine.name}:{target.device}: {note}")
@@ -134,6 +147,9 @@ def sweep(engines, device, workloads, out, no_save, as_json, plot_stem, runs, ti
         write_plot(stem_for(plot_stem, saved, "sweep", f"{target.engine.name}-{target.device}", len(results) > 1),
                    plot_sweep, [r.workload.weight_bytes for r in result.records],
                    [r.latency_s() for r in result.records], a.as_dict() | {"cache_bytes": result.cache_bytes}, title)
+    failed = [f"{t.engine.name}:{t.device}: {res.error}" for t, _, res in results if res.error]
+    if failed:  # the records are saved; the fit could not be made from them
+        raise MeasurementError("sweep fit failed: " + "; ".join(failed))
 
 
 @click.command()

@@ -27,6 +27,7 @@ from .timing import Timing, time_calls
 from .verdicts import ConcurrencyVerdict, concurrency_verdict
 
 BARRIER_TIMEOUT_S = 3600.0
+START_MARGIN_NS = 20_000_000  # the copies start together this long after the barrier opens
 MIN_CALLS_IN_WINDOW = 5
 
 
@@ -48,6 +49,7 @@ class Shared:
     results: object
     done: object  # one flag per copy, 1 once it has done its runs (or spent its time budget); lock-free
     bounds: object  # 2 x copies int64: each copy's first call start and last call end (ns)
+    start_at: object  # 1 int64: the common start (perf_counter ns), set by the coordinator; 0 until then
 
 
 @dataclass
@@ -108,6 +110,15 @@ def _together(prepared, job: CopyJob, shared: Shared) -> tuple[list[tuple[int, i
             return calls, (device if has_device else None)
 
 
+def wait_for_start(start_at) -> None:
+    """Sleep until the coordinator's common start, then spin the last millisecond: released processes
+    wake milliseconds apart, but they all read the same monotonic clock."""
+    while start_at[0] == 0 or time.perf_counter_ns() < start_at[0] - 1_000_000:
+        time.sleep(0.0002)
+    while time.perf_counter_ns() < start_at[0]:
+        pass
+
+
 def run_copy(job: CopyJob, shared: Shared) -> None:
     """One copy's whole life (a thread's or a spawned process's target)."""
     from ..engines import usable_engine
@@ -130,7 +141,8 @@ def run_copy(job: CopyJob, shared: Shared) -> None:
                     solo = build_record(engine, job.device, workload, prepared, options, timing, check,
                                         {"concurrency": {**about, "phase": "solo"}})
                     outcome.solo_json = solo.model_dump_json(by_alias=True)
-            barrier.wait(BARRIER_TIMEOUT_S)  # the common start
+            barrier.wait(BARRIER_TIMEOUT_S)
+            wait_for_start(shared.start_at)  # the common start
             calls, device = _together(prepared, job, shared)
             shared.bounds[2 * job.copy], shared.bounds[2 * job.copy + 1] = calls[0][0], calls[-1][1]
             barrier.wait(BARRIER_TIMEOUT_S)  # every copy has written its bounds
@@ -213,10 +225,10 @@ def _start_copies(engine: str, device: str, workload: Workload, copies: int, opt
     if processes:
         ctx = multiprocessing.get_context("spawn")
         shared = Shared(ctx.Barrier(copies + 1), ctx.Queue(), ctx.Array("b", copies, lock=False),
-                        ctx.Array("q", 2 * copies, lock=False))
+                        ctx.Array("q", 2 * copies, lock=False), ctx.Array("q", 1, lock=False))
         make = ctx.Process
     else:
-        shared = Shared(threading.Barrier(copies + 1), queue_module.Queue(), [0] * copies, [0] * (2 * copies))
+        shared = Shared(threading.Barrier(copies + 1), queue_module.Queue(), [0] * copies, [0] * (2 * copies), [0])
         make = threading.Thread
     workers = [make(target=run_copy, args=(CopyJob(engine, device, workload, i, copies, options), shared),
                     daemon=True) for i in range(copies)]
@@ -235,8 +247,12 @@ def run_copies(engine: str, device: str, workload: Workload, copies: int, option
     if processes:  # a copy that dies without reaching the barrier must not leave the others waiting
         threading.Thread(target=_watch, args=(workers, shared.barrier, done), daemon=True).start()
     try:
-        for _ in range(copies + 3):  # prepared, N turns, common start, done
+        for meeting in range(copies + 3):  # prepared, N turns, common start, done
             shared.barrier.wait(BARRIER_TIMEOUT_S)
+            if meeting == copies + 1:
+                shared.start_at[0] = time.perf_counter_ns() + START_MARGIN_NS
+                if meter is not None:  # the together window opens at the common start, not at the barrier
+                    wait_for_start(shared.start_at)
             if meter is not None:
                 readings.append((meter.read_joules(), time.perf_counter_ns()))
     except threading.BrokenBarrierError:
@@ -290,7 +306,8 @@ class ConcurrencyAnalysis:
 
 def combined_gbps(together: list[ResultRecord], window_s: float, calls: list[float] | None = None) -> float:
     if window_s <= 0:
-        raise MeasurementError("the copies never ran at the same time: no common window")
+        raise MeasurementError("the copies never ran at the same time (the OS kept one off the CPU?): "
+                               "no common window; use more --runs")
     calls = calls if calls is not None else [len(r.samples_s) for r in together]
     moved = sum(r.workload.weight_bytes * n for r, n in zip(together, calls))
     return moved / window_s / 1e9

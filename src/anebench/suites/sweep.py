@@ -28,8 +28,9 @@ class SweepPlan:
 @dataclass
 class SweepResult:
     records: list[ResultRecord]
-    analysis: SweepAnalysis
+    analysis: SweepAnalysis | None  # None: the fit failed (``error`` says why); the records still stand
     cache_bytes: int | None
+    error: str | None = None
 
 
 def plan_sweep(engine: Engine, device: str, min_bytes: int | None, max_bytes: int | None,
@@ -71,20 +72,24 @@ def finish_sweep(records: list[ResultRecord], cache_bytes: int | None) -> SweepR
     """Fit the measured points and write the analysis into every record's extras["sweep"]."""
     sizes = [r.workload.weight_bytes for r in records]
     latencies = [r.latency_s() for r in records]
-    analysis = analyse_sweep(sizes, latencies, cache_bytes)
-    shared = analysis.as_dict() | {"cache_bytes": cache_bytes, "points": len(records)}
+    try:
+        analysis, error = analyse_sweep(sizes, latencies, cache_bytes), None
+    except UserError as exc:  # measured but not fittable: keep the records, say why there is no fit
+        analysis, error = None, str(exc)
+    shared = (analysis.as_dict() if analysis else {"fit_error": error}) | {"cache_bytes": cache_bytes,
+                                                                          "points": len(records)}
     updated = []
     for i, record in enumerate(sorted(records, key=lambda r: r.workload.weight_bytes)):
-        point = {"point": i, "in_fit": record.workload.weight_bytes >= analysis.knee.size_bytes}
+        point = {"point": i, "in_fit": bool(analysis) and record.workload.weight_bytes >= analysis.knee.size_bytes}
         extras = {**record.extras, "sweep": {**point, **shared}}
         updated.append(record.model_copy(update={"extras": extras}).with_id())
-    return SweepResult(updated, analysis, cache_bytes)
+    return SweepResult(updated, analysis, cache_bytes, error)
 
 
 def sweep_from_records(records: list[ResultRecord], engine: str, device: str) -> dict | None:
     """The saved fit of a sweep of ``engine:device`` (the latency suite shows it beside dispatch cost)."""
     for record in records:
         fit = record.extras.get("sweep")
-        if record.engine.name == engine and record.engine.device == device and fit:
+        if record.engine.name == engine and record.engine.device == device and fit and "fit" in fit:
             return fit
     return None

@@ -1,0 +1,162 @@
+"""Every suite end to end through the CLI, on numpy, torch (CPU) and mlx (CPU), with small sizes."""
+
+import json
+
+import pytest
+
+from anebench.cli import main
+
+ENGINES = ("-e", "numpy", "-e", "torch", "-e", "mlx")
+QUICK = ("--runs", "3", "--warmup", "1", "--time-budget", "0.2")
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def run_cli(capsys, *argv):
+    with pytest.raises(SystemExit) as info:
+        main(list(argv))
+        raise SystemExit(0)
+    captured = capsys.readouterr()
+    return info.value.code or 0, captured.out, captured.err
+
+
+def document(stdout):
+    data = json.loads(stdout)  # exactly one JSON document, nothing else on stdout
+    assert data["schema"] == "anebench.results/1"
+    return data["results"]
+
+
+def assert_plots(stem):
+    png, svg = stem.parent / f"{stem.name}.png", stem.parent / f"{stem.name}.svg"
+    assert png.read_bytes().startswith(PNG_MAGIC) and png.stat().st_size > 10_000
+    assert svg.read_text().lstrip().startswith("<?xml") and "<svg" in svg.read_text()
+
+
+SWEEP = ("-w", "lm_head:256x8:fp32", "--min-mb", "1", "--max-mb", "8", "--points", "4", "--cache-mb", "0.25")
+
+
+def test_sweep_fits_and_plots(capsys, tmp_path):
+    out = tmp_path / "sweep.json"
+    code, stdout, stderr = run_cli(capsys, "sweep", "-e", "numpy", *SWEEP, *QUICK, "--out", str(out), "--json")
+    assert code == 0, stderr
+    records = document(stdout)
+    assert len(records) == 4 and [r["extras"]["sweep"]["point"] for r in records] == [0, 1, 2, 3]
+    for record in records:
+        sweep = record["extras"]["sweep"]
+        assert sweep["fit"]["points"] == 4 and sweep["bandwidth_gbps"] > 0 and sweep["in_fit"]
+        assert "4x the last-level cache" in sweep["knee_rule"] and sweep["cache_bytes"] == 1024**2 // 4
+        assert record["device_time"] and record["suite"] == "sweep"
+    assert "sweep fit" in stderr and "overhead us" in stderr  # tables go to stderr under --json
+    assert_plots(tmp_path / "sweep.sweep")
+    assert json.loads(out.read_text())["results"] == records
+
+
+def test_sweep_runs_on_torch_and_mlx(capsys, tmp_path):
+    """On this shared 2-core machine torch's CPU threads stall when another job holds a core, so a tiny
+    sweep can come out too noisy to fit: then the records are still saved and the reason is given."""
+    out = tmp_path / "sweep.json"
+    code, _, stderr = run_cli(capsys, "sweep", "-e", "torch", "-e", "mlx", *SWEEP, *QUICK, "--out", str(out))
+    records = json.loads(out.read_text())["results"]
+    assert {r["engine"]["name"] for r in records} == {"torch", "mlx"} and len(records) == 8
+    for engine in ("torch", "mlx"):
+        sweep = next(r for r in records if r["engine"]["name"] == engine)["extras"]["sweep"]
+        if "fit" in sweep:
+            assert_plots(tmp_path / f"sweep.sweep.{engine}-cpu")
+        else:
+            assert code == 1 and f"{engine}:cpu: latency does not grow" in stderr
+    assert code in (0, 1), stderr
+
+
+def test_sweep_refuses_sizes_that_leave_no_fit_before_measuring(capsys, tmp_path):
+    code, stdout, stderr = run_cli(capsys, "sweep", "-e", "numpy", "--max-mb", "4", "--cache-mb", "100")
+    assert code == 2 and stdout == "" and "raise --max-mb" in stderr
+    assert len(stderr.strip().splitlines()) == 1 and list(tmp_path.iterdir()) == []
+    code, _, stderr = run_cli(capsys, "sweep", "-e", "numpy", "--min-mb", "8", "--max-mb", "4")
+    assert code == 2 and "--min-mb" in stderr
+
+
+def test_roofline_every_engine_table_and_plot(capsys, tmp_path):
+    code, stdout, stderr = run_cli(capsys, "roofline", *ENGINES, "-w", "lm_head:64x256:fp32", "--max-batch", "8",
+                                   *QUICK, "--out", str(tmp_path / "r.json"))
+    assert code == 0, stderr
+    assert "bytes/FLOP" in stdout and "GFLOP/s" in stdout and "ridge" in stderr
+    saved = json.loads((tmp_path / "r.json").read_text())["results"]
+    assert [r["workload"]["batch"] for r in saved if r["engine"]["name"] == "numpy"] == [1, 2, 4, 8]
+    roof = saved[-1]["extras"]["roofline"]
+    assert roof["flop_per_s"] == pytest.approx(2 * 64 * 256 * 8 / saved[-1]["summary"]["median"])
+    assert_plots(tmp_path / "r.roofline.0-numpy-cpu")
+
+
+def test_latency_uses_the_smallest_workload_and_a_saved_sweep(capsys, tmp_path):
+    sweep_file = tmp_path / "s.json"
+    code, _, stderr = run_cli(capsys, "sweep", "-e", "numpy", "-w", "lm_head:256x8:fp32", "--min-mb", "0.25",
+                              "--max-mb", "2", "--points", "4", "--cache-mb", "0.1", *QUICK, "--out",
+                              str(sweep_file))
+    assert code == 0, stderr
+    code, stdout, stderr = run_cli(capsys, "latency", *ENGINES, "--sweep", str(sweep_file), "--runs", "50",
+                                   "--no-save", "--json")
+    assert code == 0, stderr
+    records = document(stdout)
+    fitted = json.loads(sweep_file.read_text())["results"][0]["extras"]["sweep"]["overhead_us"]
+    by_engine = {r["engine"]["name"]: r for r in records}
+    assert by_engine["numpy"]["extras"]["latency"]["sweep_overhead_us"] == pytest.approx(fitted)
+    assert "sweep_overhead_us" not in by_engine["torch"]["extras"]["latency"]  # no torch sweep in the file
+    for record in records:
+        latency = record["extras"]["latency"]
+        assert latency["median_us"] <= latency["p95_us"] and record["workload"]["shape"][1] == 64
+    assert "no sweep for some engine" in stderr
+
+
+def test_compute_reports_tflops_per_dtype(capsys, tmp_path):
+    code, stdout, stderr = run_cli(capsys, "compute", *ENGINES, "-w", "lm_head:64x256", "--batch", "16",
+                                   "--dtype", "fp32", "--dtype", "fp16", *QUICK, "--no-save", "--json")
+    assert code == 0, stderr
+    records = document(stdout)
+    assert len(records) == 6 and {r["workload"]["dtype"] for r in records} == {"fp32", "fp16"}
+    for record in records:
+        c = record["extras"]["compute"]
+        assert c["tflop_per_s"] == pytest.approx(2 * 64 * 256 * 16 / record["summary"]["median"] / 1e12)
+        assert c["half_batch"] == 8 and isinstance(c["compute_bound"], bool)
+
+
+def test_concurrent_threads_every_engine_with_verdict_rule_and_plot(capsys, tmp_path):
+    code, stdout, stderr = run_cli(capsys, "concurrent", *ENGINES, "-w", "lm_head:64x1024:fp32", "--runs", "5",
+                                   "--warmup", "1", "--out", str(tmp_path / "c.json"))
+    assert code == 0, stderr
+    assert "scaling" in stdout and "verdict" in stdout
+    assert "verdict rule: scaling = combined GB/s / mean solo GB/s" in stderr
+    saved = json.loads((tmp_path / "c.json").read_text())["results"]
+    assert len(saved) == 12  # 3 engines x 2 copies x (solo, together)
+    for i, engine in enumerate(("numpy", "torch", "mlx")):
+        assert_plots(tmp_path / f"c.concurrent.{i}-{engine}-cpu")
+
+
+def test_concurrent_processes_option(capsys):
+    code, stdout, stderr = run_cli(capsys, "concurrent", "-e", "numpy", "-w", "lm_head:128x2048:fp32", "--copies",
+                                   "2", "--processes", "--runs", "5", "--warmup", "1", "--no-save", "--json")
+    assert code == 0, stderr
+    records = document(stdout)
+    assert records[-1]["extras"]["concurrency"]["mode"] == "processes (spawn)"
+    assert "no plot written" in stderr
+
+
+def test_power_flag_records_energy_or_why_not(capsys):
+    code, stdout, stderr = run_cli(capsys, "latency", "-e", "numpy", "--no-sweep", "--power", "--runs", "20",
+                                   "--no-save", "--json")
+    assert code == 0, stderr
+    (record,) = document(stdout)
+    energy = record["extras"]["energy"]
+    assert energy["available"] or energy["reason"]
+    assert "energy" in stderr
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (("concurrent", "-e", "numpy", "--copies", "1"), "--copies"),
+    (("roofline", "-e", "numpy", "--max-batch", "1"), "--max-batch"),
+    (("compute", "-e", "numpy", "--dtype", "int3"), "--dtype"),
+    (("latency", "-e", "numpy", "--sweep", "missing.json"), "missing.json"),
+    (("sweep", "-e", "torch", "-d", "cuda:7"), "cuda:7"),
+])
+def test_bad_suite_options_exit_2_with_one_line(capsys, tmp_path, argv, expected):
+    code, stdout, stderr = run_cli(capsys, *argv)
+    assert code == 2 and stdout == "" and expected in stderr
+    assert len(stderr.strip().splitlines()) == 1

@@ -1,0 +1,59 @@
+import pytest
+
+from anebench.engines.numpy_engine import NumpyEngine
+from anebench.errors import UserError
+from anebench.measure.sweep import MiB
+from anebench.session import RunOptions, measure_workload
+from anebench.suites import sweep as sweep_suite
+from anebench.suites.common import resized
+from anebench.suites.sweep import finish_sweep, plan_sweep, sweep_from_records
+from anebench.workloads import Workload
+
+
+def test_default_plan_spans_1_mib_to_8x_the_cache_with_fit_points(monkeypatch):
+    monkeypatch.setattr(sweep_suite, "available_memory_bytes", lambda: 64 * 1024 * MiB)
+    plan = plan_sweep(NumpyEngine(), "cpu", None, None, 12, cache_bytes=100 * MiB)
+    assert plan.sizes[0] == MiB and plan.sizes[-1] == 800 * MiB
+    assert sum(s >= 400 * MiB for s in plan.sizes) >= 4
+
+
+def test_default_plan_never_takes_more_than_a_quarter_of_free_memory(monkeypatch):
+    monkeypatch.setattr(sweep_suite, "available_memory_bytes", lambda: 4 * 1024 * MiB)
+    plan = plan_sweep(NumpyEngine(), "cpu", None, None, 12, cache_bytes=None)
+    assert plan.sizes[-1] == 1024 * MiB and plan.cache_bytes is None
+    with pytest.raises(UserError, match="raise --max-mb"):
+        plan_sweep(NumpyEngine(), "cpu", None, None, 12, cache_bytes=1024 * MiB)
+
+
+def test_resized_keeps_hidden_and_dtype_and_counts_run_bytes():
+    base = Workload("llama_lm_head", 4096, 128256, "fp16")
+    small = resized(base, 8 * MiB, "fp32")  # numpy streams fp32: 16 KiB per row
+    assert small.hidden == 4096 and small.dtype == "fp16" and small.vocab == 512
+    assert small.name == "lm_head:4096x512:fp16"
+
+
+@pytest.fixture(scope="module")
+def tiny_records():
+    options = RunOptions(runs=3, suite="sweep")
+    return [measure_workload(NumpyEngine(), "cpu", Workload(f"w{v}", 64, v, "fp32"), options)
+            for v in (1024, 2048, 4096)]
+
+
+def test_a_failed_fit_keeps_the_records_and_says_why(tiny_records):
+    flat = [r.model_copy(update={"summary": r.summary.model_copy(update={"median": 1e-3})})
+            for r in tiny_records]
+    result = finish_sweep(flat, cache_bytes=None)
+    assert result.analysis is None and "does not grow" in result.error
+    assert all(r.extras["sweep"]["fit_error"] == result.error for r in result.records)
+    assert sweep_from_records(result.records, "numpy", "cpu") is None
+
+
+def test_a_good_fit_is_in_every_record_and_found_again(tiny_records):
+    latencies = {1024: 1e-4, 2048: 2e-4, 4096: 4e-4}
+    timed = [r.model_copy(update={"summary": r.summary.model_copy(update={"median": latencies[r.workload.shape[0]]})})
+             for r in tiny_records]
+    result = finish_sweep(timed, cache_bytes=None)
+    assert result.error is None and len({r.id for r in result.records}) == 3
+    assert [r.extras["sweep"]["point"] for r in result.records] == [0, 1, 2]
+    fit = sweep_from_records(result.records, "numpy", "cpu")
+    assert fit["bandwidth_gbps"] == pytest.approx(64 * 1024 * 4 / 1e-4 / 1e9) and fit["overhead_us"] == pytest.approx(0)

@@ -160,3 +160,17 @@ def test_bad_suite_options_exit_2_with_one_line(capsys, tmp_path, argv, expected
     code, stdout, stderr = run_cli(capsys, *argv)
     assert code == 2 and stdout == "" and expected in stderr
     assert len(stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.cuda
+def test_cuda_suites_record_device_time_for_every_sample(capsys, tmp_path):
+    code, stdout, stderr = run_cli(capsys, "roofline", "-e", "torch", "-d", "cuda:0", "-w", "lm_head:1024x8192:fp16",
+                                   "--max-batch", "4", *QUICK, "--no-save", "--json")
+    assert code == 0, stderr
+    for record in document(stdout):
+        assert record["device_time"] == "CUDA events around each call"
+        assert len(record["device_samples_s"]) == len(record["samples_s"]) and record["device_gbps"] > 0
+    code, stdout, stderr = run_cli(capsys, "concurrent", "-e", "torch", "-d", "cuda:0", "-w",
+                                   "lm_head:1024x8192:fp16", "--runs", "5", "--no-save", "--json")
+    assert code == 0, stderr
+    assert all(len(r["device_samples_s"]) == len(r["samples_s"]) for r in document(stdout))

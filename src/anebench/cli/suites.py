@@ -154,7 +154,7 @@ def sweep(engines, device, workloads, out, no_save, as_json, plot_stem, runs, ti
 
 @click.command()
 @measuring_options
-@timing_options(runs=30, budget=2.0)
+@timing_options(runs=30, budget=5.0)
 @power_option
 @click.option("--max-batch", type=click.IntRange(min=2), default=1024, show_default=True,
               help="Largest batch; the sweep stops earlier once clearly compute-bound.")
@@ -187,7 +187,8 @@ def roofline(engines, device, workloads, out, no_save, as_json, plot_stem, runs,
     say(f"rule: {RIDGE_RULE}")
     for i, (target, base, result) in enumerate(results):
         a = result.analysis
-        model = f"; roofs meet at batch {a.model_ridge_batch:.1f}" if a.model_ridge_batch else ""
+        model = (f"; the baseline meets the compute slope at batch {a.model_ridge_batch:.1f}"
+                 if a.model_ridge_batch else "")
         say(f"{target.engine.name}:{target.device} {base.name}: ridge at batch {a.ridge_batch or '(not reached)'}"
             f"{model}; peak {a.peak_flop_per_s / 1e12:.4f} TFLOP/s; batch-1 {a.memory_gbps:.2f} GB/s"
             + ("" if a.compute_bound else "; not clearly compute-bound: raise --max-batch"))

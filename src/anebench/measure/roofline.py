@@ -9,25 +9,37 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-GROWTH_AT_RIDGE = 1.2  # the ridge: the first batch whose latency exceeds 1.2x the batch-1 latency
-LINEAR_DOUBLING = 1.7  # "clearly compute-bound": doubling B multiplies latency by >= 1.7 ...
-LINEAR_STREAK = 2  # ... on this many doublings in a row
-RIDGE_RULE = (f"ridge = the first batch whose median latency exceeds {GROWTH_AT_RIDGE}x the batch-1 latency "
-              f"(the batch-2 latency when the engine switches kernels: batch 2 > {GROWTH_AT_RIDGE}x batch 1 "
-              f"but batch 4 <= {GROWTH_AT_RIDGE}x batch 2); compute-bound once doubling the batch multiplies "
-              f"latency by >= {LINEAR_DOUBLING} {LINEAR_STREAK} times in a row")
+import numpy as np
+
+GROWTH_AT_RIDGE = 1.2  # the ridge: latency stays above 1.2x the memory-bound baseline
+# "Clearly compute-bound": over the last LINEAR_STREAK doublings latency grew nearly in proportion to B,
+# a log-log slope >= 0.75 (x2.83 over two doublings). One slope over two steps, not a threshold per step,
+# so one noisy point on a shared machine cannot hide it.
+LINEAR_SLOPE = 0.75
+LINEAR_STREAK = 2
+RIDGE_RULE = (f"ridge = the first batch from which every median latency exceeds {GROWTH_AT_RIDGE}x the "
+              f"baseline: the batch-1 latency, or after a kernel switch (batch 2 > {GROWTH_AT_RIDGE}x batch 1 and "
+              f"batches 2-8 flat: their median <= {GROWTH_AT_RIDGE}x their minimum) that minimum; "
+              f"compute-bound once latency grows as batch^{LINEAR_SLOPE} or faster over the last "
+              f"{LINEAR_STREAK} doublings, from batch 2 on")
+SWITCH_BATCHES = (2, 4, 8)
 
 
 def ridge_baseline(batches: list[int], latencies_s: list[float]) -> int:
-    """Index of the latency the ridge is measured from: batch 1, or batch 2 after a kernel switch.
+    """Index of the latency the ridge is measured from: batch 1, or the flat level after a kernel switch.
 
     Matrix-vector (batch 1) and matrix-matrix (batch >= 2) are often different kernels; a jump at batch 2
-    followed by a flat batch 4 is that switch, not compute starting to dominate.
+    followed by flat batches 4 and 8 is that switch, not compute starting to dominate. The median test
+    keeps one noisy point among batches 2-8 from hiding the switch.
     """
-    if batches[:3] == [1, 2, 4]:
-        t1, t2, t4 = latencies_s[:3]
-        if t2 > GROWTH_AT_RIDGE * t1 and t4 <= GROWTH_AT_RIDGE * t2:
-            return 1
+    if batches[:2] != [1, 2] or latencies_s[1] <= GROWTH_AT_RIDGE * latencies_s[0]:
+        return 0
+    after = [i for i, b in enumerate(batches) if b in SWITCH_BATCHES]
+    if len(after) < 2:
+        return 0
+    level = [latencies_s[i] for i in after]
+    if float(np.median(level)) <= GROWTH_AT_RIDGE * min(level):
+        return after[int(np.argmin(level))]
     return 0
 
 
@@ -49,12 +61,14 @@ def doubling_batches(max_batch: int) -> list[int]:
 
 
 def clearly_compute_bound(batches: list[int], latencies_s: list[float]) -> bool:
-    """True once the last LINEAR_STREAK doublings each grew latency by >= LINEAR_DOUBLING."""
+    """True once latency grew as batch**LINEAR_SLOPE or faster over the last LINEAR_STREAK doublings."""
     if len(latencies_s) < LINEAR_STREAK + 1:
         return False
-    recent = range(len(latencies_s) - LINEAR_STREAK, len(latencies_s))
-    return all(batches[i] == 2 * batches[i - 1] and latencies_s[i] >= LINEAR_DOUBLING * latencies_s[i - 1]
-               for i in recent)
+    first = len(latencies_s) - 1 - LINEAR_STREAK
+    # From batch 2 on: the matrix-vector to matrix-matrix kernel switch at batch 2 is not compute.
+    if batches[first] < 2 or batches[-1] != batches[first] * 2**LINEAR_STREAK:
+        return False
+    return latencies_s[-1] / latencies_s[first] >= 2 ** (LINEAR_SLOPE * LINEAR_STREAK)
 
 
 @dataclass(frozen=True)
@@ -72,7 +86,7 @@ class RooflinePoint:
 class RooflineAnalysis:
     points: list[RooflinePoint]
     ridge_batch: int | None  # None: latency never grew past the rule within the batches measured
-    baseline_batch: int  # the batch the ridge's growth is measured from (1, or 2 after a kernel switch)
+    baseline_batch: int  # the batch the ridge's growth is measured from (1, or 2-8 after a kernel switch)
     model_ridge_batch: float | None  # where the flat memory roof meets the compute slope
     peak_flop_per_s: float
     memory_gbps: float
@@ -105,7 +119,8 @@ def analyse_roofline(batches: list[int], latencies_s: list[float], vocab: int, h
                                     weight_bytes / latency / 1e9))
     start = ridge_baseline(batches, latencies_s)
     base = latencies_s[start]
-    ridge = next((b for b, t in zip(batches[start:], latencies_s[start:]) if t > GROWTH_AT_RIDGE * base), None)
+    above = [t > GROWTH_AT_RIDGE * base for t in latencies_s]
+    ridge = next((batches[i] for i in range(start, len(batches)) if all(above[i:])), None)
     bound = clearly_compute_bound(batches, latencies_s)
     model_ridge = None
     if bound:

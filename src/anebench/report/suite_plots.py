@@ -105,7 +105,7 @@ def plot_roofline(analysis: dict, title: str, stem: Path) -> list[Path]:
     ax_roof.set_ylabel("achieved GFLOP/s")
     ax_roof.set_title("roofline")
     ax_roof.grid(True, which="both", alpha=0.3)
-    ax_roof.legend(fontsize=8, loc="upper left")
+    ax_roof.legend(fontsize=8, loc="lower right")
     batches = [p["batch"] for p in points]
     ax_lat.plot(batches, [p["latency_s"] * 1e3 for p in points], "o-", color="tab:blue", label="median latency")
     if analysis.get("ridge_batch"):
@@ -136,7 +136,7 @@ def plot_concurrency(analysis: dict, title: str, stem: Path) -> list[Path]:
     ax.axhline(sum(solo) / len(solo), color="tab:blue", linestyle=":", label="mean solo")
     ax.set_xticks([*xs, len(solo)], [*labels, "combined"])
     ax.set_ylabel("GB/s")
-    ax.set_title(f"{analysis['verdict']}: scaling {analysis['scaling']:.2f}\n{analysis['rule']}", fontsize=9)
+    ax.set_title(f"{title}\n{analysis['verdict']}: scaling {analysis['scaling']:.2f}\n{analysis['rule']}",
+                 fontsize=9)
     ax.legend(fontsize=8)
-    fig.suptitle(title)
     return save_figure(fig, stem)

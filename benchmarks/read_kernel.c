@@ -2,7 +2,9 @@
  *
  * One sequential stream per core leaves this VM's memory system idle between misses (~15 GB/s on two
  * cores); reading STREAMS rows at once keeps enough misses in flight to reach the machine's ceiling,
- * as a tuned BLAS sgemv does. Several accumulators keep the adds off the critical path. */
+ * as a tuned BLAS sgemv does. Several accumulators keep the adds off the critical path.
+ * Single-threaded: the caller runs one thread per core on contiguous parts (no OpenMP, whose spinning
+ * threads would steal cycles from the BLAS threads measured next). */
 #include <stddef.h>
 #include <immintrin.h>
 
@@ -12,7 +14,6 @@
 double read_sum(const float *data, size_t n) {
     double total = 0.0;
     size_t groups = n / (ROW * STREAMS);
-#pragma omp parallel for reduction(+ : total) schedule(static)
     for (size_t g = 0; g < groups; g++) {
         const float *p = data + g * ROW * STREAMS;
 #ifdef __AVX512F__

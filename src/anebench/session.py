@@ -139,17 +139,11 @@ def build_record(engine, device, workload, prepared, options, timing, check, ext
             dtype_note=prepared.dtype_note,
             details=prepared.details,
         ),
-        workload=WorkloadInfo(
-            name=workload.name,
-            shape=list(workload.shape),
-            dtype=workload.dtype,
-            batch=workload.batch,
-            quant=workload.quant,
-            weight_bytes=prepared.weight_bytes,
-            fingerprint=workload.fingerprint,
+        workload=WorkloadInfo.of(
+            workload,
+            prepared.weight_bytes,
             source=workload.weights.description().get("source", "synthetic"),
             artifact_sha256=getattr(prepared, "artifact_sha256", None),
-            note=workload.note,
             origin=getattr(workload.weights, "provenance", dict)(),
         ),
         method=MethodInfo(

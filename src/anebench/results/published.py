@@ -80,11 +80,7 @@ def _workload_info(row: dict, chip: str) -> tuple[WorkloadInfo, dict]:
                  "upper bound, not a stated figure",
         ), extras
     workload, weight_bytes = _canonical(row["workload"])
-    return WorkloadInfo(
-        name=workload.name, shape=list(workload.shape), dtype=workload.dtype, quant=workload.quant,
-        weight_bytes=weight_bytes, fingerprint=workload.fingerprint, source="anemll-bench artifact",
-        note=workload.note,
-    ), extras
+    return WorkloadInfo.of(workload, weight_bytes, source="anemll-bench artifact"), extras
 
 
 def row_to_record(row: dict) -> ResultRecord:

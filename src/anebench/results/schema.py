@@ -75,6 +75,16 @@ class WorkloadInfo(_Model):
     origin: dict[ShortStr, Scalar] = Field(default_factory=dict, max_length=32)
 
 
+    @classmethod
+    def of(cls, workload, weight_bytes: int, **fields) -> WorkloadInfo:
+        """The record's view of a ``workloads.Workload``: what it is, plus the bytes one call read."""
+        base = {
+            "name": workload.name, "shape": list(workload.shape), "dtype": workload.dtype,
+            "batch": workload.batch, "quant": workload.quant, "weight_bytes": weight_bytes,
+            "fingerprint": workload.fingerprint, "note": workload.note,
+        }
+        return cls(**{**base, **fields})
+
 class OutputCheck(_Model):
     passed: bool
     rows_checked: Annotated[int, Field(ge=0)]

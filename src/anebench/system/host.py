@@ -22,7 +22,7 @@ def sysctl(name: str) -> str | None:
     if sys.platform != "darwin":
         return None
     try:
-        out = subprocess.run(["sysctl", "-n", name], capture_output=True, text=True, timeout=5)
+        out = subprocess.run(["sysctl", "-n", name], capture_output=True, text=True, timeout=5, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else None
@@ -85,7 +85,7 @@ def power_state() -> tuple[str | None, bool | None]:
     low_power = None
     if sys.platform == "darwin":
         try:
-            out = subprocess.run(["pmset", "-g"], capture_output=True, text=True, timeout=5).stdout
+            out = subprocess.run(["pmset", "-g"], capture_output=True, text=True, timeout=5, check=False).stdout
             match = re.search(r"lowpowermode\s+(\d)", out)
             low_power = bool(int(match[1])) if match else None
         except (OSError, subprocess.TimeoutExpired):

@@ -199,14 +199,9 @@ def to_record(document: ToolDocument, result: ToolResult, host: HostInfo, worklo
             compute_units=COMPUTE_UNITS[result.backend],
             run_dtype=workload.quant or workload.dtype,
         ),
-        workload=WorkloadInfo(
-            name=workload.name,
-            shape=list(workload.shape),
-            dtype=workload.dtype,
-            batch=workload.batch,
-            quant=workload.quant,
-            weight_bytes=weight_bytes,
-            fingerprint=workload.fingerprint,
+        workload=WorkloadInfo.of(
+            workload,
+            weight_bytes,
             source=f"{SOURCE} artifact",
             note=f"canonical workload for {SOURCE}'s {result.model_name}; {convention['note']}",
         ),

@@ -121,11 +121,12 @@ def test_analysis_reports_the_fit_past_the_knee_and_the_cache_resident_peak():
     assert data["knee_bytes"] >= 128 * MiB
 
 
-def test_analysis_notes_a_negative_overhead():
+def test_analysis_notes_a_negative_overhead_as_not_resolved():
     sizes = log_sizes(256 * MiB, 1024 * MiB, 5)
     latencies = [s / BANDWIDTH - 50e-6 for s in sizes]
     result = analyse_sweep(sizes, latencies, cache_bytes=None)
-    assert result.fit.overhead_s < 0 and any("negative" in n for n in result.notes)
+    assert result.fit.overhead_s < 0 and not result.fit.overhead_resolved
+    assert any(n.startswith("fitted overhead not resolved") for n in result.notes)
 
 
 def test_data_knee_leaves_the_fit_enough_points():
@@ -133,3 +134,24 @@ def test_data_knee_leaves_the_fit_enough_points():
     gbps = [10, 50, 40, 30, 20, 12, 10]  # still falling at the end: no plateau before the last size
     knee = find_knee(sizes, gbps, cache_bytes=None)
     assert knee.index == len(sizes) - 3 and "moved back" in knee.rule
+
+
+def test_overhead_is_resolved_when_the_data_pin_it_down():
+    sizes = [2**k * 1_000_000 for k in range(8)]  # 1 MB .. 128 MB: a long lever arm towards zero
+    rng = np.random.default_rng(3)
+    latencies = [50e-6 + s / 20e9 * (1 + 0.002 * rng.standard_normal()) for s in sizes]
+    fit = fit_latency(sizes, latencies)
+    assert fit.overhead_resolved
+    assert fit.overhead_se_s < 10e-6
+    assert abs(fit.overhead_s - 50e-6) < 3 * fit.overhead_se_s
+
+
+def test_overhead_is_not_resolved_when_noise_swamps_it():
+    sizes = [440e6, 520e6, 620e6, 740e6, 880e6]  # past a large cache: far from zero, narrow spread
+    noise = [1.04, 0.97, 1.03, 0.96, 1.02]
+    latencies = [(2e-6 + s / 30e9) * n for s, n in zip(sizes, noise)]
+    fit = fit_latency(sizes, latencies)
+    assert not fit.overhead_resolved
+    assert fit.overhead_se_s > 1e-3  # milliseconds of uncertainty on a 2 us overhead
+    analysis = analyse_sweep(sizes, latencies, cache_bytes=100e6)
+    assert any(note.startswith("fitted overhead not resolved") for note in analysis.notes)

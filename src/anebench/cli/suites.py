@@ -131,7 +131,7 @@ def sweep(engines, device, workloads, out, no_save, as_json, plot_stem, runs, ti
             continue
         a, fit = result.analysis, result.analysis.fit
         table.add_row(target.engine.name, target.device, f"{base.hidden} ({base.dtype})",
-                      f"{a.knee.size_bytes / MiB:.1f}", str(fit.points), f"{fit.overhead_s * 1e6:.1f}",
+                      f"{a.knee.size_bytes / MiB:.1f}", str(fit.points), overhead_text(fit.overhead_s * 1e6, fit.overhead_se_s and fit.overhead_se_s * 1e6),
                       f"{fit.bandwidth_bps / 1e9:.2f}", f"{fit.r_squared:.4f}",
                       f"{fit.median_abs_rel_residual:.2%}",
                       f"{a.cache_peak_gbps:.2f} ({a.cache_peak_bytes / MiB:.1f})")
@@ -230,6 +230,7 @@ def latency(engines, device, workloads, out, no_save, as_json, plot_stem, runs, 
                 if fit is not None:
                     record = record.model_copy(update={"extras": {**record.extras, "latency": {
                         **record.extras["latency"], "sweep_overhead_us": fit["overhead_us"],
+                        "sweep_overhead_resolved": fit.get("overhead_resolved"),
                         "sweep_bandwidth_gbps": fit["bandwidth_gbps"]}}}).with_id()
                 records.append(record)
                 fits.append(fit)
@@ -241,7 +242,7 @@ def latency(engines, device, workloads, out, no_save, as_json, plot_stem, runs, 
         lat = record.extras["latency"]
         table.add_row(record.engine.name, record.engine.device, record.workload.name,
                       f"{record.workload.weight_bytes / 1e3:.1f}", f"{lat['median_us']:.2f}", f"{lat['p95_us']:.2f}",
-                      f"{fit['overhead_us']:.1f}" if fit else "-")
+                      overhead_text(fit["overhead_us"], fit.get("overhead_se_us")) if fit else "-")
     show(table, as_json)
     if sweep_file and any(f is None for f in fits):
         say(f"{sweep_file} has no sweep for some engine:device here: its overhead column is '-'")
@@ -329,6 +330,15 @@ def concurrent(engines, device, workloads, out, no_save, as_json, plot_stem, run
         title = f"concurrent {target.engine.name}:{target.device} {base.name} x{copies}"
         write_plot(stem_for(plot_stem, saved, "concurrent", f"{i}-{target.engine.name}-{target.device}",
                             len(results) > 1), plot_concurrency, result.analysis.as_dict(), title)
+
+
+def overhead_text(overhead_us: float, se_us: float | None) -> str:
+    """The fitted overhead with its two-standard-error band, or why it is not a figure."""
+    if se_us is None:
+        return f"{overhead_us:.1f}"
+    if overhead_us <= 2 * se_us:
+        return f"not resolved ({overhead_us:.0f} ± {2 * se_us:.0f})"
+    return f"{overhead_us:.1f} ± {2 * se_us:.1f}"
 
 
 def register(app: click.Group) -> None:

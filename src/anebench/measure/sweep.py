@@ -91,6 +91,12 @@ class LineFit:
     max_abs_rel_residual: float
     points: int
     method: str = "Theil-Sen (median of pairwise slopes, median intercept)"
+    overhead_se_s: float | None = None  # standard error of the intercept, from the residuals
+
+    @property
+    def overhead_resolved(self) -> bool:
+        """The overhead is told apart from zero: positive and more than two standard errors."""
+        return self.overhead_se_s is not None and self.overhead_s > 2 * self.overhead_se_s
 
     def predict(self, size_bytes: float | np.ndarray) -> float | np.ndarray:
         return self.overhead_s + np.asarray(size_bytes, dtype=float) / self.bandwidth_bps
@@ -128,6 +134,10 @@ def fit_latency(sizes_bytes: list[int], latencies_s: list[float]) -> LineFit:
     total = float(np.sum((y - y.mean()) ** 2))
     r_squared = 1.0 - float(np.sum(residual**2)) / total if total > 0 else 1.0
     relative = np.abs(residual) / y
+    # The intercept sits far left of the fitted sizes, so its error grows with (mean size / spread)^2.
+    spread = float(np.sum((x - x.mean()) ** 2))
+    sigma = float(np.sqrt(np.sum(residual**2) / (len(x) - 2))) if len(x) > 2 else float("nan")
+    overhead_se = sigma * float(np.sqrt(1 / len(x) + x.mean() ** 2 / spread)) if spread > 0 else float("nan")
     return LineFit(
         overhead_s=intercept,
         bandwidth_bps=1.0 / slope,
@@ -135,6 +145,7 @@ def fit_latency(sizes_bytes: list[int], latencies_s: list[float]) -> LineFit:
         median_abs_rel_residual=float(np.median(relative)),
         max_abs_rel_residual=float(np.max(relative)),
         points=len(x),
+        overhead_se_s=overhead_se if np.isfinite(overhead_se) else None,
     )
 
 
@@ -152,6 +163,8 @@ class SweepAnalysis:
             "knee_rule": self.knee.rule,
             "fit": self.fit.as_dict(),
             "overhead_us": self.fit.overhead_s * 1e6,
+            "overhead_se_us": self.fit.overhead_se_s * 1e6 if self.fit.overhead_se_s is not None else None,
+            "overhead_resolved": self.fit.overhead_resolved,
             "bandwidth_gbps": self.fit.bandwidth_bps / 1e9,
             "cache_peak_gbps": self.cache_peak_gbps,
             "cache_peak_bytes": self.cache_peak_bytes,
@@ -170,9 +183,10 @@ def analyse_sweep(sizes: list[int], latencies_s: list[float], cache_bytes: int |
     below = range(knee.index) if knee.index > 0 else range(len(sizes))
     peak = max(below, key=lambda i: gbps[i])
     notes = []
-    if fit.overhead_s < 0:
-        notes.append("fitted overhead is negative: at these sizes it is below the timing noise; "
-                     "see `anebench latency` for the measured dispatch cost")
+    if not fit.overhead_resolved:
+        error = f" +- {2 * fit.overhead_se_s * 1e6:.0f} us" if fit.overhead_se_s is not None else ""
+        notes.append(f"fitted overhead not resolved ({fit.overhead_s * 1e6:.0f}{error}, two standard errors): "
+                     "at these sizes it is below the timing noise; `anebench latency` measures the dispatch cost")
     if knee.index == 0:
         notes.append("no size below the knee: the cache-resident peak is the best GB/s of the streaming sizes")
     return SweepAnalysis(knee, fit, gbps[peak], sizes[peak], notes)

@@ -143,3 +143,18 @@ def test_fewer_than_two_copies_or_too_little_memory_is_refused():
         run_concurrent(NumpyEngine(), "cpu", Workload("t", 8, 16, "fp32"), 1, FAST)
     with pytest.raises(UserError, match="GB is free"):
         run_concurrent(NumpyEngine(), "cpu", Workload("t", 100_000, 100_000, "fp32"), 2, FAST)
+
+
+def test_suite_records_aggregate_into_one_verdict_per_workload():
+    from anebench.results.aggregate import aggregate
+
+    base = Workload("t", 128, 2048, "fp32")
+    result = run_concurrent(NumpyEngine(), "cpu", base, 2, FAST)
+    assert all(r.extras["concurrency"]["base_fingerprint"] == base.fingerprint for r in result.records)
+    summary = aggregate(result.records)
+    (row,) = summary.concurrency  # both copies, both phases: one group despite per-copy fingerprints
+    shared = result.records[-1].extras["concurrency"]
+    assert row.combined_gbps == pytest.approx(shared["combined_gbps"])
+    assert row.verdict == shared["verdict"]
+    assert len(row.solo_gbps) == 2 and len(row.parallel_gbps) == 2
+    assert summary.rows == []  # the suite's phases are not solo runs of the matrix

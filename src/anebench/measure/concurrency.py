@@ -129,7 +129,8 @@ def run_copy(job: CopyJob, shared: Shared) -> None:
         engine = usable_engine(job.engine)
         workload = copy_workload(job.workload, job.copy)
         options = replace(job.options, power=False)  # the coordinator owns the energy windows
-        about = {"copy": job.copy, "copies": job.copies}
+        # Copies hold different weights (own fingerprints); the base fingerprint groups them in reports.
+        about = {"copy": job.copy, "copies": job.copies, "base_fingerprint": job.workload.fingerprint}
         with prepared_workload(engine, job.device, workload) as prepared:
             check = verify_output(prepared)
             barrier.wait(BARRIER_TIMEOUT_S)

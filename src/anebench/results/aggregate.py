@@ -107,7 +107,11 @@ def _chip_of(record: ResultRecord) -> tuple[str, Chip | None]:
 
 
 def _mode(record: ResultRecord) -> str:
+    """solo | dual-solo | parallel | combined, for published rows (mode) and the concurrency suite (phase)."""
     concurrency = record.extras.get("concurrency")
+    phase = concurrency.get("phase") if isinstance(concurrency, dict) else None
+    if phase in ("solo", "together"):
+        return "dual-solo" if phase == "solo" else "parallel"
     mode = concurrency.get("mode", "") if isinstance(concurrency, dict) else ""
     if not mode or mode == "solo":
         return "solo"
@@ -203,6 +207,9 @@ def _concurrency(groups: dict[tuple, dict[str, list[ResultRecord]]], rows: list[
         solo = [r.gbps for r in modes.get("dual-solo", []) if r.gbps]
         parallel = [r.gbps for r in modes.get("parallel", []) if r.gbps]
         combined = [r.gbps for r in modes.get("combined", []) if r.gbps]
+        measured = {r.extras["concurrency"].get("combined_gbps") for r in modes.get("parallel", [])} - {None}
+        if not combined and len(measured) == 1:
+            combined = list(measured)  # the suite's combined figure over the common window
         if not solo and key in solo_median:
             solo = [solo_median[key]]
             flags.append("solo reference from the chip's separate solo figure")
@@ -238,7 +245,11 @@ def aggregate(records: list[ResultRecord]) -> Aggregate:
                 "artifact unknown (mixed latency column): never compared",
             ))
             continue
-        key = (label, record.workload.fingerprint, record.engine.name, record.engine.device)
+        concurrency_info = record.extras.get("concurrency")
+        fingerprint = record.workload.fingerprint
+        if isinstance(concurrency_info, dict) and concurrency_info.get("base_fingerprint"):
+            fingerprint = concurrency_info["base_fingerprint"]  # the suite's copies hold seed + i weights
+        key = (label, fingerprint, record.engine.name, record.engine.device)
         mode = _mode(record)
         if mode == "solo":
             solo[key].append(record)

@@ -49,7 +49,7 @@ def bar_chart_png(rows: list[MatrixRow], title: str) -> bytes:
         ax.set_ylim(0, top)
         ax.set_xticks(list(x), [plain(r.chip) for r in rows], rotation=45, ha="right", fontsize=8)
         ax.set_ylabel("median GB/s")
-        ax.set_title(plain(title, 120), fontsize=10)
+        fig.suptitle(plain(title, 120), fontsize=10)  # over the figure: a narrow axis would clip it
         tiers = sorted({r.tier for r in rows if r.tier is not None})
         handles = [Patch(color=tier_colour(t), label=f"tier {t}") for t in tiers]
         handles.append(Line2D([], [], color="black", linewidth=2,

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from safetensors import safe_open
 
-from anebench.cli import main
 from anebench.workloads import resolve_workload
 from checkpoint_builders import HIDDEN, VOCAB, bf16_model, sharded_model, single_file_model, weights
+from clitools import run_cli
 
 
 @pytest.fixture(autouse=True)
@@ -22,12 +22,6 @@ def _private_caches(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-hub"))
 
 
-def run_cli(capsys, *argv):
-    with pytest.raises(SystemExit) as info:
-        main(list(argv))
-        raise SystemExit(0)
-    captured = capsys.readouterr()
-    return info.value.code or 0, captured.out, captured.err
 
 
 def run_numpy(capsys, spec, *extra):

@@ -2,16 +2,7 @@ import json
 
 import pytest
 
-from anebench.cli import main
-
-
-def run_cli(capsys, *argv):
-    with pytest.raises(SystemExit) as info:
-        main(list(argv))
-        raise SystemExit(0)
-    captured = capsys.readouterr()
-    return info.value.code or 0, captured.out, captured.err
-
+from clitools import run_cli
 
 SMALL = ("--workload", "lm_head:128x2048:fp32", "--runs", "5", "--warmup", "1")
 

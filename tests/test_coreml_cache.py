@@ -9,8 +9,8 @@ import pytest
 from anebench.artifacts import BuildSpec, build_or_reuse, default_cache_dir
 from anebench.artifacts import cache as cache_module
 from anebench.artifacts.cache import MANIFEST_NAME, file_sha256
-from anebench.cli import main
 from anebench.workloads import Workload
+from clitools import run_cli
 
 TINY = Workload("tiny_head", 64, 1024, "fp16", seed=7)
 
@@ -79,28 +79,17 @@ def test_cache_dir_from_environment(tmp_path, monkeypatch):
     assert "anebench" in str(default_cache_dir())
 
 
-def run_cli(args, capsys):
-    """(exit code, stdout, stderr) of the real entry point; 0 when it returns normally."""
-    try:
-        main(args)
-        code = 0
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def test_build_command_json_out_and_reuse(tmp_path, capsys):
     args = ["build", "lm_head:64x1024", "--quant", "lut6", "--max-split-rows", "128",
             "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "out"), "--json"]
-    code, out, _err = run_cli(args, capsys)
+    code, out, _err = run_cli(capsys, *args)
     assert code == 0
     document = json.loads(out)  # exactly one JSON document on stdout
     assert document["weight_bytes"] == 1024 * 64 * 6 // 8 + 128 * 64 * 2 and not document["reused"]
     copied = tmp_path / "out" / document["package"]
     assert copied.is_dir() and str(copied) == document["bundle"]
     assert file_sha256(copied / document["weight_file"]) == document["weight_sha256"]
-    code, out, _ = run_cli(args, capsys)
+    code, out, _ = run_cli(capsys, *args)
     assert json.loads(out)["reused"] is True
 
 
@@ -109,10 +98,10 @@ def test_build_command_json_out_and_reuse(tmp_path, capsys):
     (["build", "nonsense_head"], "unknown workload 'nonsense_head'"),
 ])
 def test_build_command_refusals_exit_2(tmp_path, capsys, args, message):
-    code, out, err = run_cli([*args, "--cache-dir", str(tmp_path)], capsys)
+    code, out, err = run_cli(capsys, *args, "--cache-dir", str(tmp_path))
     assert code == 2 and message in err and out == ""
 
 
 def test_build_command_rejects_unknown_quant(tmp_path, capsys):
-    code, _, err = run_cli(["build", "llama_lm_head", "--quant", "fp8", "--cache-dir", str(tmp_path)], capsys)
+    code, _, err = run_cli(capsys, "build", "llama_lm_head", "--quant", "fp8", "--cache-dir", str(tmp_path))
     assert code == 2 and "fp8" in err

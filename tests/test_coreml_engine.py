@@ -142,7 +142,7 @@ def test_placement_summary():
 
 def test_engine_on_linux_says_why_and_exits_2(capsys):
     if preflight.on_macos():
-        pytest.skip("this checks the non-macOS path")
+        pytest.skip(reason="this checks the non-macOS path")
     engine = get_engine("coreml")
     assert not engine.available() and "Core ML prediction needs macOS" in engine.available().reason
     assert engine.devices() == []

@@ -91,7 +91,7 @@ def test_macos_rosetta_signal_is_the_kernel_flag(monkeypatch):
     assert host.sysctl("sysctl.proc_translated") in ("0", None)  # this (native) interpreter
     rosetta = shutil.which("arch") and subprocess.run(["arch", "-x86_64", "/usr/bin/true"], check=False).returncode == 0
     if not rosetta:
-        pytest.skip("Rosetta 2 is not installed on this runner")
+        pytest.skip(reason="Rosetta 2 is not installed on this runner")
     probe = ("import platform, subprocess; print(platform.machine(), subprocess.run(['sysctl', '-n', "
              "'sysctl.proc_translated'], capture_output=True, text=True).stdout.strip())")
     out = subprocess.run(["arch", "-x86_64", "/usr/bin/python3", "-c", probe], capture_output=True, text=True,

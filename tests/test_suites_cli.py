@@ -4,19 +4,13 @@ import json
 
 import pytest
 
-from anebench.cli import main
+from clitools import run_cli
 
 ENGINES = ("-e", "numpy", "-e", "torch", "-e", "mlx")
 QUICK = ("--runs", "3", "--warmup", "1", "--time-budget", "0.2")
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
-def run_cli(capsys, *argv):
-    with pytest.raises(SystemExit) as info:
-        main(list(argv))
-        raise SystemExit(0)
-    captured = capsys.readouterr()
-    return info.value.code or 0, captured.out, captured.err
 
 
 def document(stdout):

@@ -45,15 +45,25 @@ def save_records(path: Path, records: list[ResultRecord]) -> None:
     atomic_write_text(Path(path), document_json(records))
 
 
-def load_records(path: Path) -> list[ResultRecord]:
-    """A results document, or a single record; raises UserError naming the file and the problem."""
-    path = Path(path)
+def read_json_file(path: Path):
+    """The parsed JSON of ``path``; a UserError naming the file says why it cannot be read."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise UserError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise UserError(f"{path}: is a directory; give a results JSON file") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise UserError(f"{path}: not valid JSON ({exc})") from None
+
+
+def load_records(path: Path) -> list[ResultRecord]:
+    """A results document, or a single record, that anebench wrote: strict schema, first problem named.
+
+    Files from others go through ``results.validate.load_result_file``, which reports every problem.
+    """
+    path = Path(path)
+    data = read_json_file(path)
     try:
         if isinstance(data, dict) and data.get("schema") == DOCUMENT_SCHEMA:
             return ResultsDocument.model_validate(data).results

@@ -13,6 +13,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from ..errors import UserError
+from .files import read_json_file
 from .schema import DOCUMENT_SCHEMA, ResultRecord
 
 # A stated GB/s and a stated latency must agree with the stated bytes within this fraction; the
@@ -102,14 +103,7 @@ def validate_records(records: list[ResultRecord], label: str) -> list[str]:
 def load_result_file(path: Path) -> list[ResultRecord]:
     """An anebench results document or a single record; every invalid record reported, none kept."""
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise UserError(f"{path}: is a directory; give a results JSON file") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UserError(f"{path}: not valid JSON ({exc})") from None
+    data = read_json_file(path)
     if isinstance(data, dict) and data.get("schema") == DOCUMENT_SCHEMA:
         raw = data.get("results")
         if not isinstance(raw, list):

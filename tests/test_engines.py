@@ -79,3 +79,19 @@ def test_registry_errors_name_what_is_valid():
 def test_best_engine_here_is_a_cpu_engine():
     engine, device = best_engine()
     assert device == "cpu" and engine.name == "numpy"
+
+
+@pytest.mark.cuda
+def test_torch_cuda_streams_the_workload_dtype_with_device_time():
+    workload = Workload("t", hidden=1024, vocab=65536, dtype="fp16", seed=3)
+    engine = get_engine("torch")
+    device = next(d for d in engine.devices() if d.startswith("cuda"))
+    assert engine.free_memory(device) > workload.weight_bytes
+    options = RunOptions(runs=20, warmup=WarmupPolicy(fixed=3))
+    record = measure_workload(engine, device, workload, options)
+    assert record.engine.run_dtype == "fp16" and record.engine.dtype_note is None
+    assert record.workload.weight_bytes == workload.weight_bytes
+    assert record.method.output_check.passed
+    assert len(record.device_samples_s) == 20 and record.device_gbps > 0
+    assert record.device_time == "CUDA events around each call"
+    assert record.engine.details["gpu"]

@@ -109,7 +109,7 @@ def build_record(engine, device, workload, prepared, options, timing, check, ext
     summary = summarize(timing.samples_s)
     warnings = stability_warnings(timing.samples_s, summary)
     warnings.extend(getattr(prepared, "warnings", []))  # the engine's own (e.g. Core ML op placement)
-    cache_bytes = getattr(prepared, "device_cache_bytes", None)
+    cache_bytes = prepared.device_cache_bytes
     if cache_bytes is None and device == "cpu":
         cache_bytes = host.llc_bytes
     cache = cache_warning(prepared.weight_bytes, cache_bytes)

@@ -51,6 +51,7 @@ class Prepared(ABC):
     dtype_note: str | None = None
     compute_units: str | None = None
     device_time_note: str = "this engine has no device timestamps: wall clock only"
+    device_cache_bytes: int | None = None  # the device's last-level cache; None: the host CPU's applies
 
     def __init__(self) -> None:
         self.details: dict[str, str | int | float | bool | None] = {}

@@ -44,6 +44,8 @@ class TorchPrepared(Prepared):
             self._end = torch.cuda.Event(enable_timing=True)
             self.device_time_note = "CUDA events around each call"
             self.details["gpu"] = torch.cuda.get_device_name(device)
+            # The 4x-cache rule must use the GPU's L2, not the host CPU's last-level cache.
+            self.device_cache_bytes = torch.cuda.get_device_properties(device).L2_cache_size
         self._last_device_s: float | None = None
         self.details["torch_threads"] = torch.get_num_threads()
 
@@ -99,6 +101,13 @@ class TorchEngine(Engine):
 
     def version(self) -> str:
         return _torch().__version__
+
+    def free_memory(self, device: str) -> int | None:
+        """Free device memory for CUDA (the weights live there); None: host memory decides."""
+        if device.startswith("cuda"):
+            free, _total = _torch().cuda.mem_get_info(device)
+            return free
+        return None
 
     def dtype_for(self, workload: Workload, device: str) -> DtypeChoice:
         if device == "cpu":

@@ -105,7 +105,7 @@ def plot_roofline(analysis: dict, title: str, stem: Path) -> list[Path]:
     ax_roof.set_ylabel("achieved GFLOP/s")
     ax_roof.set_title("roofline")
     ax_roof.grid(True, which="both", alpha=0.3)
-    ax_roof.legend(fontsize=8, loc="lower right")
+    ax_roof.legend(fontsize=8, loc="best")  # measured points often fill the lower right
     batches = [p["batch"] for p in points]
     ax_lat.plot(batches, [p["latency_s"] * 1e3 for p in points], "o-", color="tab:blue", label="median latency")
     if analysis.get("ridge_batch"):

@@ -17,7 +17,7 @@ from anebench.workloads import resolve_workload
 
 DATA = Path(__file__).parent / "data" / "anemll"
 FP16_BYTES = 128256 * 4096 * 2  # 1,050,673,152
-LUT6_INDEX_BYTES = 128256 * 4096 * 6 // 8
+LUT6_BYTES = 128256 * 4096 * 6 // 8 + 16032 * 64 * 2  # 6-bit indices + one 64-entry fp16 table per 8 rows
 
 
 @pytest.fixture
@@ -78,9 +78,10 @@ def test_gbps_is_recomputed_from_exact_bytes_and_the_tool_size_stays_visible():
     assert size["tool_over_exact"] == pytest.approx(1050673728 / FP16_BYTES)
     assert "blob headers" in fp16.workload.note
     lut6 = records["llama_lm_head_lut6", "ane"]
-    assert lut6.workload.weight_bytes == LUT6_INDEX_BYTES
-    assert lut6.gbps == pytest.approx(LUT6_INDEX_BYTES / 6.2118e-3 / 1e9)
-    assert lut6.extras["size_convention"]["tool_over_exact"] == pytest.approx(396055616 / LUT6_INDEX_BYTES)
+    assert lut6.workload.weight_bytes == LUT6_BYTES
+    assert lut6.gbps == pytest.approx(LUT6_BYTES / 6.2118e-3 / 1e9)
+    # weight.bin = indices + tables + 17 blob headers of 64 bytes (16 blobs and the file header)
+    assert lut6.extras["size_convention"]["tool_weight_bytes"] - LUT6_BYTES == 17 * 64
     assert lut6.extras["anemll-bench"]["throughput_gb_s"] == pytest.approx(396.055616 / 6.2118)
 
 

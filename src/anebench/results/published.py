@@ -11,7 +11,6 @@ import io
 from datetime import datetime, timezone
 from importlib import resources
 
-from .. import workloads as workload_catalog
 from ..workloads import Workload, resolve_workload
 from .schema import (
     EngineInfo,
@@ -26,7 +25,6 @@ from .schema import (
 PUBLISHED_CSV = "data/published_anemll_results.csv"
 SOURCE_TOOL = "anemll-bench"
 UNKNOWN_WORKLOAD = "unknown (lut6 or fp16)"
-LUT_BITS = 6
 
 MAPPING_RULE = (
     "Published rows (anemll-bench Results.MD) are stored as records with provenance 'published'. "
@@ -41,19 +39,14 @@ MAPPING_RULE = (
 
 
 def lut6_workload() -> Workload:
-    """The canonical 6-bit palettized head (registered by the Core ML builder when present)."""
-    if "llama_lm_head_lut6" in workload_catalog.CATALOG:
-        return workload_catalog.CATALOG["llama_lm_head_lut6"]
-    return Workload("llama_lm_head_lut6", 4096, 128256, "fp16", seed=0, quant="lut6")
+    """The canonical 6-bit palettised head."""
+    return resolve_workload("llama_lm_head_lut6")
 
 
 def _canonical(name: str) -> tuple[Workload, int]:
-    """The workload and the bytes one call reads as anemll-bench's artifact stores them."""
-    workload = lut6_workload() if name == "llama_lm_head_lut6" else resolve_workload(name)
-    stored = getattr(workload, "stored_bytes", None)  # packed indices + LUTs, as the builder lays them out
-    if stored is None and workload.quant == "lut6":
-        stored = workload.vocab * workload.hidden * LUT_BITS // 8
-    return workload, stored or workload.weight_bytes
+    """The workload and the bytes one call reads as the artifact stores them (lut6: indices + tables)."""
+    workload = resolve_workload(name)
+    return workload, workload.stored_bytes
 
 
 def _float(text: str) -> float | None:

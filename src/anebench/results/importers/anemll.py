@@ -68,11 +68,8 @@ def canonical_workload(model_name: str) -> Workload:
 
 
 def exact_weight_bytes(workload: Workload) -> int | None:
-    """The bytes of the weights as stored: plain dtype, or packed lutN indices; None when unknown."""
-    if workload.quant is None:
-        return workload.weight_bytes
-    match = re.fullmatch(r"lut(\d)", workload.quant)
-    return workload.vocab * workload.hidden * int(match[1]) // 8 if match else None
+    """The bytes one call reads as the artifact stores them (lutN: packed indices plus tables)."""
+    return workload.stored_bytes
 
 
 def apple_chip(brand: str) -> Chip:
@@ -165,11 +162,10 @@ def _size_convention(result: ToolResult, workload: Workload) -> tuple[int, dict[
     """The weight bytes the record uses, and how the tool's own size compares with them."""
     tool_bytes = round(result.model_size_mb * 1e6)
     exact = exact_weight_bytes(workload)
-    kind = "palette indices, lookup tables not counted" if workload.quant else "the weights alone"
+    kind = "packed indices and lookup tables" if workload.quant else "the weights alone"
     if exact is not None:
         note = (f"weight_bytes are anebench's exact bytes ({exact:,}: {kind}); {SOURCE}'s model_size_mb "
-                f"{result.model_size_mb:g} counts weight.bin with its blob headers"
-                + (" and lookup tables" if workload.quant else ""))
+                f"{result.model_size_mb:g} counts weight.bin with its blob headers")
     else:
         note = f"weight_bytes are {SOURCE}'s weight.bin size ({tool_bytes:,}); the exact layout is unknown"
     return (exact if exact is not None else tool_bytes), {

@@ -32,7 +32,6 @@ from pydantic import ValidationError
 from ...errors import UserError
 from ...system.chips import Chip, catalog, lookup_chip
 from ...workloads import CATALOG, Workload
-from ..published import lut6_workload
 from ..schema import EngineInfo, HostInfo, MethodInfo, ResultRecord, Summary, ToolInfo, WorkloadInfo
 from ..validate import InvalidFile
 from .anemll_format import (
@@ -55,13 +54,11 @@ COMPUTE_UNITS = {"ANE": "CPU_AND_NE", "GPU": "CPU_AND_GPU", "CPU": "CPU_ONLY"}  
 
 
 def canonical_workload(model_name: str) -> Workload:
-    """The catalog workload the tool's model stands for (the lut6 head until the catalog has it)."""
+    """The catalog workload the tool's model stands for."""
     if model_name not in MODEL_NAMES:
         raise UserError(
             f"model_name {model_name!r} is not one of {SOURCE}'s canonical heads; valid: {', '.join(MODEL_NAMES)}"
         )
-    if model_name == "llama_lm_head_lut6":
-        return lut6_workload()  # the same head the published records use
     if model_name in CATALOG:
         return CATALOG[model_name]
     raise UserError(f"model_name {model_name!r} has no workload in anebench's catalog")

@@ -103,7 +103,7 @@ def sweep(engines, device, workloads, out, no_save, as_json, plot_stem, runs, ti
           min_mb, max_mb, points, cache_mb, quick):
     """Latency and GB/s over weight sizes; fit latency = overhead + bytes / bandwidth past the cache knee."""
     from ..report.suite_plots import plot_sweep
-    from ..suites.sweep import plan_sweep, run_sweep
+    from ..suites.sweep import plan_sweep, run_sweep, sweep_workloads
 
     targets, bases = resolve_targets(engines, device), resolve_workloads(workloads)
     check_out_path(out)
@@ -111,11 +111,15 @@ def sweep(engines, device, workloads, out, no_save, as_json, plot_stem, runs, ti
         runs, time_budget, points = min(runs, 15), min(time_budget or 0.5, 0.5), points or 7
     options = suite_options(runs, time_budget, warmup, "sweep", power)
     to_bytes = (lambda mb: int(mb * MiB) if mb else None)
+    plans = [(target, plan_sweep(target.engine, target.device, to_bytes(min_mb), to_bytes(max_mb),
+                                 points or 12, -1 if cache_mb is None else to_bytes(cache_mb)))
+             for target in targets]
+    for target, plan in plans:  # every refusal before anything is measured
+        for base in bases:
+            sweep_workloads(target.engine, target.device, base, plan)
     results = []
     with progress_bar() as progress:
-        for target in targets:
-            plan = plan_sweep(target.engine, target.device, to_bytes(min_mb), to_bytes(max_mb), points or 12,
-                              -1 if cache_mb is None else to_bytes(cache_mb))
+        for target, plan in plans:
             for base in bases:
                 result = run_sweep(target.engine, target.device, base, plan, options, progress_factory(progress))
                 results.append((target, base, result))

@@ -25,7 +25,8 @@ def log_sizes(min_bytes: int, max_bytes: int, points: int) -> list[int]:
     if points < 2:
         raise UserError(f"--points {points}: a sweep needs at least 2 sizes")
     if not 0 < min_bytes < max_bytes:
-        raise UserError(f"sweep sizes: --min-mb must be positive and below --max-mb ({min_bytes} >= {max_bytes} B)")
+        raise UserError(f"sweep sizes: --min-mb ({min_bytes / MiB:g}) must be positive and below --max-mb "
+                        f"({max_bytes / MiB:g})")
     return sorted({round(s) for s in np.geomspace(min_bytes, max_bytes, points)})
 
 

@@ -55,12 +55,18 @@ def plan_sweep(engine: Engine, device: str, min_bytes: int | None, max_bytes: in
     return SweepPlan(sizes, cache)
 
 
-def run_sweep(engine: Engine, device: str, base: Workload, plan: SweepPlan, options: RunOptions,
-              progress: ProgressFactory = no_progress) -> SweepResult:
+def sweep_workloads(engine: Engine, device: str, base: Workload, plan: SweepPlan) -> list[Workload]:
+    """The sweep's workloads, refused up front when the base cannot be resized or the largest won't fit."""
     synthetic_only(base, "sweep")
     run_dtype = engine.dtype_for(base, device).run_dtype
     workloads = [resized(base, size, run_dtype) for size in plan.sizes]
-    preflight_memory(engine, device, workloads[-1])  # the largest first: fail before measuring anything
+    preflight_memory(engine, device, workloads[-1])
+    return workloads
+
+
+def run_sweep(engine: Engine, device: str, base: Workload, plan: SweepPlan, options: RunOptions,
+              progress: ProgressFactory = no_progress) -> SweepResult:
+    workloads = sweep_workloads(engine, device, base, plan)
     records = []
     for i, workload in enumerate(workloads):
         label = f"sweep {engine.name}:{device} {workload.weight_bytes / MiB:.1f} MiB ({i + 1}/{len(workloads)})"

@@ -95,3 +95,17 @@ def test_torch_cuda_streams_the_workload_dtype_with_device_time():
     assert len(record.device_samples_s) == 20 and record.device_gbps > 0
     assert record.device_time == "CUDA events around each call"
     assert record.engine.details["gpu"]
+
+
+def test_memory_preflight_uses_the_devices_own_free_memory():
+    from anebench.engines.numpy_engine import NumpyEngine
+    from anebench.session import preflight_memory
+
+    class FullGpu(NumpyEngine):
+        def free_memory(self, device):
+            return 0  # a device with no memory left: not "unknown", so host memory must not stand in
+
+    workload = Workload("t", hidden=64, vocab=256, dtype="fp32")
+    with pytest.raises(UserError, match="only 0.00 GB is free"):
+        preflight_memory(FullGpu(), "cpu", workload)
+    preflight_memory(NumpyEngine(), "cpu", workload)  # host memory decides where the engine has no answer

@@ -41,7 +41,9 @@ class RunOptions:
 def preflight_memory(engine: Engine, device: str, workload: Workload) -> None:
     """Refuse, before allocating anything, a workload larger than the memory free for it."""
     needed = engine.bytes_for(workload, device) * MEMORY_HEADROOM
-    free = getattr(engine, "free_memory", lambda _device: None)(device) or available_memory_bytes()
+    free = getattr(engine, "free_memory", lambda _device: None)(device)
+    if free is None:  # the weights live in host memory (0 free on a GPU is an answer, not "unknown")
+        free = available_memory_bytes()
     if needed > free:
         raise UserError(
             f"workload {workload.name!r} needs {needed / 1e9:.2f} GB for its weights on "

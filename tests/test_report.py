@@ -17,6 +17,7 @@ from anebench.report.build import render_report
 from anebench.report.compare import family_comparison
 from anebench.report.escape import csv_cell, md_cell
 from anebench.results.published import published_records
+from anebench.workloads import resolve_workload
 from test_store import make_record
 
 SCRIPT = "<script>alert(1)</script>"
@@ -171,3 +172,24 @@ def test_html_report_renders_its_rows_in_headless_chromium(tmp_path, records):
     assert expected <= rendered
     verdicts = {(row[0], row[7]) for row in dom.rows if len(row) == 9}
     assert ("M5 Max", "shared ceiling") in verdicts
+
+
+def _batched(record, batch: int):
+    """The same head at another batch: same name, another fingerprint (other bytes per call)."""
+    fingerprint = resolve_workload("llama_lm_head").with_batch(batch).fingerprint
+    workload = record.workload.model_copy(update={"batch": batch, "fingerprint": fingerprint})
+    return record.model_copy(update={"workload": workload, "id": None}).with_id()
+
+
+def test_tables_and_verdicts_never_mix_fingerprints_of_one_workload_name():
+    batched = _batched(make_record(chip="Apple M5 Max", engine="coreml", device="ane", gbps=300), 4)
+    records = published_records() + [batched]
+    rows = list(csv.DictReader(io.StringIO(render_report(records, "csv", None, "test"))))
+    m5max = {r["fingerprint"]: r for r in rows if r["chip"] == "M5 Max" and r["workload"] == "llama_lm_head"}
+    assert m5max[resolve_workload("llama_lm_head").fingerprint]["concurrency_verdict"] == "shared ceiling"
+    assert m5max[batched.workload.fingerprint]["concurrency_verdict"] == ""  # no verdict for batch 4
+    text = render_report(records, "md", None, "test")
+    titles = [line for line in text.splitlines() if line.startswith("## Results: llama\\_lm\\_head on coreml:ane")]
+    assert len(titles) == 2 and all("(fingerprint " in t for t in titles)
+    batch4 = text.split(f"(fingerprint {batched.workload.fingerprint[:12]})")[1].split("## ")[0]
+    assert "300.00" in batch4 and "148.40" not in batch4  # the batch-4 table holds only its own figure

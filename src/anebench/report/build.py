@@ -12,7 +12,7 @@ from .csvjson import render_csv, render_json
 from .html import render_html
 from .markdown import render_markdown
 from .plots import bar_chart_png
-from .tables import matrix_groups, sections
+from .tables import group_label, matrix_groups, sections
 
 FORMATS = ("md", "html", "csv", "json")
 
@@ -24,12 +24,16 @@ def _header(agg: Aggregate, source: str) -> list[str]:
 
 
 def charts(agg: Aggregate) -> dict[tuple, bytes]:
-    return {key: bar_chart_png(rows, f"{key[0]} on {key[1]}:{key[2]}: median GB/s by chip")
-            for key, rows in matrix_groups(agg).items()}
+    groups = matrix_groups(agg)
+    return {key: bar_chart_png(rows, f"{group_label(key, groups)}: median GB/s by chip")
+            for key, rows in groups.items()}
 
 
 def _slug(key: tuple) -> str:
-    return "-".join("".join(ch if ch.isalnum() else "_" for ch in str(part))[:40] for part in key)
+    """A file name part for a matrix group: workload, engine, device and the fingerprint's start."""
+    workload, engine, device, fingerprint = key
+    parts = (workload, engine, device, fingerprint[:12])
+    return "-".join("".join(ch if ch.isalnum() else "_" for ch in str(part))[:40] for part in parts)
 
 
 def render_report(records: list[ResultRecord], fmt: str, out: Path | None, source: str) -> str:

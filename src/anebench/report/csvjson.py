@@ -17,7 +17,7 @@ CSV_COLUMNS = ["chip", "family", "in_catalog", "workload", "fingerprint", "engin
 
 
 def render_csv(agg: Aggregate) -> str:
-    verdicts = {(c.chip, c.workload, c.engine, c.device): c.verdict for c in agg.concurrency}
+    verdicts = {(c.chip, c.fingerprint, c.engine, c.device): c.verdict for c in agg.concurrency}
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
@@ -29,7 +29,7 @@ def render_csv(agg: Aggregate) -> str:
             round(r.median_latency_s * 1e3, 4) if r.median_latency_s is not None else None,
             r.latency_contributors, r.bandwidth, round(low, 4) if low else None,
             round(high, 4) if high else None, r.tier,
-            verdicts.get((r.chip, r.workload, r.engine, r.device), ""), r.timing, ";".join(r.provenance),
+            verdicts.get((r.chip, r.fingerprint, r.engine, r.device), ""), r.timing, ";".join(r.provenance),
             ";".join(r.configs), ";".join(r.flags),
         )])
     for chip in agg.missing_chips:

@@ -14,7 +14,7 @@ class Section:
     columns: list[str]
     rows: list[list[str]]
     note: str = ""
-    group: tuple | None = None  # (workload, engine, device) for the matrix sections: the chart's key
+    group: tuple | None = None  # (workload, engine, device, fingerprint) for the matrix sections: the chart's key
 
 
 def fmt_gbps(value: float | None) -> str:
@@ -39,30 +39,43 @@ MATRIX_COLUMNS = ["chip", "config", "GB/s (median)", "contributors", "latency ms
 
 
 def matrix_groups(agg: Aggregate) -> dict[tuple, list[MatrixRow]]:
+    """One table per (workload, engine, device, fingerprint): a name can stand for several fingerprints
+    (another batch or seed), and a table compares only figures of the same bytes."""
     groups: dict[tuple, list[MatrixRow]] = defaultdict(list)
     for row in agg.rows:
-        groups[(row.workload, row.engine, row.device)].append(row)
+        groups[(row.workload, row.engine, row.device, row.fingerprint)].append(row)
     # the table with the most chips first: that is the comparison a reader came for
     return dict(sorted(groups.items(), key=lambda item: (-len(item[1]), item[0])))
 
 
+def group_label(key: tuple, groups: dict[tuple, list[MatrixRow]]) -> str:
+    """"WORKLOAD on ENGINE:DEVICE", with the fingerprint's start where the name alone is ambiguous."""
+    workload, engine, device, fingerprint = key
+    label = f"{workload} on {engine}:{device}"
+    if sum(1 for other in groups if other[:3] == key[:3]) > 1:
+        label += f" (fingerprint {fingerprint[:12]})"
+    return label
+
+
 def sections(agg: Aggregate) -> list[Section]:
     out = []
-    for (workload, engine, device), rows in matrix_groups(agg).items():
+    groups = matrix_groups(agg)
+    for key, rows in groups.items():
+        label = group_label(key, groups)
         out.append(Section(
-            f"Results: {workload} on {engine}:{device}",
+            f"Results: {label}",
             MATRIX_COLUMNS,
             [[r.chip, ", ".join(r.configs) or "-", fmt_gbps(r.median_gbps), str(r.contributors),
               fmt_latency(r), r.bandwidth, fmt_util(r.utilisation), str(r.tier), r.timing,
               ", ".join(r.provenance), "; ".join(r.flags) or "-"] for r in rows],
-            note=f"workload fingerprint {rows[0].fingerprint[:16]}…; latencies in this table share it",
-            group=(workload, engine, device),
+            note=f"workload fingerprint {key[3][:16]}…; every figure in this table shares it",
+            group=key,
         ))
         tiers: dict[int, list[MatrixRow]] = defaultdict(list)
         for r in rows:
             tiers[r.tier].append(r)
         out.append(Section(
-            f"Tiers: {workload} on {engine}:{device}",
+            f"Tiers: {label}",
             ["tier", "GB/s range", "chips"],
             [[str(t), f"{min(r.median_gbps for r in m):.2f}-{max(r.median_gbps for r in m):.2f}",
               ", ".join(r.chip for r in sorted(m, key=lambda r: -r.median_gbps))]

@@ -70,6 +70,7 @@ class MatrixRow:
 class ConcurrencyRow:
     chip: str
     workload: str
+    fingerprint: str  # the base workload's: a verdict belongs to the matrix row of the same bytes
     engine: str
     device: str
     solo_gbps: list[float]
@@ -221,7 +222,7 @@ def _concurrency(groups: dict[tuple, dict[str, list[ResultRecord]]], rows: list[
         verdict = concurrency_verdict(solo, median(combined))
         workload = next(iter(modes.values()))[0].workload.name
         results.append(ConcurrencyRow(
-            chip=key[0], workload=workload, engine=key[2], device=key[3], solo_gbps=solo,
+            chip=key[0], workload=workload, fingerprint=key[1], engine=key[2], device=key[3], solo_gbps=solo,
             parallel_gbps=parallel, combined_gbps=median(combined), scaling=verdict.scaling,
             verdict=verdict.verdict, flags=flags,
         ))

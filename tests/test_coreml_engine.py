@@ -99,6 +99,9 @@ def test_batch_is_one_batch_predict_of_k_inputs(cache):
     assert check_output(prepared).passed
     assert prepared.weight_bytes == 3 * VOCAB * HIDDEN * 2  # each of the K predicts reads every weight
     assert prepared.details["batch_predict"] == 3
+    # The memory preflight counts the bundle once: a batch predict does not load K copies.
+    assert CoreMLEngine().bytes_for(workload, "ane") == VOCAB * HIDDEN * 2
+    assert CoreMLEngine(repeat=2).bytes_for(workload, "ane") == 2 * VOCAB * HIDDEN * 2
 
 
 def test_repeat_sums_distinct_weight_sets_and_counts_them(cache):

@@ -208,7 +208,8 @@ class CoreMLEngine(Engine):
         return DtypeChoice(stored, f"{workload.dtype} weights stored by Core ML as {stored}")
 
     def bytes_for(self, workload: Workload, device: str) -> int:
-        return stored_bytes(workload, self.repeat) * workload.batch
+        # Memory the bundle takes: K batched predicts each read it, but it is loaded once.
+        return stored_bytes(workload, self.repeat)
 
     def artifact(self, workload: Workload, progress=None):
         """Build the bundle for the workload (or reuse it from the cache). Works on any OS."""

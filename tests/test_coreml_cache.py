@@ -105,3 +105,26 @@ def test_build_command_refusals_exit_2(tmp_path, capsys, args, message):
 def test_build_command_rejects_unknown_quant(tmp_path, capsys):
     code, _, err = run_cli(capsys, "build", "llama_lm_head", "--quant", "fp8", "--cache-dir", str(tmp_path))
     assert code == 2 and "fp8" in err
+
+
+def test_unwritable_out_or_cache_dir_is_one_line_exit_2(tmp_path, capsys):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a directory")
+    cache = tmp_path / "cache"
+    code, out, err = run_cli(capsys, "build", "lm_head:64x1024", "--max-split-rows", "128",
+                             "--cache-dir", str(cache), "--out", str(blocker / "bundles"))
+    assert code == 2 and out == "" and "--out" in err and "cannot copy the bundle there" in err
+    assert not list(blocker.parent.glob("**/*.partial"))
+    code, out, err = run_cli(capsys, "build", "lm_head:64x1024", "--cache-dir", str(blocker / "cache"))
+    assert code == 2 and out == "" and "cannot write there" in err
+    assert err.strip().splitlines()[-1].startswith("error: bundle cache") and err.count("error:") == 1
+
+
+def test_build_without_coremltools_says_how_to_install_it(tmp_path, capsys, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "coremltools", None)  # what `import coremltools` meets when missing
+    code, out, err = run_cli(capsys, "build", "lm_head:64x1024", "--cache-dir", str(tmp_path))
+    assert code == 2 and out == ""
+    assert "coremltools is not installed" in err and "anebench[coreml]" in err
+    assert len(err.strip().splitlines()) == 1

@@ -8,13 +8,21 @@ import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from ..errors import UserError
+
+MISSING_MESSAGE = "coremltools is not installed: Core ML bundles need it (pip install 'anebench[coreml]')"
+
 
 def coremltools():
     logger = logging.getLogger("coremltools")
     if logger.level == logging.NOTSET:
         logger.setLevel(logging.ERROR)
-    import coremltools as ct
-
+    try:
+        import coremltools as ct
+    except ModuleNotFoundError as exc:
+        if exc.name != "coremltools":  # a broken install: its own error says more than ours would
+            raise
+        raise UserError(MISSING_MESSAGE) from None
     return ct
 
 

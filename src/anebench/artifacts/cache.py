@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ..errors import UserError
 from .coreml import BuildSpec, SplitProgress, build_bundle
 from .mlprogram import MLProgramBundle
 
@@ -130,8 +131,14 @@ def build_or_reuse(spec: BuildSpec, cache_dir: Path | None = None,
     found = _cached(entry, spec.key)
     if found is not None:
         return found
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{spec.key[:16]}-", dir=cache_dir))
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{spec.key[:16]}-", dir=cache_dir))
+    except OSError as exc:
+        raise UserError(
+            f"bundle cache {cache_dir}: cannot write there ({exc.strerror or exc}); "
+            f"choose another with ${CACHE_ENV} or `anebench build --cache-dir`"
+        ) from None
     try:
         started = time.perf_counter()
         package = staging / spec.bundle_name()

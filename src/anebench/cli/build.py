@@ -21,15 +21,17 @@ def copy_bundle(package: Path, out: Path) -> Path:
     """Copy the cached bundle into ``out`` (a directory), atomically: a temporary name, then a rename."""
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out}: is a file; give a directory")
-    out.mkdir(parents=True, exist_ok=True)
     target = out / package.name
     staging = out / f".{package.name}.partial"
-    shutil.rmtree(staging, ignore_errors=True)
     try:
+        out.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(staging, ignore_errors=True)
         shutil.copytree(package, staging)
         if target.exists():
             shutil.rmtree(target)
         staging.rename(target)
+    except OSError as exc:
+        raise UserError(f"--out {out}: cannot copy the bundle there ({exc.strerror or exc})") from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return target
@@ -78,9 +80,11 @@ def build(workload: str, quant: str | None, lut_mode: str, repeat: int, max_spli
           out: Path | None, cache_dir: Path | None, as_json: bool) -> None:
     """Write WORKLOAD as a Core ML .mlpackage shaped for the Neural Engine (cached; reused next time)."""
     from ..artifacts import BuildSpec, build_or_reuse
+    from ..artifacts._coremltools import coremltools as require_coremltools
 
     spec = BuildSpec.for_workload(resolve_workload(workload), quant, lut_mode=lut_mode, repeat=repeat,
                                   max_split_rows=max_split_rows)
+    require_coremltools()  # a missing install is refused before the progress bar is drawn
     with progress_bar() as progress:
         task = progress.add_task(f"building {spec.workload.name} ({spec.quant})", total=None)
 

@@ -117,3 +117,19 @@ def test_measured_records_group_by_engine_and_median_over_contributors():
         update={"mitigations": ["rotate buffers"], "timing": "device time"})})
     row = aggregate([make_record(gbps=100, runs=3), mitigated]).rows[0]
     assert row.timing.startswith("mixed:") and "mitigated (rotate buffers)" in row.timing
+
+
+def _suite_run(solo_gbps: float, together_gbps: float, combined: float, window_s: float) -> list:
+    """One two-copy run of the concurrency suite as its records carry it."""
+    shared = {"copies": 2, "combined_gbps": combined, "window_s": window_s}
+    return [make_record(chip="Apple M4", gbps=g, concurrency={"copy": i, "phase": phase, **shared})
+            for phase, g in (("solo", solo_gbps), ("together", together_gbps)) for i in range(2)]
+
+
+def test_two_concurrency_runs_give_the_median_of_their_combined_figures_not_a_sum_of_all_copies():
+    records = _suite_run(100, 60, 120, 1.0) + _suite_run(100, 55, 110, 1.2)
+    (row,) = aggregate(records).concurrency
+    assert row.combined_gbps == pytest.approx(115) and row.verdict == "partial"
+    assert row.scaling == pytest.approx(1.15) and row.flags == []
+    (single,) = aggregate(_suite_run(100, 60, 120, 1.0)).concurrency
+    assert single.combined_gbps == 120 and single.parallel_gbps == [60, 60]

@@ -200,21 +200,36 @@ def _matrix(solo: dict[tuple, list[ResultRecord]], chips: dict[str, Chip | None]
     return rows
 
 
+def _suite_combined(parallel: list[ResultRecord]) -> list[float]:
+    """The concurrency suite's combined GB/s over its common window, one figure per run: every copy
+    of a run carries the run's analysis, so (copies, window, combined) tells the runs apart."""
+    runs = {}
+    for record in parallel:
+        info = record.extras["concurrency"]
+        if info.get("combined_gbps"):
+            runs[(info.get("copies"), info.get("window_s"), info["combined_gbps"])] = info["combined_gbps"]
+    return list(runs.values())
+
+
+def _one_set_of_instances(parallel: list[ResultRecord]) -> bool:
+    """True when no parallel instance appears twice: their sum is then one run's combined figure."""
+    instances = [(r.extras["concurrency"].get("instance"), r.extras["concurrency"].get("copy")) for r in parallel]
+    return len(set(instances)) == len(instances)
+
+
 def _concurrency(groups: dict[tuple, dict[str, list[ResultRecord]]], rows: list[MatrixRow]) -> list:
     solo_median = {(r.chip, r.fingerprint, r.engine, r.device): r.median_gbps for r in rows}
     results = []
     for key, modes in groups.items():
         flags = []
         solo = [r.gbps for r in modes.get("dual-solo", []) if r.gbps]
-        parallel = [r.gbps for r in modes.get("parallel", []) if r.gbps]
-        combined = [r.gbps for r in modes.get("combined", []) if r.gbps]
-        measured = {r.extras["concurrency"].get("combined_gbps") for r in modes.get("parallel", [])} - {None}
-        if not combined and len(measured) == 1:
-            combined = list(measured)  # the suite's combined figure over the common window
+        parallel_records = [r for r in modes.get("parallel", []) if r.gbps]
+        parallel = [r.gbps for r in parallel_records]
+        combined = [r.gbps for r in modes.get("combined", []) if r.gbps] or _suite_combined(parallel_records)
         if not solo and key in solo_median:
             solo = [solo_median[key]]
             flags.append("solo reference from the chip's separate solo figure")
-        if not combined and len(parallel) >= 2:
+        if not combined and len(parallel) >= 2 and _one_set_of_instances(parallel_records):
             combined = [sum(parallel)]
             flags.append("combined = sum of the parallel instances")
         if not solo or not combined:

@@ -194,6 +194,24 @@ def test_prepare_and_measure_end_to_end_with_a_stand_in_model(tmp_path, monkeypa
     assert loaded[-1] == "CPU_ONLY"
 
 
+def test_placement_query_missing_before_macos_14_4_is_a_warning_not_a_failure(tmp_path, monkeypatch):
+    monkeypatch.setattr(preflight, "coreml_problem", lambda: None)
+    monkeypatch.setattr(preflight, "ane_problem", lambda: None)
+    monkeypatch.setattr(coreml_engine, "load_model", lambda package, units: NumpyCoreML(package))
+
+    def old_macos(model, units):
+        raise ImportError("cannot import name 'MLComputePlan'")
+
+    monkeypatch.setattr(coreml_engine, "query_placement", old_macos)
+    prepared = CoreMLEngine(cache_dir=tmp_path).prepare(TINY, "ane")
+    assert prepared.warnings == [
+        "placement: MLComputePlan unavailable (cannot import name 'MLComputePlan'); needs macOS 14.4+"
+    ]
+    assert "ane_op_share" not in prepared.details
+    prepared.call()
+    assert check_output(prepared).passed
+
+
 # --- macOS (the GitHub Actions Apple-silicon runner) -------------------------------------------------
 
 

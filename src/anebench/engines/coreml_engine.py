@@ -227,12 +227,13 @@ class CoreMLEngine(Engine):
         artifact = self.artifact(workload)
         units = COMPUTE_UNITS[device]
         model = load_model(artifact.package, units)
-        placement = None
+        placement, unavailable = None, None
         if device == "ane":
             try:
                 placement = query_placement(model, units)
-            except (ImportError, AttributeError, RuntimeError, TypeError) as exc:  # pragma: no cover
-                prepared = CoreMLPrepared(workload, device, artifact, model, self.repeat)
-                prepared.warnings.append(f"placement: MLComputePlan unavailable ({exc}); needs macOS 14.4+")
-                return prepared
-        return CoreMLPrepared(workload, device, artifact, model, self.repeat, placement)
+            except (ImportError, AttributeError, RuntimeError, TypeError) as exc:
+                unavailable = f"placement: MLComputePlan unavailable ({exc}); needs macOS 14.4+"
+        prepared = CoreMLPrepared(workload, device, artifact, model, self.repeat, placement)
+        if unavailable:
+            prepared.warnings.append(unavailable)
+        return prepared

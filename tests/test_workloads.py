@@ -55,6 +55,23 @@ def test_fill_rows_converts_exactly_into_the_engine_buffer(small_workload):
     np.testing.assert_array_equal(buffer, small_workload.weights.read_rows(0, 1024).astype(np.float32))
 
 
+def test_row_blocks_tile_the_range_and_fill_rows_honours_its_offset():
+    from anebench.workloads import FILL_BLOCK_ROWS
+
+    workload = Workload("tall", 8, 2 * FILL_BLOCK_ROWS + 500, "fp16", seed=5)
+    start, stop = 300, 2 * FILL_BLOCK_ROWS + 450  # spans three blocks, neither end on a block boundary
+    blocks = list(workload.row_blocks(start, stop))
+    assert [(lo, hi) for lo, hi, _ in blocks] == [
+        (300, 300 + FILL_BLOCK_ROWS), (300 + FILL_BLOCK_ROWS, 300 + 2 * FILL_BLOCK_ROWS), (300 + 2 * FILL_BLOCK_ROWS, stop)
+    ]
+    expected = workload.weights.read_rows(start, stop)
+    np.testing.assert_array_equal(np.concatenate([rows for _, _, rows in blocks]), expected)
+    buffer = np.empty((stop - start, 8), dtype=np.float32)
+    workload.fill_rows(buffer, row_start=start)
+    np.testing.assert_array_equal(buffer, expected.astype(np.float32))
+    assert [hi for _, hi, _ in workload.row_blocks()][-1] == workload.vocab
+
+
 def test_different_seeds_give_different_weights():
     a = Workload("a", 64, 300, seed=1).weights.read_rows(0, 300)
     b = Workload("a", 64, 300, seed=2).weights.read_rows(0, 300)

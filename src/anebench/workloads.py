@@ -11,6 +11,7 @@ import hashlib
 import json
 import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Protocol
@@ -23,6 +24,7 @@ DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
 NUMPY_DTYPES = {"fp32": np.float32, "fp16": np.float16}
 GENERATOR_VERSION = "anebench-synthetic-v1"
 GEN_BLOCK_ROWS = 256  # rows per independently seeded block; part of the generator's definition
+FILL_BLOCK_ROWS = GEN_BLOCK_ROWS * 16  # rows an engine copies into its buffer at a time
 LUT_GROUP_ROWS = 8  # per-grouped-channel palettisation: one lookup table per 8 output rows (published)
 
 
@@ -167,12 +169,18 @@ class Workload:
     def with_batch(self, batch: int) -> Workload:
         return replace(self, batch=batch)
 
+    def row_blocks(self, start: int = 0, stop: int | None = None) -> Iterator[tuple[int, int, np.ndarray]]:
+        """(lo, hi, rows [lo, hi)) over [start, stop) in blocks of FILL_BLOCK_ROWS, so an engine fills
+        its buffer without ever holding a second full-size copy."""
+        stop = self.vocab if stop is None else stop
+        for lo in range(start, stop, FILL_BLOCK_ROWS):
+            hi = min(lo + FILL_BLOCK_ROWS, stop)
+            yield lo, hi, self.weights.read_rows(lo, hi)
+
     def fill_rows(self, out: np.ndarray, row_start: int = 0) -> None:
         """Write rows [row_start, row_start + len(out)) into ``out``, converting to out's dtype."""
-        step = GEN_BLOCK_ROWS * 16
-        for lo in range(0, out.shape[0], step):
-            hi = min(lo + step, out.shape[0])
-            out[lo:hi] = self.weights.read_rows(row_start + lo, row_start + hi)
+        for lo, hi, rows in self.row_blocks(row_start, row_start + out.shape[0]):
+            out[lo - row_start:hi - row_start] = rows
 
     def inputs(self) -> np.ndarray:
         """The call's input vectors, (batch, hidden) float32, exactly representable in fp16."""

@@ -6,7 +6,7 @@ import importlib.util
 
 import numpy as np
 
-from ..workloads import GEN_BLOCK_ROWS, Workload
+from ..workloads import Workload
 from .base import Availability, DtypeChoice, Engine, Prepared, upcast_when_compute_bound
 
 _MLX_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
@@ -30,11 +30,8 @@ class MlxPrepared(Prepared):
         with mx.stream(self._stream):
             # Filled block by block into one buffer so no second full-size copy is ever held.
             self.weights = mx.zeros(workload.shape, dtype=dtype)
-            step = GEN_BLOCK_ROWS * 16
-            for lo in range(0, workload.vocab, step):
-                hi = min(lo + step, workload.vocab)
-                block = np.asarray(workload.weights.read_rows(lo, hi), dtype=np.float32)
-                self.weights[lo:hi] = mx.array(block).astype(dtype)
+            for lo, hi, rows in workload.row_blocks():
+                self.weights[lo:hi] = mx.array(np.asarray(rows, dtype=np.float32)).astype(dtype)
                 mx.eval(self.weights)
             inputs = mx.array(workload.inputs()).astype(dtype)
             self._x = inputs[0] if workload.batch == 1 else inputs

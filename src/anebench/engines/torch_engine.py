@@ -6,7 +6,7 @@ import importlib.util
 
 import numpy as np
 
-from ..workloads import GEN_BLOCK_ROWS, Workload
+from ..workloads import Workload
 from .base import Availability, DtypeChoice, Engine, Prepared, upcast_when_compute_bound
 
 _TORCH_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
@@ -27,11 +27,8 @@ class TorchPrepared(Prepared):
         self.compute_units = device
         dtype = getattr(torch, _TORCH_DTYPES[choice.run_dtype])
         self.weights = torch.empty(workload.shape, dtype=dtype, device=device)
-        step = GEN_BLOCK_ROWS * 16
-        for lo in range(0, workload.vocab, step):
-            hi = min(lo + step, workload.vocab)
-            block = np.asarray(workload.weights.read_rows(lo, hi), dtype=np.float32)
-            self.weights[lo:hi].copy_(torch.from_numpy(block))
+        for lo, hi, rows in workload.row_blocks():
+            self.weights[lo:hi].copy_(torch.from_numpy(np.asarray(rows, dtype=np.float32)))
         self.weight_bytes = self.weights.numel() * self.weights.element_size()
         inputs = torch.from_numpy(workload.inputs()).to(device=device, dtype=dtype)
         self._x = inputs[0].contiguous() if workload.batch == 1 else inputs.contiguous()

@@ -168,3 +168,18 @@ def test_cuda_suites_record_device_time_for_every_sample(capsys, tmp_path):
                                    "lm_head:1024x8192:fp16", "--runs", "5", "--no-save", "--json")
     assert code == 0, stderr
     assert all(len(r["device_samples_s"]) == len(r["samples_s"]) for r in document(stdout))
+
+
+def test_latency_survives_a_quick_sweep_without_a_fit(capsys, monkeypatch):
+    import anebench.suites.sweep as sweep_suite
+
+    def unfittable(engine, device, base, plan, options, progress):
+        return sweep_suite.SweepResult([], None, None, "latency does not grow with size past the knee")
+
+    monkeypatch.setattr(sweep_suite, "plan_sweep", lambda *args, **kwargs: sweep_suite.SweepPlan([1], None))
+    monkeypatch.setattr(sweep_suite, "run_sweep", unfittable)
+    code, stdout, stderr = run_cli(capsys, "latency", "-e", "numpy", "--runs", "20", "--no-save", "--json")
+    assert code == 0, stderr
+    (record,) = document(stdout)
+    assert "sweep_overhead_us" not in record["extras"]["latency"]
+    assert "numpy:cpu: no sweep-fitted overhead (latency does not grow" in stderr

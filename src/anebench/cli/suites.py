@@ -227,8 +227,12 @@ def latency(engines, device, workloads, out, no_save, as_json, plot_stem, runs, 
             if fit is None and not no_sweep and not sweep_file:
                 plan = plan_sweep(target.engine, target.device, None, None, 7)
                 quick = RunOptions(runs=15, time_budget_s=0.5, warmup=options.warmup, suite="latency-sweep")
-                fit = run_sweep(target.engine, target.device, resolve_workload("llama_lm_head"), plan, quick,
-                                factory).analysis.as_dict()
+                swept = run_sweep(target.engine, target.device, resolve_workload("llama_lm_head"), plan, quick,
+                                  factory)
+                if swept.analysis is None:  # the dispatch cost still stands; only the column is empty
+                    say(f"{target.engine.name}:{target.device}: no sweep-fitted overhead ({swept.error})")
+                else:
+                    fit = swept.analysis.as_dict()
             for spec in specs:
                 record = run_latency(target.engine, target.device, spec, options, factory)
                 if fit is not None:

@@ -169,10 +169,17 @@ def test_splits_are_near_equal_bounded_and_cover(rows, max_rows, unit):
     ({"workload": TINY, "quant": "lut5"}, "quant 'lut5' is not supported; valid: fp16, int8, lut4, lut6"),
     ({"workload": TINY, "quant": "lut6", "lut_mode": "median"}, "lut mode 'median' is not supported"),
     ({"workload": TINY, "repeat": 0}, "repeat 0 must be between 1 and 64"),
+    # 514 = 2 x 257 rows: weight set 3 would be rotated by 2 x 257, back onto set 1.
+    ({"workload": Workload("rot", 64, 514), "repeat": 3}, "repeat 3 with a vocabulary of 514 rows would repeat"),
 ])
 def test_refusals(kwargs, message):
     with pytest.raises(UserError, match=message):
         BuildSpec(**kwargs)
+
+
+def test_repeat_short_of_a_rotation_collision_is_accepted():
+    assert BuildSpec(Workload("rot", 64, 514), repeat=2).repeat == 2
+    assert BuildSpec(Workload("prime", 64, 1021), repeat=64).repeat == 64
 
 
 def test_odd_vocabulary_splits_fine_for_fp16_and_lut_uses_group_multiples():

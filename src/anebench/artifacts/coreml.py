@@ -96,6 +96,9 @@ class BuildSpec:
             raise UserError(f"lut mode {self.lut_mode!r} is not supported; valid: {', '.join(LUT_MODES)}")
         if not 1 <= self.repeat <= min(MAX_REPEAT, self.workload.vocab):
             raise UserError(f"repeat {self.repeat} must be between 1 and {min(MAX_REPEAT, self.workload.vocab)}")
+        if len({rotation(r, self.workload.vocab) for r in range(self.repeat)}) < self.repeat:
+            raise UserError(f"repeat {self.repeat} with a vocabulary of {self.workload.vocab} rows would repeat a "
+                            "weight set (its rotations coincide); use fewer weight sets")
         if self.max_split_rows < 1 or self.group_size < 1:
             raise UserError("max split rows and LUT group size must be positive")
         if self.resolved_lut_mode == "kmeans" and self.is_lut and not kmeans_available():

@@ -44,6 +44,15 @@ def test_sweep_fits_and_plots(capsys, tmp_path):
     assert json.loads(out.read_text())["results"] == records
 
 
+def test_sweep_of_two_workloads_writes_one_plot_each(capsys, tmp_path):
+    code, _, stderr = run_cli(capsys, "sweep", "-e", "numpy", *SWEEP, "-w", "lm_head:128x8:fp32", *QUICK,
+                              "--no-save", "--plot", str(tmp_path / "p"))
+    assert code == 0, stderr
+    assert_plots(tmp_path / "p.sweep.0-numpy-cpu")
+    assert_plots(tmp_path / "p.sweep.1-numpy-cpu")
+    assert "hidden 128" in (tmp_path / "p.sweep.1-numpy-cpu.svg").read_text()
+
+
 def test_sweep_runs_on_torch_and_mlx(capsys, tmp_path):
     """On this shared 2-core machine torch's CPU threads stall when another job holds a core, so a tiny
     sweep can come out too noisy to fit: then the records are still saved and the reason is given."""

@@ -140,7 +140,7 @@ def sweep(engines, device, workloads, out, no_save, as_json, plot_stem, runs, ti
                       f"{fit.median_abs_rel_residual:.2%}",
                       f"{a.cache_peak_gbps:.2f} ({a.cache_peak_bytes / MiB:.1f})")
     show(table, as_json)
-    for target, base, result in results:
+    for i, (target, base, result) in enumerate(results):
         a = result.analysis
         if a is None:
             continue
@@ -148,7 +148,9 @@ def sweep(engines, device, workloads, out, no_save, as_json, plot_stem, runs, ti
         for note in a.notes:
             say(f"{target.engine.name}:{target.device}: {note}")
         title = f"sweep {target.engine.name}:{target.device} (hidden {base.hidden}, {base.dtype})"
-        write_plot(stem_for(plot_stem, saved, "sweep", f"{target.engine.name}-{target.device}", len(results) > 1),
+        label = f"{target.engine.name}-{target.device}"  # one plot per engine:device and base workload
+        label = label if len(bases) == 1 else f"{i}-{label}"
+        write_plot(stem_for(plot_stem, saved, "sweep", label, len(results) > 1),
                    plot_sweep, [r.workload.weight_bytes for r in result.records],
                    [r.latency_s() for r in result.records], a.as_dict() | {"cache_bytes": result.cache_bytes}, title)
     failed = [f"{t.engine.name}:{t.device}: {res.error}" for t, _, res in results if res.error]

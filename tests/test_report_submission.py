@@ -57,3 +57,13 @@ def test_host_maps_to_the_catalog(monkeypatch):
     record = make_record(chip="Apple M5 Pro")
     assert catalog_chip(record.host).key == "M5 Pro"
     assert catalog_chip(make_record(chip=None).host) is None
+
+
+def test_submit_refuses_an_empty_document_in_one_line(tmp_path, capsys):
+    result = tmp_path / "empty.json"
+    save_records(result, [])
+    with pytest.raises(SystemExit) as info:
+        main(["submit", str(result), "--out-dir", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and "holds no records" in err and "Traceback" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.json"]  # nothing written

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..errors import UserError
 from ..results.files import atomic_write_text, document_json
 from ..results.schema import ResultRecord
 from ..results.validate import load_result_file
@@ -45,6 +46,8 @@ def issue_body(records: list[ResultRecord], submission_name: str, anonymized: bo
 
 def write_submission(result: Path, out_dir: Path, anonymize: bool) -> tuple[Path, Path]:
     records = load_result_file(result)
+    if not records:
+        raise UserError(f"{result}: the results document holds no records; nothing to submit")
     if anonymize:
         records = [drop_host_identifiers(r) for r in records]
     stem = result.name.removesuffix(".json")

@@ -71,3 +71,31 @@ def test_loading_a_broken_file_names_the_file(tmp_path):
     bad.write_text(json.dumps({"schema": "anebench.results/1", "results": [{"gbps": 1}]}))
     with pytest.raises(UserError, match="bad.json: invalid result at results.0"):
         load_records(bad)
+
+
+def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path, monkeypatch):
+    import os
+
+    from anebench.results import files
+
+    path = tmp_path / "chart.png"
+    files.atomic_write_bytes(path, b"old")
+    assert path.read_bytes() == b"old" and path.stat().st_mode & 0o044  # shared like any result file
+
+    def broken_replace(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", broken_replace)
+    with pytest.raises(OSError):
+        files.atomic_write_bytes(path, b"new")
+    assert path.read_bytes() == b"old" and [p.name for p in tmp_path.iterdir()] == ["chart.png"]
+
+
+def test_suite_plots_are_shared_files_like_the_results(tmp_path):
+    from anebench.report.suite_plots import plot_concurrency
+
+    analysis = {"solo_gbps": [10.0, 11.0], "together_gbps": [6.0, 6.5], "combined_gbps": 12.5, "scaling": 1.19,
+                "verdict": "partial", "rule": "r"}
+    written = plot_concurrency(analysis, "t", tmp_path / "c")
+    assert [p.name for p in written] == ["c.png", "c.svg"]
+    assert all(p.stat().st_mode & 0o044 for p in written)  # mkstemp alone would leave them 0600

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..results.aggregate import Aggregate, aggregate
-from ..results.files import atomic_write_text
+from ..results.files import atomic_write_bytes, atomic_write_text
 from ..results.schema import ResultRecord, utc_now
 from .csvjson import render_csv, render_json
 from .html import render_html
@@ -53,7 +53,7 @@ def render_report(records: list[ResultRecord], fmt: str, out: Path | None, sourc
         if out is not None:
             for key, png in charts(agg).items():
                 name = f"{out.stem}-{_slug(key)}.png"
-                _write_bytes(out.parent / name, png)
+                atomic_write_bytes(out.parent / name, png)
                 links[key] = name
         else:
             header.append("Charts: give --out PATH to write them beside the report, or use --format html.")
@@ -61,18 +61,3 @@ def render_report(records: list[ResultRecord], fmt: str, out: Path | None, sourc
     if out is not None:
         atomic_write_text(out, text)
     return text
-
-
-def _write_bytes(path: Path, data: bytes) -> None:
-    import os
-    import tempfile
-
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.chmod(tmp, 0o644)  # mkstemp makes it private; a chart is meant to be shared
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

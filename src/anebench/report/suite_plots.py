@@ -6,8 +6,7 @@ writes ``STEM.png`` and ``STEM.svg`` atomically; it returns the paths written.
 
 from __future__ import annotations
 
-import os
-import tempfile
+import io
 from pathlib import Path
 
 import matplotlib
@@ -16,26 +15,24 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # after use("Agg"): the backend must be chosen first
 from matplotlib.figure import Figure
 
+from ..results.files import atomic_write_bytes
+
 MiB = 1024**2
 
 
 def save_figure(fig: Figure, stem: Path) -> list[Path]:
-    """STEM.png and STEM.svg, each written beside itself and renamed into place."""
+    """STEM.png and STEM.svg, each rendered in memory and written atomically."""
     stem = Path(stem)
-    stem.parent.mkdir(parents=True, exist_ok=True)
     written = []
-    for suffix in (".png", ".svg"):
-        target = stem.parent / f"{stem.name}{suffix}"
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=target.parent)
-        os.close(fd)
-        try:
-            fig.savefig(tmp, format=suffix[1:], dpi=150, bbox_inches="tight")
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        written.append(target)
-    plt.close(fig)
+    try:
+        for suffix in (".png", ".svg"):
+            target = stem.parent / f"{stem.name}{suffix}"
+            buffer = io.BytesIO()
+            fig.savefig(buffer, format=suffix[1:], dpi=150, bbox_inches="tight")
+            atomic_write_bytes(target, buffer.getvalue())
+            written.append(target)
+    finally:
+        plt.close(fig)
     return written
 
 

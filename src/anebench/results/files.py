@@ -13,21 +13,25 @@ from ..errors import UserError
 from .schema import DOCUMENT_SCHEMA, ResultRecord, ResultsDocument
 
 
-def atomic_write_text(path: Path, text: str) -> None:
+def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write to a temporary file beside ``path`` and rename it into place: never half-written."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; results are shared files
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            os.fchmod(handle.fileno(), 0o666 & ~_umask())  # mkstemp makes 0600; results are shared files
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
 
 
 def _umask() -> int:

@@ -10,9 +10,9 @@ Mapping rules (each record also carries them):
 - checks: the file's ``throughput_gb_s`` must equal ``model_size_mb / inference_time_ms`` (the tool's
   own size convention) within 0.5%, and ``model_size_mb`` must fit the named model (a lut6 result
   labelled as the fp16 head is refused): otherwise the file was edited, broken or mislabelled.
-- bytes: ``workload.weight_bytes`` are anebench's exact bytes for the weights as stored (fp16: vocab x
-  hidden x 2; lutN: the packed N-bit palette indices, lookup tables not counted, as the published
-  records count them) and ``gbps`` is recomputed from them. The tool counts weight.bin with its blob
+- bytes: ``workload.weight_bytes`` are anebench's exact bytes for the weights as stored
+  (``Workload.stored_bytes``; fp16: vocab x hidden x 2; lutN: the packed N-bit palette indices plus
+  the fp16 lookup tables, as the published records count them) and ``gbps`` is recomputed from them. The tool counts weight.bin with its blob
   headers (and LUTs); extras["size_convention"] shows its size, the exact bytes and their ratio.
 
 A file is imported whole or not at all. Record ids are content hashes that leave out the file's name
@@ -64,11 +64,6 @@ def canonical_workload(model_name: str) -> Workload:
     raise UserError(f"model_name {model_name!r} has no workload in anebench's catalog")
 
 
-def exact_weight_bytes(workload: Workload) -> int | None:
-    """The bytes one call reads as the artifact stores them (lutN: packed indices plus tables)."""
-    return workload.stored_bytes
-
-
 def apple_chip(brand: str) -> Chip:
     """The catalog chip for ``cpu.brand``; anything but an Apple chip in the catalog is refused."""
     chip = lookup_chip(brand)
@@ -117,8 +112,8 @@ def check_result(result: ToolResult, workload: Workload) -> list[str]:
         return [(f"{label}: model_size_mb is missing or 0 (the tool did not find the weights), "
                 "so its GB/s cannot be checked")]
     problems = []
-    exact = exact_weight_bytes(workload)
-    if exact is not None and not SIZE_FIT[0] <= size_mb * 1e6 / exact <= SIZE_FIT[1]:
+    exact = workload.stored_bytes
+    if not SIZE_FIT[0] <= size_mb * 1e6 / exact <= SIZE_FIT[1]:
         problems.append(
             f"{label}: model_size_mb {size_mb:g} does not fit {result.model_name} "
             f"(about {exact / 1e6:.2f} MB); the result belongs to another artifact"
@@ -158,18 +153,15 @@ def _tool_figures(document: ToolDocument, result: ToolResult) -> dict[str, Any]:
 def _size_convention(result: ToolResult, workload: Workload) -> tuple[int, dict[str, Any]]:
     """The weight bytes the record uses, and how the tool's own size compares with them."""
     tool_bytes = round(result.model_size_mb * 1e6)
-    exact = exact_weight_bytes(workload)
+    exact = workload.stored_bytes
     kind = "packed indices and lookup tables" if workload.quant else "the weights alone"
-    if exact is not None:
-        note = (f"weight_bytes are anebench's exact bytes ({exact:,}: {kind}); {SOURCE}'s model_size_mb "
-                f"{result.model_size_mb:g} counts weight.bin with its blob headers")
-    else:
-        note = f"weight_bytes are {SOURCE}'s weight.bin size ({tool_bytes:,}); the exact layout is unknown"
-    return (exact if exact is not None else tool_bytes), {
+    note = (f"weight_bytes are anebench's exact bytes ({exact:,}: {kind}); {SOURCE}'s model_size_mb "
+            f"{result.model_size_mb:g} counts weight.bin with its blob headers")
+    return exact, {
         "tool_model_size_mb": result.model_size_mb,
         "tool_weight_bytes": tool_bytes,
         "exact_weight_bytes": exact,
-        "tool_over_exact": tool_bytes / exact if exact else None,
+        "tool_over_exact": tool_bytes / exact,
         "tool_gbps_recomputed": result.model_size_mb / result.inference_time_ms,
         "note": note,
     }

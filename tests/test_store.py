@@ -145,3 +145,16 @@ def test_bad_inputs_are_one_line_user_errors(tmp_path):
     with pytest.raises(SystemExit) as info:
         main(["ingest", "--db", str(tmp_path / "x.sqlite"), "--from", "nosuch", str(tmp_path / "a.json")])
     assert info.value.code == 2
+
+
+def test_an_unreadable_path_is_one_line_for_ingest_and_submit(tmp_path, capsys):
+    not_a_dir = tmp_path / "a.json"
+    not_a_dir.write_text("{}")
+    bad = not_a_dir / "b.json"  # below a file: NotADirectoryError, an OSError no other clause names
+    with pytest.raises(UserError, match="b.json: cannot be read"):
+        load_result_file(bad)
+    for argv in (["ingest", str(bad), "--db", str(tmp_path / "db.sqlite")], ["submit", str(bad)]):
+        with pytest.raises(SystemExit) as info:
+            main(argv)
+        err = capsys.readouterr().err
+        assert info.value.code == 2 and "cannot be read" in err and "Traceback" not in err

@@ -59,6 +59,8 @@ def read_json_file(path: Path):
         raise UserError(f"{path}: is a directory; give a results JSON file") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise UserError(f"{path}: not valid JSON ({exc})") from None
+    except OSError as exc:  # permission denied, a file used as a directory, an I/O error
+        raise UserError(f"{path}: cannot be read ({exc.strerror or exc})") from None
 
 
 def load_records(path: Path) -> list[ResultRecord]:

@@ -78,6 +78,8 @@ def test_threads_measure_each_copy_solo_then_together(monkeypatch):
     assert shared["mode"] == "threads" and "seed + i" in shared["copies_note"]
     assert solo[0].extras["energy"]["available"] and solo[0].extras["energy"]["joules"] == 1.0
     assert "combined GB/s" in together[0].extras["energy"]["window"]
+    assert {r.extras["energy"]["source"] for r in result.records} == {"fake"}  # as a single run names it
+    assert together[0].extras["energy"]["scope"] == "test"
 
 
 def test_processes_run_the_same_phases():

@@ -199,6 +199,7 @@ def _alive(worker) -> bool:
 class PhaseEnergy:
     joules: float
     seconds: float
+    meter: object  # the EnergyMeter read: its source and scope go into the records
 
 
 @dataclass
@@ -273,9 +274,9 @@ def run_copies(engine: str, device: str, workload: Workload, copies: int, option
         # readings[k] is taken at meeting k: 0 prepared, 1..N turn starts, N+1 common start, N+2 done
         for i in range(copies):
             (j0, t0), (j1, t1) = readings[1 + i], readings[2 + i]
-            run.energy[f"solo {i}"] = PhaseEnergy(j1 - j0, (t1 - t0) / 1e9)
+            run.energy[f"solo {i}"] = PhaseEnergy(j1 - j0, (t1 - t0) / 1e9, meter)
         (j0, t0), (j1, t1) = readings[copies + 1], readings[copies + 2]
-        run.energy["together"] = PhaseEnergy(j1 - j0, (t1 - t0) / 1e9)
+        run.energy["together"] = PhaseEnergy(j1 - j0, (t1 - t0) / 1e9, meter)
     return run
 
 
@@ -323,10 +324,8 @@ def analyse_concurrency(solo: list[ResultRecord], together: list[ResultRecord], 
                                concurrency_verdict(solo_gbps, combined), window_s)
 
 
-def energy_extras(phase: PhaseEnergy, calls: int, weight_bytes: int, median_s: float, scope: str) -> dict:
-    if phase.joules <= 0 or phase.seconds <= 0:
-        return {"available": False, "reason": f"the counter did not advance in {phase.seconds:.3f} s"}
-    watts = phase.joules / phase.seconds
-    return {"available": True, "window": scope, "calls": calls, "joules": phase.joules, "seconds": phase.seconds,
-            "watts": watts, "joules_per_call": phase.joules / calls,
-            "gbps_per_watt": weight_bytes / median_s / 1e9 / watts}
+def energy_extras(phase: PhaseEnergy, calls: int, weight_bytes: int, median_s: float, window: str) -> dict:
+    """The same figures as a single run's energy window (power.energy_figures), for one phase."""
+    from ..system.power import energy_figures
+
+    return energy_figures(phase.meter, window, phase.joules, phase.seconds, calls, weight_bytes / median_s / 1e9)

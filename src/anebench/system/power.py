@@ -124,23 +124,28 @@ class EnergyWindow:
             return {"available": False, "reason": self.meter.reason}
         joules = self.meter.read_joules() - self._start_j
         seconds = (time.perf_counter_ns() - self._start_ns) / 1e9
-        if joules <= 0 or seconds <= 0 or calls < 1:
-            return {"available": False, "source": self.meter.source,
-                    "reason": f"the counter did not advance in {seconds:.3f} s; measure longer (--runs)"}
-        watts = joules / seconds
-        gbps = weight_bytes / median_s / 1e9
-        return {
-            "available": True,
-            "source": self.meter.source,
-            "scope": self.meter.scope,
-            "window": what,
-            "calls": calls,
-            "joules": joules,
-            "seconds": seconds,
-            "watts": watts,
-            "joules_per_call": joules / calls,
-            "gbps_per_watt": gbps / watts,
-        }
+        return energy_figures(self.meter, what, joules, seconds, calls, weight_bytes / median_s / 1e9)
+
+
+def energy_figures(meter: EnergyMeter, window: str, joules: float, seconds: float, calls: int,
+                   gbps: float) -> dict:
+    """A record's extras["energy"] from the joules ``meter`` counted over ``seconds`` of ``calls``."""
+    if joules <= 0 or seconds <= 0 or calls < 1:
+        return {"available": False, "source": meter.source,
+                "reason": f"the counter did not advance in {seconds:.3f} s; measure longer (--runs)"}
+    watts = joules / seconds
+    return {
+        "available": True,
+        "source": meter.source,
+        "scope": meter.scope,
+        "window": window,
+        "calls": calls,
+        "joules": joules,
+        "seconds": seconds,
+        "watts": watts,
+        "joules_per_call": joules / calls,
+        "gbps_per_watt": gbps / watts,
+    }
 
 
 def energy_line(energy: dict) -> str:

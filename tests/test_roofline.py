@@ -88,3 +88,16 @@ def test_never_growing_latency_has_no_ridge():
 def test_a_roofline_must_start_at_batch_1():
     with pytest.raises(ValueError):
         analyse_roofline([2, 4], [1.0, 2.0], VOCAB, HIDDEN, WEIGHT_BYTES, 2)
+
+
+def test_a_lut6_head_moves_fp16_activations():
+    from anebench.engines.coreml_engine import CoreMLEngine
+    from anebench.suites.roofline import activation_bytes, activation_element_bytes, check_activations_fit
+    from anebench.workloads import resolve_workload
+
+    lut6 = resolve_workload("llama_lm_head_lut6").with_batch(2)
+    run_dtype = CoreMLEngine().dtype_for(lut6, "ane").run_dtype
+    assert run_dtype == "lut6" and activation_element_bytes(lut6, run_dtype) == 2
+    assert activation_element_bytes(lut6, "fp32") == 4
+    assert activation_bytes(lut6, run_dtype) == 2 * (4096 + 128256) * 4  # counted as fp32 at least
+    check_activations_fit(CoreMLEngine(), "ane", lut6)  # a KeyError on 'lut6' before

@@ -57,3 +57,12 @@ def test_a_good_fit_is_in_every_record_and_found_again(tiny_records):
     assert [r.extras["sweep"]["point"] for r in result.records] == [0, 1, 2]
     fit = sweep_from_records(result.records, "numpy", "cpu")
     assert fit["bandwidth_gbps"] == pytest.approx(64 * 1024 * 4 / 1e-4 / 1e9) and fit["overhead_us"] == pytest.approx(0)
+
+
+def test_a_quantized_head_is_refused_in_one_line_not_a_key_error():
+    from anebench.engines.coreml_engine import CoreMLEngine
+    from anebench.workloads import resolve_workload
+
+    plan = sweep_suite.SweepPlan([MiB, 2 * MiB], None)
+    with pytest.raises(UserError, match="'llama_lm_head_lut6' is quantized"):
+        sweep_suite.sweep_workloads(CoreMLEngine(), "ane", resolve_workload("llama_lm_head_lut6"), plan)

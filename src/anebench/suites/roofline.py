@@ -29,8 +29,14 @@ class RooflineResult:
     analysis: RooflineAnalysis
 
 
+def activation_element_bytes(workload: Workload, run_dtype: str) -> int:
+    """Bytes per input or output element: the run dtype's, or the workload's own where the engine
+    streams the weights quantized (Core ML lut6: the activations stay fp16)."""
+    return DTYPE_BYTES.get(run_dtype, DTYPE_BYTES[workload.dtype])
+
+
 def activation_bytes(workload: Workload, run_dtype: str) -> int:
-    return workload.batch * (workload.hidden + workload.vocab) * max(DTYPE_BYTES[run_dtype], 4)
+    return workload.batch * (workload.hidden + workload.vocab) * max(activation_element_bytes(workload, run_dtype), 4)
 
 
 def check_activations_fit(engine: Engine, device: str, workload: Workload) -> None:
@@ -58,7 +64,7 @@ def run_roofline(engine: Engine, device: str, base: Workload, max_batch: int, op
             break
     first = records[0]
     analysis = analyse_roofline(batches, [r.latency_s() for r in records], base.vocab, base.hidden,
-                                first.workload.weight_bytes, DTYPE_BYTES[first.engine.run_dtype])
+                                first.workload.weight_bytes, activation_element_bytes(base, first.engine.run_dtype))
     shared = {k: v for k, v in analysis.as_dict().items() if k != "points"}
     updated = []
     for record, point in zip(records, analysis.points):

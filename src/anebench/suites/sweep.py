@@ -58,6 +58,9 @@ def plan_sweep(engine: Engine, device: str, min_bytes: int | None, max_bytes: in
 def sweep_workloads(engine: Engine, device: str, base: Workload, plan: SweepPlan) -> list[Workload]:
     """The sweep's workloads, refused up front when the base cannot be resized or the largest won't fit."""
     synthetic_only(base, "sweep")
+    if base.quant:
+        raise UserError(f"sweep: workload {base.name!r} is quantized ({base.quant}); the sweep resizes plain "
+                        "heads, so give an unquantized one (a catalog name or lm_head:HIDDENxVOCAB)")
     run_dtype = engine.dtype_for(base, device).run_dtype
     workloads = [resized(base, size, run_dtype) for size in plan.sizes]
     preflight_memory(engine, device, workloads[-1])

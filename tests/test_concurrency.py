@@ -160,3 +160,18 @@ def test_suite_records_aggregate_into_one_verdict_per_workload():
     assert row.verdict == shared["verdict"]
     assert len(row.solo_gbps) == 2 and len(row.parallel_gbps) == 2
     assert summary.rows == []  # the suite's phases are not solo runs of the matrix
+
+
+def test_the_copies_preflight_counts_a_quantized_head_as_stored(monkeypatch):
+    from anebench import session
+    from anebench.engines.coreml_engine import CoreMLEngine, stored_bytes
+    from anebench.errors import UserError
+    from anebench.suites.concurrent import preflight_copies
+    from anebench.workloads import resolve_workload
+
+    lut6 = resolve_workload("llama_lm_head_lut6")
+    two_copies = 2 * stored_bytes(lut6) * session.MEMORY_HEADROOM
+    monkeypatch.setattr(session, "available_memory_bytes", lambda: int(two_copies * 1.05))
+    preflight_copies(CoreMLEngine(), "ane", lut6, 2)  # fits: 6-bit copies, not fp16 ones
+    with pytest.raises(UserError, match="3 copies of llama_lm_head_lut6"):
+        preflight_copies(CoreMLEngine(), "ane", lut6, 3)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..engines.base import Engine
 from ..errors import UserError
@@ -32,8 +32,9 @@ def preflight_copies(engine: Engine, device: str, workload: Workload, copies: in
     """All copies are resident at once: refuse before loading any if they cannot all fit."""
     if copies < 2:
         raise UserError(f"--copies {copies}: concurrency needs at least 2 copies")
-    total = Workload(f"{copies} copies of {workload.name}", workload.hidden, workload.vocab * copies,
-                     workload.dtype)
+    # The same head with every copy's rows: same dtype and quantization, so the same bytes per row.
+    total = replace(workload, name=f"{copies} copies of {workload.name}", vocab=workload.vocab * copies,
+                    source=None)
     preflight_memory(engine, device, total)
 
 

@@ -158,3 +158,55 @@ def test_an_unreadable_path_is_one_line_for_ingest_and_submit(tmp_path, capsys):
             main(argv)
         err = capsys.readouterr().err
         assert info.value.code == 2 and "cannot be read" in err and "Traceback" not in err
+
+
+def test_a_refused_database_is_closed_not_held_open(tmp_path, monkeypatch):
+    from anebench.results import store as store_module
+
+    other = tmp_path / "other.sqlite"
+    with sqlite3.connect(other) as db:
+        db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        db.execute("INSERT INTO meta VALUES ('schema', 'anebench.store/0')")
+    db.close()
+    garbage = tmp_path / "garbage.sqlite"
+    garbage.write_bytes(b"not a database at all" * 100)
+    opened, real_connect = [], sqlite3.connect
+
+    def connect(path):
+        opened.append(real_connect(path))
+        return opened[-1]
+
+    monkeypatch.setattr(store_module.sqlite3, "connect", connect)
+    for path, reason in ((other, "store schema 'anebench.store/0'"), (garbage, "not an anebench results database")):
+        with pytest.raises(UserError, match=reason):
+            open_store(path)
+        with pytest.raises(sqlite3.ProgrammingError, match="closed"):
+            opened[-1].execute("SELECT 1")
+
+
+def _tables(path) -> list[str]:
+    with sqlite3.connect(path) as db:
+        found = sorted(name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'"))
+    db.close()
+    return found
+
+
+def test_another_programs_database_is_refused_and_left_untouched(tmp_path):
+    other_store = tmp_path / "other.sqlite"
+    with sqlite3.connect(other_store) as db:
+        db.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        db.execute("INSERT INTO meta VALUES ('schema', 'anebench.store/0')")
+    db.close()
+    app = tmp_path / "app.sqlite"
+    with sqlite3.connect(app) as db:
+        db.execute("CREATE TABLE users (name TEXT)")
+    db.close()
+    with pytest.raises(UserError, match="store schema"):
+        open_store(other_store)
+    with pytest.raises(UserError, match="a SQLite database of something else \\(tables users\\)"):
+        open_store(app)
+    assert _tables(other_store) == ["meta"] and _tables(app) == ["users"]  # nothing added to either
+    with open_store(tmp_path / "new.sqlite") as store:  # a new file and a reopened store still work
+        store.ingest([make_record()], "t")
+    with open_store(tmp_path / "new.sqlite") as store:
+        assert store.count() == 1

@@ -149,15 +149,32 @@ def open_store(path: Path | str | None = None) -> Store:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         connection = sqlite3.connect(path)
-        with connection:
-            connection.executescript(_DDL)
-            found = connection.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
-            if found is None:
-                connection.execute("INSERT INTO meta (key, value) VALUES ('schema', ?)", (STORE_SCHEMA,))
-            elif found[0] != STORE_SCHEMA:
-                raise UserError(f"--db {path}: store schema {found[0]!r}; this anebench reads {STORE_SCHEMA}")
+        try:
+            _prepare(connection, path)
+        except BaseException:
+            connection.close()  # a refused file is left as it was, not held open
+            raise
     except sqlite3.DatabaseError as exc:
         raise UserError(f"--db {path}: not an anebench results database ({exc})") from None
     except OSError as exc:
         raise UserError(f"--db {path}: cannot create the database ({exc.strerror})") from None
     return Store(connection, path)
+
+
+def _prepare(connection: sqlite3.Connection, path: Path) -> None:
+    """Create the tables of a new store. Another store schema, or another program's database, is
+    refused before anything is written to it."""
+    tables = {name for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    found = None
+    if "meta" in tables:
+        found = connection.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+    if found is not None and found[0] != STORE_SCHEMA:
+        raise UserError(f"--db {path}: store schema {found[0]!r}; this anebench reads {STORE_SCHEMA}")
+    if tables and found is None:
+        shown = ", ".join(sorted(tables)[:5])
+        raise UserError(f"--db {path}: a SQLite database of something else (tables {shown}); give a new file "
+                        "or an anebench results database")
+    with connection:
+        connection.executescript(_DDL)
+        if found is None:
+            connection.execute("INSERT INTO meta (key, value) VALUES ('schema', ?)", (STORE_SCHEMA,))

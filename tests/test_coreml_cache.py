@@ -128,3 +128,18 @@ def test_build_without_coremltools_says_how_to_install_it(tmp_path, capsys, monk
     assert code == 2 and out == ""
     assert "coremltools is not installed" in err and "anebench[coreml]" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_copy_bundle_replaces_an_older_copy_whole_and_leaves_no_staging(tmp_path):
+    from anebench.cli.build import copy_bundle
+
+    package = tmp_path / "head.mlpackage"
+    (package / "Data").mkdir(parents=True)
+    (package / "Data" / "weight.bin").write_bytes(b"new")
+    out = tmp_path / "out"
+    (out / "head.mlpackage").mkdir(parents=True)
+    (out / "head.mlpackage" / "stale.bin").write_bytes(b"old")
+    target = copy_bundle(package, out)
+    assert (target / "Data" / "weight.bin").read_bytes() == b"new"
+    assert not (target / "stale.bin").exists()
+    assert sorted(p.name for p in out.iterdir()) == ["head.mlpackage"]

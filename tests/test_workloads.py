@@ -126,3 +126,8 @@ def test_bad_workload_specs_are_refused_with_one_clear_line(spec, expected):
     assert expected in message and "\n" not in message
     if "unknown" in expected:
         assert "llama_lm_head" in message  # names what is valid
+
+
+def test_unknown_quantization_is_refused_where_the_workload_is_made():
+    with pytest.raises(UserError, match="quant 'lutx' is not supported; valid: fp16, int8, lut4, lut6"):
+        Workload("q", 64, 64, quant="lutx")

@@ -25,6 +25,7 @@ NUMPY_DTYPES = {"fp32": np.float32, "fp16": np.float16}
 GENERATOR_VERSION = "anebench-synthetic-v1"
 GEN_BLOCK_ROWS = 256  # rows per independently seeded block; part of the generator's definition
 FILL_BLOCK_ROWS = GEN_BLOCK_ROWS * 16  # rows an engine copies into its buffer at a time
+QUANTS = (None, "fp16", "int8", "lut4", "lut6")  # artifact storage (Core ML); None: as the dtype
 LUT_GROUP_ROWS = 8  # per-grouped-channel palettisation: one lookup table per 8 output rows (published)
 
 
@@ -119,6 +120,9 @@ class Workload:
     def __post_init__(self) -> None:
         if self.dtype not in DTYPE_BYTES:
             raise UserError(f"dtype {self.dtype!r} is not supported; valid: {', '.join(DTYPE_BYTES)}")
+        if self.quant not in QUANTS:
+            raise UserError(f"workload {self.name!r}: quant {self.quant!r} is not supported; valid: "
+                            f"{', '.join(q for q in QUANTS if q)} or none")
         if self.hidden < 1 or self.vocab < 1 or self.batch < 1:
             raise UserError(f"workload {self.name!r}: hidden, vocab and batch must be positive")
 

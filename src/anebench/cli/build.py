@@ -23,17 +23,22 @@ def copy_bundle(package: Path, out: Path) -> Path:
         raise UserError(f"--out {out}: is a file; give a directory")
     target = out / package.name
     staging = out / f".{package.name}.partial"
+    previous = out / f".{package.name}.previous"  # the old bundle stays whole until the new one is in place
     try:
         out.mkdir(parents=True, exist_ok=True)
         shutil.rmtree(staging, ignore_errors=True)
         shutil.copytree(package, staging)
+        shutil.rmtree(previous, ignore_errors=True)
         if target.exists():
-            shutil.rmtree(target)
+            target.rename(previous)
         staging.rename(target)
     except OSError as exc:
+        if previous.exists() and not target.exists():
+            previous.rename(target)
         raise UserError(f"--out {out}: cannot copy the bundle there ({exc.strerror or exc})") from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(previous, ignore_errors=True)
     return target
 
 

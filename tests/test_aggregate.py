@@ -133,3 +133,13 @@ def test_two_concurrency_runs_give_the_median_of_their_combined_figures_not_a_su
     assert row.scaling == pytest.approx(1.15) and row.flags == []
     (single,) = aggregate(_suite_run(100, 60, 120, 1.0)).concurrency
     assert single.combined_gbps == 120 and single.parallel_gbps == [60, 60]
+
+
+def test_a_latency_over_means_and_medians_is_flagged():
+    m5max = [r for r in published_records() if r.host.chip == "Apple M5 Max" and "concurrency" not in r.extras]
+    assert m5max[0].method.statistic == "mean" and m5max[0].latency_s() is not None
+    measured = make_record(chip="Apple M5 Max", engine="coreml", device="ane", gbps=150)
+    (row,) = [r for r in aggregate([*m5max, measured]).rows if r.workload == "llama_lm_head"]
+    assert row.latency_contributors == 2 and "latency mixes means and medians" in row.flags
+    (alone,) = [r for r in aggregate(m5max).rows if r.workload == "llama_lm_head"]
+    assert "latency mixes means and medians" not in alone.flags

@@ -145,6 +145,8 @@ def _flags(records: list[ResultRecord], chip: Chip | None) -> list[str]:
         flags.append("GB/s derived from latency")
     if len({r.extras.get("chip_config", "") for r in records}) > 1:
         flags.append("mixed configurations")
+    if len({r.method.statistic for r in records if r.latency_s() is not None}) > 1:
+        flags.append("latency mixes means and medians")  # published figures state means
     if any(r.warnings for r in records):
         flags.append("measurement warnings")
     if chip is None:

@@ -67,3 +67,14 @@ def test_submit_refuses_an_empty_document_in_one_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert info.value.code == 2 and "holds no records" in err and "Traceback" not in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.json"]  # nothing written
+
+
+def test_issue_body_files_a_cuda_run_under_its_gpu():
+    from anebench.report.submission import issue_body
+
+    cuda = make_record(chip=None, engine="torch", device="cuda:0")
+    cuda = cuda.model_copy(update={"engine": cuda.engine.model_copy(update={"details": {"gpu": "NVIDIA H100 80GB HBM3"}}),
+                                   "id": None}).with_id()
+    body = issue_body([cuda], "run.submission.json", False)
+    assert "| NVIDIA H100 80GB HBM3 | H100 SXM | torch:cuda:0 |" in body
+    assert f"| {cuda.latency_s() * 1e3:.3f} (median) |" in body

@@ -7,6 +7,7 @@ from pathlib import Path
 from ..errors import UserError
 from ..results.files import atomic_write_text, document_json
 from ..results.schema import ResultRecord
+from ..results.store import record_chip
 from ..results.validate import load_result_file
 from ..system.chips import lookup_chip
 from .escape import md_cell
@@ -21,15 +22,16 @@ def drop_host_identifiers(record: ResultRecord) -> ResultRecord:
 def issue_body(records: list[ResultRecord], submission_name: str, anonymized: bool) -> str:
     lines = ["## anebench result submission", "",
              f"Attach `{md_cell(submission_name)}` (the validated results document) to this issue.", "",
-             "| chip | catalog entry | engine:device | workload | GB/s | median ms | runs | warmup | timing |",
+             "| chip | catalog entry | engine:device | workload | GB/s | latency ms | runs | warmup | timing |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in records:
-        chip = lookup_chip(r.host.chip)
+        name = record_chip(r)  # the GPU for a CUDA run, as the report files it
+        chip = lookup_chip(name)
         latency = r.latency_s()
         lines.append("| " + " | ".join(md_cell(v) for v in (
-            r.host.chip or r.host.cpu_model or "-", chip.key if chip else "not in catalog",
+            name or r.host.cpu_model or "-", chip.key if chip else "not in catalog",
             f"{r.engine.name}:{r.engine.device}", r.workload.name,
-            f"{r.gbps:.2f}" if r.gbps else "-", f"{latency * 1e3:.3f}" if latency else "-",
+            f"{r.gbps:.2f}" if r.gbps else "-", f"{latency * 1e3:.3f} ({r.method.statistic})" if latency else "-",
             r.method.runs if r.method.runs is not None else "not stated",
             r.method.warmup_policy or "not stated", r.method.timing,
         )) + " |")

@@ -125,20 +125,12 @@ class Store:
             )
         return report
 
-    def records(self, provenance: str | None = None) -> list[ResultRecord]:
-        query = "SELECT body FROM records"
-        args: tuple = ()
-        if provenance:
-            query += " WHERE provenance = ?"
-            args = (provenance,)
-        rows = self._db.execute(query + " ORDER BY created, id", args).fetchall()
+    def records(self) -> list[ResultRecord]:
+        rows = self._db.execute("SELECT body FROM records ORDER BY created, id").fetchall()
         return [ResultRecord.model_validate_json(body) for (body,) in rows]
 
     def count(self) -> int:
         return self._db.execute("SELECT COUNT(*) FROM records").fetchone()[0]
-
-    def ids(self) -> set[str]:
-        return {row[0] for row in self._db.execute("SELECT id FROM records")}
 
 
 def open_store(path: Path | str | None = None) -> Store:

@@ -125,8 +125,13 @@ class Store:
             )
         return report
 
-    def records(self) -> list[ResultRecord]:
-        rows = self._db.execute("SELECT body FROM records ORDER BY created, id").fetchall()
+    def records(self, provenance: str | None = None) -> list[ResultRecord]:
+        query = "SELECT body FROM records"
+        args: tuple = ()
+        if provenance:
+            query += " WHERE provenance = ?"
+            args = (provenance,)
+        rows = self._db.execute(query + " ORDER BY created, id", args).fetchall()
         return [ResultRecord.model_validate_json(body) for (body,) in rows]
 
     def count(self) -> int:

@@ -143,3 +143,15 @@ def test_a_latency_over_means_and_medians_is_flagged():
     assert row.latency_contributors == 2 and "latency mixes means and medians" in row.flags
     (alone,) = [r for r in aggregate(m5max).rows if r.workload == "llama_lm_head"]
     assert "latency mixes means and medians" not in alone.flags
+
+
+def test_hosts_without_a_chip_name_are_told_apart_by_their_cpu():
+    def on(cpu: str, gbps: float):
+        record = make_record(chip=None, engine="numpy", device="cpu", gbps=gbps)
+        host = record.host.model_copy(update={"os": "Linux", "arch": "x86_64", "cpu_model": cpu})
+        return record.model_copy(update={"host": host, "id": None}).with_id()
+
+    rows = aggregate([on("AMD EPYC 7763", 20), on("Intel Xeon 8480+", 40), on("", 30)]).rows
+    assert {(r.chip, r.median_gbps, r.contributors) for r in rows} == {
+        ("AMD EPYC 7763", 20, 1), ("Intel Xeon 8480+", 40, 1), ("unknown Linux host", 30, 1)}
+    assert all("chip not in catalog" in r.flags for r in rows)

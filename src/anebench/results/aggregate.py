@@ -104,7 +104,8 @@ def _chip_of(record: ResultRecord) -> tuple[str, Chip | None]:
     chip = lookup_chip(name)
     if chip:
         return chip.key, chip
-    return (name or f"unknown {record.host.os} host"), None
+    # Off the catalog a host is told apart by its CPU: two different machines are never one row.
+    return (name or record.host.cpu_model or f"unknown {record.host.os} host"), None
 
 
 def _mode(record: ResultRecord) -> str:

@@ -80,6 +80,8 @@ def test_threads_measure_each_copy_solo_then_together(monkeypatch):
     assert "combined GB/s" in together[0].extras["energy"]["window"]
     assert {r.extras["energy"]["source"] for r in result.records} == {"fake"}  # as a single run names it
     assert together[0].extras["energy"]["scope"] == "test"
+    # the together window's energy is shared by every call made in it, edge calls included
+    assert together[0].extras["energy"]["calls"] == sum(r.extras["concurrency"]["calls"] for r in together)
 
 
 def test_processes_run_the_same_phases():

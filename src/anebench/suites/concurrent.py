@@ -79,7 +79,8 @@ def energy_by_record(run, analysis: ConcurrencyAnalysis) -> dict[tuple[str, int]
                                                "this copy's warmup and timed calls, alone")
     together = run.energy.get("together")
     if together is not None:
-        calls = sum(len(r.samples_s) for r in run.together)
+        # Every call from the common start to the last copy's end, not only those kept inside the window.
+        calls = sum(r.extras["concurrency"].get("calls", len(r.samples_s)) for r in run.together)
         weight_bytes = run.together[0].workload.weight_bytes
         # GB/s per watt of the whole machine: combined GB/s over the window's power.
         median_s = weight_bytes / (analysis.combined_gbps * 1e9)

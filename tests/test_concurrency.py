@@ -177,3 +177,13 @@ def test_the_copies_preflight_counts_a_quantized_head_as_stored(monkeypatch):
     preflight_copies(CoreMLEngine(), "ane", lut6, 2)  # fits: 6-bit copies, not fp16 ones
     with pytest.raises(UserError, match="3 copies of llama_lm_head_lut6"):
         preflight_copies(CoreMLEngine(), "ane", lut6, 3)
+
+
+def test_checkpoint_copies_say_they_hold_the_same_weights(tmp_path):
+    from anebench.workloads import resolve_workload
+    from checkpoint_builders import single_file_model
+
+    model = single_file_model(tmp_path / "model")
+    result = run_concurrent(NumpyEngine(), "cpu", resolve_workload(f"hf:{model}"), 2, FAST)
+    note = result.records[-1].extras["concurrency"]["copies_note"]
+    assert "checkpoint's own weights" in note and "seed" not in note

@@ -8,13 +8,12 @@ import sys
 from pathlib import Path
 
 import click
-from rich.console import Console
 from rich.table import Table
 
 from ..artifacts.coreml import LUT_MODES, MAX_REPEAT, MAX_SPLIT_ROWS, QUANTS
 from ..errors import UserError
 from ..workloads import resolve_workload
-from .common import err_console, progress_bar
+from .common import err_console, out_console, progress_bar
 
 
 def copy_bundle(package: Path, out: Path) -> Path:
@@ -106,7 +105,7 @@ def build(workload: str, quant: str | None, lut_mode: str, repeat: int, max_spli
         sys.stdout.write(json.dumps(document, indent=1, sort_keys=True) + "\n")
         sys.stdout.flush()
     else:
-        Console().print(table)
+        out_console().print(table)
 
 
 def register(app: click.Group) -> None:

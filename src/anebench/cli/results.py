@@ -17,7 +17,7 @@ from ..results.importers import IMPORTERS
 from ..results.schema import ResultRecord
 from ..results.store import IngestReport, open_store
 from ..results.validate import InvalidFile, load_result_file
-from .common import err_console
+from .common import err_console, out_console
 
 # How a file becomes records, by --from name. Each loader raises UserError (InvalidFile for a list
 # of problems) and returns only valid records; other formats register themselves here.
@@ -80,7 +80,7 @@ def ingest(files: tuple[Path, ...], published: bool, source_format: str, db: Pat
         table.add_column(column, justify="left" if column == "source" else "right")
     for report in reports:
         table.add_row(escape(report.source_label), str(report.added), str(report.duplicates))
-    (err_console if as_json else Console()).print(table)
+    (err_console if as_json else out_console()).print(table)
     for failure in failures:
         _print_problems(failure)
     if as_json:
@@ -170,7 +170,7 @@ def finish_run(records: list[ResultRecord], as_json: bool) -> None:
     meta = click.get_current_context().meta
     if meta.get("anebench.store"):
         store_measured(records, meta.get("anebench.db"))
-    show_family_comparison(records, err_console if as_json else Console())
+    show_family_comparison(records, err_console if as_json else out_console())
 
 
 def show_family_comparison(records: list[ResultRecord], console: Console) -> None:

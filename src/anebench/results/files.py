@@ -34,10 +34,18 @@ def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def _umask() -> int:
+def _read_umask() -> int:
     current = os.umask(0)
     os.umask(current)
     return current
+
+
+# Read once at import: os.umask can only be read by setting it, which is unsafe once threads run.
+_UMASK = _read_umask()
+
+
+def _umask() -> int:
+    return _UMASK
 
 
 def document_json(records: list[ResultRecord]) -> str:

@@ -20,6 +20,7 @@ from ..workloads import Workload
 
 IDLE_GAP = 1.5  # sum of per-copy GB/s this far above combined: time went between calls
 SEED_NOTE = "copy i holds the workload generated with seed + i (different weights, same shape and bytes)"
+CHECKPOINT_NOTE = "every copy holds the checkpoint's own weights in a buffer of its own (same bytes, no sharing)"
 
 
 @dataclass
@@ -44,7 +45,7 @@ def run_concurrent(engine: Engine, device: str, workload: Workload, copies: int,
     run = run_copies(engine.name, device, workload, copies, options, processes)
     analysis = analyse_concurrency(run.solo, run.together, run.window_s, run.calls_in_window)
     shared = analysis.as_dict() | {"mode": "processes (spawn)" if processes else "threads",
-                                   "copies_note": SEED_NOTE}
+                                   "copies_note": SEED_NOTE if workload.source is None else CHECKPOINT_NOTE}
     energy = energy_by_record(run, analysis)
     records = []
     for phase, group in (("solo", run.solo), ("together", run.together)):

@@ -142,6 +142,7 @@ def test_run_comparison_shows_the_same_family_and_workload_only():
     rows, notes = family_comparison([mine])
     assert rows[0].yours and rows[0].gbps == 111
     assert {r.chip for r in rows[1:]} == {"M4", "M4 Pro", "M4 Max"} and not notes
+    assert {r.statistic for r in rows[1:]} == {"mean"}  # published latencies are means; ours a median
     lut6 = make_record(chip="Apple M4", gbps=111, workload="DeepHermes_lm_head")
     rows, notes = family_comparison([lut6])
     assert len(rows) == 1 and "no published figures for the M4 family" in notes[0]

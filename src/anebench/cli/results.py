@@ -185,7 +185,7 @@ def show_family_comparison(records: list[ResultRecord], console: Console) -> Non
         for row in rows:
             table.add_row(row.chip, row.config or "-", row.engine,
                           f"{row.gbps:.2f}" if row.gbps else "-",
-                          f"{row.latency_ms:.2f}" if row.latency_ms else "-", row.source,
+                          f"{row.latency_ms:.2f} ({row.statistic})" if row.latency_ms else "-", row.source,
                           style="bold" if row.yours else None)
         console.print(table)
     for note in notes:

@@ -19,6 +19,7 @@ class ComparisonRow:
     latency_ms: float | None
     source: str
     yours: bool
+    statistic: str = "median"  # published latencies are means of predict() calls
 
 
 def family_comparison(records: list[ResultRecord],
@@ -40,7 +41,8 @@ def family_comparison(records: list[ResultRecord],
                  and (peer := lookup_chip(p.host.chip)) is not None and peer.family == chip.family]
         latency = record.latency_s()
         rows.append(ComparisonRow(chip.key, "this run", f"{record.engine.name}:{record.engine.device}",
-                                  record.gbps, latency * 1e3 if latency else None, "your run", True))
+                                  record.gbps, latency * 1e3 if latency else None, "your run", True,
+                                  record.method.statistic))
         if not peers:
             notes.append(f"{record.workload.name}: no published figures for the {chip.family} family")
         for p in sorted(peers, key=lambda p: (p.host.chip or "", -(p.gbps or 0))):
@@ -49,6 +51,6 @@ def family_comparison(records: list[ResultRecord],
                 lookup_chip(p.host.chip).key, p.extras.get("chip_config", ""),
                 f"{p.engine.name}:{p.engine.device}", p.gbps, p_latency * 1e3 if p_latency else None,
                 p.provenance_note.split(";")[0] + (" (GB/s derived)" if p.extras.get("gbps_derived") else ""),
-                False,
+                False, p.method.statistic,
             ))
     return rows, notes

@@ -41,7 +41,7 @@ class RunOptions:
 def preflight_memory(engine: Engine, device: str, workload: Workload) -> None:
     """Refuse, before allocating anything, a workload larger than the memory free for it."""
     needed = engine.bytes_for(workload, device) * MEMORY_HEADROOM
-    free = getattr(engine, "free_memory", lambda _device: None)(device)
+    free = engine.free_memory(device)
     if free is None:  # the weights live in host memory (0 free on a GPU is an answer, not "unknown")
         free = available_memory_bytes()
     if needed > free:
@@ -110,11 +110,8 @@ def build_record(engine, device, workload, prepared, options, timing, check, ext
     host = describe_host()
     summary = summarize(timing.samples_s)
     warnings = stability_warnings(timing.samples_s, summary)
-    warnings.extend(getattr(prepared, "warnings", []))  # the engine's own (e.g. Core ML op placement)
-    cache_bytes = prepared.device_cache_bytes
-    if cache_bytes is None and device == "cpu":
-        cache_bytes = host.llc_bytes
-    cache = cache_warning(prepared.weight_bytes, cache_bytes)
+    warnings.extend(prepared.warnings)
+    cache = cache_warning(prepared.weight_bytes, engine.cache_bytes(device))
     if cache:
         warnings.append(cache)
     if not timing.warmup_steady:
@@ -145,8 +142,8 @@ def build_record(engine, device, workload, prepared, options, timing, check, ext
             workload,
             prepared.weight_bytes,
             source=workload.weights.description().get("source", "synthetic"),
-            artifact_sha256=getattr(prepared, "artifact_sha256", None),
-            origin=getattr(workload.weights, "provenance", dict)(),
+            artifact_sha256=prepared.artifact_sha256,
+            origin=workload.weights.provenance(),
         ),
         method=MethodInfo(
             runs=len(timing.samples_s),

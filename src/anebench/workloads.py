@@ -52,6 +52,10 @@ class WeightSource(Protocol):
         """Rows [start, stop) as stored (fp16/fp32 numpy dtype; bf16 as exact float32)."""
         ...
 
+    def provenance(self) -> dict:
+        """Where the weights came from, for the record (never part of the fingerprint)."""
+        ...
+
 
 @dataclass(frozen=True)
 class SyntheticWeights:
@@ -69,6 +73,9 @@ class SyntheticWeights:
 
     def description(self) -> dict:
         return {"generator": GENERATOR_VERSION, "block_rows": GEN_BLOCK_ROWS, "seed": self.seed}
+
+    def provenance(self) -> dict:
+        return {}  # generated here from the seed in the description
 
     @property
     def exponent(self) -> int:

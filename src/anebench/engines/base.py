@@ -51,10 +51,12 @@ class Prepared(ABC):
     dtype_note: str | None = None
     compute_units: str | None = None
     device_time_note: str = "this engine has no device timestamps: wall clock only"
-    device_cache_bytes: int | None = None  # the device's last-level cache; None: the host CPU's applies
+    artifact_sha256: str | None = None  # sha256 of the weights file the engine loaded, where it has one
+    output_tolerance: float | None = None  # None: the tolerance of run_dtype (measure.check.TOLERANCE)
 
     def __init__(self) -> None:
         self.details: dict[str, str | int | float | bool | None] = {}
+        self.warnings: list[str] = []  # the engine's own findings (e.g. Core ML op placement), recorded
 
     @abstractmethod
     def call(self) -> None: ...
@@ -97,6 +99,18 @@ class Engine(ABC):
 
     def dtype_for(self, workload: Workload, device: str) -> DtypeChoice:
         return DtypeChoice(workload.dtype)
+
+    def free_memory(self, device: str) -> int | None:
+        """Memory free where the weights will live; None: they live in host memory."""
+        return None
+
+    def cache_bytes(self, device: str) -> int | None:
+        """The largest cache in front of the device's memory (for the 4x rule); None where unknown."""
+        if device == "cpu":
+            from ..system.host import describe_host
+
+            return describe_host().llc_bytes
+        return None
 
     def bytes_for(self, workload: Workload, device: str) -> int:
         """Weight bytes one call will read on ``device`` (for the memory preflight)."""

@@ -112,7 +112,6 @@ class CoreMLPrepared(Prepared):
         self.artifact_sha256 = artifact.weight_sha256
         # Core ML computes in fp16 whatever the storage: the reference is the decoded stored weights.
         self.output_tolerance = TOLERANCE["fp16"]
-        self.warnings: list[str] = []
         self.repeat = repeat
         self.output_names = [t.name for t in self.bundle.outputs]
         self._split_convs = [self.bundle.convs_for_output(name) for name in self.output_names]

@@ -41,8 +41,6 @@ class TorchPrepared(Prepared):
             self._end = torch.cuda.Event(enable_timing=True)
             self.device_time_note = "CUDA events around each call"
             self.details["gpu"] = torch.cuda.get_device_name(device)
-            # The 4x-cache rule must use the GPU's L2, not the host CPU's last-level cache.
-            self.device_cache_bytes = torch.cuda.get_device_properties(device).L2_cache_size
         self._last_device_s: float | None = None
         self.details["torch_threads"] = torch.get_num_threads()
 
@@ -98,6 +96,12 @@ class TorchEngine(Engine):
 
     def version(self) -> str:
         return _torch().__version__
+
+    def cache_bytes(self, device: str) -> int | None:
+        """On CUDA the 4x rule must use the GPU's L2, not the host CPU's last-level cache."""
+        if device.startswith("cuda"):
+            return int(_torch().cuda.get_device_properties(device).L2_cache_size) or None
+        return super().cache_bytes(device)
 
     def free_memory(self, device: str) -> int | None:
         """Free device memory for CUDA (the weights live there); None: host memory decides."""

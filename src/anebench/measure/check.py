@@ -23,7 +23,7 @@ def check_rows(vocab: int) -> list[tuple[int, int]]:
 
 def check_output(prepared: Prepared, tolerance: float | None = None) -> OutputCheck:
     """Compare the last call's output with a float64 reference; call() must have run once."""
-    tolerance = tolerance or getattr(prepared, "output_tolerance", None) or TOLERANCE[prepared.run_dtype]
+    tolerance = tolerance or prepared.output_tolerance or TOLERANCE[prepared.run_dtype]
     output = np.asarray(prepared.output(), dtype=np.float64)
     inputs = np.asarray(prepared.reference_inputs(), dtype=np.float64)
     error_sq = reference_sq = 0.0

@@ -5,10 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from ..engines.base import Engine
 from ..errors import UserError
 from ..measure.timing import ProgressCallback
-from ..system.host import describe_host
 from ..workloads import DTYPE_BYTES, Workload
 
 # Creates one progress task per measurement: (label, total) -> callback(done, total).
@@ -41,19 +39,3 @@ def resized(base: Workload, target_bytes: int, run_dtype: str) -> Workload:
     row_bytes = base.hidden * DTYPE_BYTES[run_dtype]
     vocab = max(1, round(target_bytes / row_bytes))
     return parametric(base.hidden, vocab, base.dtype, base.seed)
-
-
-def device_cache_bytes(engine: Engine, device: str) -> int | None:
-    """The largest cache in front of the device's memory, where known (None: find the knee from the data)."""
-    declared = getattr(engine, "cache_bytes", None)
-    if callable(declared):
-        value = declared(device)
-        if value:
-            return int(value)
-    if device == "cpu":
-        return describe_host().llc_bytes
-    if engine.name == "torch" and device.startswith("cuda"):
-        import torch
-
-        return int(getattr(torch.cuda.get_device_properties(device), "L2_cache_size", 0)) or None
-    return None

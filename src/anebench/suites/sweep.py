@@ -11,7 +11,7 @@ from ..results.schema import ResultRecord
 from ..session import RunOptions, measure_workload, preflight_memory
 from ..system.host import available_memory_bytes
 from ..workloads import Workload
-from .common import ProgressFactory, device_cache_bytes, no_progress, resized, synthetic_only
+from .common import ProgressFactory, no_progress, resized, synthetic_only
 
 DEFAULT_MIN_BYTES = 1 * MiB
 UNKNOWN_CACHE_MAX_BYTES = 1024 * MiB
@@ -39,7 +39,7 @@ def plan_sweep(engine: Engine, device: str, min_bytes: int | None, max_bytes: in
 
     ``cache_bytes``: -1 detects the device's cache, None treats it as unknown (knee from the data).
     """
-    cache = device_cache_bytes(engine, device) if cache_bytes == -1 else cache_bytes
+    cache = engine.cache_bytes(device) if cache_bytes == -1 else cache_bytes
     if max_bytes is None:
         wanted = DEFAULT_MAX_CACHE_FACTOR * cache if cache else UNKNOWN_CACHE_MAX_BYTES
         max_bytes = int(min(wanted, MEMORY_SHARE * available_memory_bytes()))

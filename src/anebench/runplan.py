@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
-from .engines import ENGINE_FACTORIES
+from .engines import available_engine
 from .engines.base import Engine, Prepared
 from .errors import UserError
 from .measure.keepawake import MITIGATION as KEEP_AWAKE
@@ -33,14 +33,9 @@ class Step:
     workload: Workload
 
 
-def _usable(name: str) -> Engine | None:
-    engine = ENGINE_FACTORIES[name]() if name in ENGINE_FACTORIES else None
-    return engine if engine is not None and engine.available() else None
-
-
 def published_campaign() -> list[Step] | None:
     """The Mac campaign, or None where Core ML cannot predict (then `run` keeps its usual default)."""
-    coreml = _usable(CORE_ML)
+    coreml = available_engine(CORE_ML)
     if coreml is None:
         return None
     steps = []
@@ -48,7 +43,7 @@ def published_campaign() -> list[Step] | None:
         steps += [Step(coreml, "ane", resolve_workload(name)) for name in CAMPAIGN_ANE]
     compare = resolve_workload(CAMPAIGN_COMPARE)
     steps += [Step(coreml, device, compare) for device in ("gpu", "cpu")]
-    mlx = _usable("mlx")
+    mlx = available_engine("mlx")
     if mlx is not None:
         steps += [Step(mlx, device, compare) for device in mlx.devices() if device in ("gpu", "cpu")]
     return steps

@@ -25,10 +25,6 @@ Loader = Callable[[Path], list[ResultRecord]]
 LOADERS: dict[str, Loader] = {"anebench": load_result_file, **IMPORTERS}
 
 
-def register_loader(name: str, loader: Loader) -> None:
-    LOADERS[name] = loader
-
-
 def db_option(func):
     return click.option("--db", "db", type=click.Path(dir_okay=False, path_type=Path), default=None,
                         help="Results database (default: results.sqlite in the user data dir).")(func)
@@ -205,7 +201,6 @@ __all__ = [
     "finish_run",
     "ingest_files",
     "register",
-    "register_loader",
     "show_family_comparison",
     "store_measured",
     "store_options",

@@ -217,7 +217,7 @@ def latency(engines, device, workloads, out, no_save, as_json, plot_stem, runs, 
     from ..suites.sweep import plan_sweep, run_sweep, sweep_from_records
 
     targets = resolve_targets(engines, device)
-    specs = [resolve_workload(w) for w in workloads] or [None]
+    specs = resolve_workloads(workloads) if workloads else [None]  # None: the smallest the engine accepts
     check_out_path(out)
     options = suite_options(runs, time_budget, warmup, "latency", power)
     saved_sweep = load_records(sweep_file) if sweep_file else []

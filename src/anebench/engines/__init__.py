@@ -38,14 +38,6 @@ ENGINE_FACTORIES: dict[str, Callable[[], Engine]] = {"coreml": _coreml, "mlx": _
 CPU_DEVICES = {"cpu"}
 
 
-def register_engine(name: str, factory: Callable[[], Engine], first: bool = False) -> None:
-    global ENGINE_FACTORIES
-    if first:
-        ENGINE_FACTORIES = {name: factory, **{k: v for k, v in ENGINE_FACTORIES.items() if k != name}}
-    else:
-        ENGINE_FACTORIES[name] = factory
-
-
 def get_engine(name: str) -> Engine:
     if name not in ENGINE_FACTORIES:
         raise UserError(f"unknown engine {name!r}; valid: {', '.join(ENGINE_FACTORIES)}")
@@ -58,6 +50,12 @@ def usable_engine(name: str) -> Engine:
     if not availability:
         raise UserError(f"engine {name!r} is not available: {availability.reason}")
     return engine
+
+
+def available_engine(name: str) -> Engine | None:
+    """The engine if it can run here, else None (for plans that skip what this host lacks)."""
+    engine = get_engine(name)
+    return engine if engine.available() else None
 
 
 def resolve_device(engine: Engine, device: str | None) -> str:
@@ -73,7 +71,7 @@ def resolve_device(engine: Engine, device: str | None) -> str:
 
 def best_engine() -> tuple[Engine, str]:
     """The first engine (in preference order) with an accelerator, else the first usable CPU engine."""
-    usable = [e for e in (f() for f in ENGINE_FACTORIES.values()) if e.available()]
+    usable = [e for e in map(available_engine, ENGINE_FACTORIES) if e is not None]
     for engine in usable:
         device = engine.default_device()
         if device not in CPU_DEVICES:
@@ -89,7 +87,6 @@ __all__ = [
     "Prepared",
     "best_engine",
     "get_engine",
-    "register_engine",
     "resolve_device",
     "usable_engine",
 ]

@@ -7,7 +7,7 @@ from anebench.engines import get_engine
 from anebench.errors import UserError
 from anebench.measure.warmup import WarmupPolicy
 from anebench.results.files import load_records, save_records
-from anebench.results.schema import SCHEMA_VERSION, ResultRecord
+from anebench.model import SCHEMA_VERSION, ResultRecord
 from anebench.session import RunOptions, measure_workload
 
 

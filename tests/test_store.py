@@ -11,7 +11,7 @@ import pytest
 from anebench.cli import main
 from anebench.errors import UserError
 from anebench.results.files import save_records
-from anebench.results.schema import (
+from anebench.model import (
     EngineInfo,
     HostInfo,
     MethodInfo,

@@ -18,7 +18,7 @@ from .measure.clock import PERF_COUNTER, Clock
 from .measure.stats import cache_warning, stability_warnings, summarize
 from .measure.timing import DEFAULT_RUNS, ProgressCallback, time_calls
 from .measure.warmup import WarmupPolicy
-from .results.schema import EngineInfo, MethodInfo, ResultRecord, ToolInfo, WorkloadInfo, utc_now
+from .model import EngineInfo, MethodInfo, ResultRecord, ToolInfo, WorkloadInfo, utc_now
 from .system.host import available_memory_bytes, describe_host
 from .workloads import Workload
 

@@ -19,7 +19,7 @@ from ..engines import best_engine, resolve_device, usable_engine
 from ..engines.base import Engine
 from ..errors import UserError
 from ..results.files import document_json, save_records
-from ..results.schema import ResultRecord
+from ..model import ResultRecord
 from ..session import preflight_memory
 from ..system.host import host_label
 from ..system.power import energy_line

@@ -14,7 +14,7 @@ from rich.table import Table
 
 from ..errors import UserError
 from ..results.importers import IMPORTERS
-from ..results.schema import ResultRecord
+from ..model import ResultRecord
 from ..results.store import IngestReport, open_store
 from ..results.validate import InvalidFile, load_result_file
 from .common import err_console, out_console

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..engines.base import Prepared
-from ..results.schema import OutputCheck
+from ..model import OutputCheck
 
 # Relative L2 error allowed for the dtype the weights were streamed in; 16-bit accumulation error on
 # a 4096-long dot product is ~1e-3, while a wrong or missing result gives ~1.

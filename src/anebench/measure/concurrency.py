@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field, replace
 
 from ..errors import MeasurementError
-from ..results.schema import ResultRecord
+from ..model import ResultRecord
 from ..session import RunOptions, build_record, prepared_workload, verify_output
 from ..workloads import Workload
 from .timing import Timing, time_calls

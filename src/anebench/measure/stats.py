@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from ..results.schema import Summary
+from ..model import Summary
 
 COV_LIMIT = 0.10
 DRIFT_LIMIT = 0.05

@@ -7,7 +7,7 @@ from pathlib import Path
 from ..errors import UserError
 from ..results.aggregate import Aggregate, aggregate
 from ..results.files import atomic_write_bytes, atomic_write_text
-from ..results.schema import ResultRecord, utc_now
+from ..model import ResultRecord, utc_now
 from .csvjson import render_csv, render_json
 from .html import render_html
 from .markdown import render_markdown

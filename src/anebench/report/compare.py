@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..results.published import published_records
-from ..results.schema import ResultRecord
+from ..model import ResultRecord
 from ..results.store import record_chip
 from ..system.chips import lookup_chip
 

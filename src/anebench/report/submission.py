@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..results.files import atomic_write_text, document_json
-from ..results.schema import ResultRecord
+from ..model import ResultRecord
 from ..results.store import record_chip
 from ..results.validate import load_result_file
 from ..system.chips import lookup_chip

@@ -14,7 +14,7 @@ from statistics import median
 from ..measure.verdicts import CONCURRENCY_RULE, concurrency_verdict
 from ..system.chips import Chip, catalog, lookup_chip
 from .published import MAPPING_RULE, UNKNOWN_WORKLOAD
-from .schema import ResultRecord
+from ..model import ResultRecord
 from .store import record_chip
 
 TIER_GAP = 0.15

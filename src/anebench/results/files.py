@@ -10,7 +10,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from ..errors import UserError
-from .schema import DOCUMENT_SCHEMA, ResultRecord, ResultsDocument
+from ..model import DOCUMENT_SCHEMA, ResultRecord, ResultsDocument
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:

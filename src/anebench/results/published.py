@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 from importlib import resources
 
 from ..workloads import Workload, resolve_workload
-from .schema import (
+from ..model import (
     EngineInfo,
     HostInfo,
     MethodInfo,

@@ -15,7 +15,7 @@ import platformdirs
 
 from ..errors import UserError
 from ..system.chips import chip_key
-from .schema import ResultRecord, utc_now
+from ..model import ResultRecord, utc_now
 from .validate import InvalidFile, validate_records
 
 STORE_SCHEMA = "anebench.store/1"

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from ..errors import UserError
 from .files import read_json_file
-from .schema import DOCUMENT_SCHEMA, ResultRecord
+from ..model import DOCUMENT_SCHEMA, ResultRecord
 
 # A stated GB/s and a stated latency must agree with the stated bytes within this fraction; the
 # published figures are rounded to 2-3 digits, which is well inside it.

@@ -14,7 +14,7 @@ from ..measure.concurrency import (
     energy_extras,
     run_copies,
 )
-from ..results.schema import ResultRecord
+from ..model import ResultRecord
 from ..session import RunOptions, preflight_memory
 from ..workloads import Workload
 

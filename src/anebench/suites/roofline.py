@@ -14,7 +14,7 @@ from ..measure.roofline import (
     doubling_batches,
     flops_per_call,
 )
-from ..results.schema import ResultRecord
+from ..model import ResultRecord
 from ..session import MEMORY_HEADROOM, RunOptions, measure_workload
 from ..system.host import available_memory_bytes
 from ..workloads import DTYPE_BYTES, Workload

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from ..engines.base import Engine
 from ..errors import UserError
 from ..measure.sweep import CACHE_FACTOR, MIN_FIT_POINTS, MiB, SweepAnalysis, analyse_sweep, sweep_sizes
-from ..results.schema import ResultRecord
+from ..model import ResultRecord
 from ..session import RunOptions, measure_workload, preflight_memory
 from ..system.host import available_memory_bytes
 from ..workloads import Workload

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import psutil
 
-from ..results.schema import HostInfo
+from ..model import HostInfo
 from .blas import blas_libraries
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from ..schema import ResultRecord
+from ...model import ResultRecord
 
 Importer = Callable[[Path], list[ResultRecord]]
 

@@ -32,7 +32,7 @@ from pydantic import ValidationError
 from ...errors import UserError
 from ...system.chips import Chip, catalog, lookup_chip
 from ...workloads import CATALOG, Workload
-from ..schema import EngineInfo, HostInfo, MethodInfo, ResultRecord, Summary, ToolInfo, WorkloadInfo
+from ...model import EngineInfo, HostInfo, MethodInfo, ResultRecord, Summary, ToolInfo, WorkloadInfo
 from ..validate import InvalidFile
 from .anemll_format import (
     SOURCE,

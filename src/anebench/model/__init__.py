@@ -1,0 +1,4 @@
+"""The result model: typed, versioned records. A leaf: it imports nothing else of anebench."""
+
+from .record import *  # noqa: F401,F403
+from .record import __all__  # noqa: F401

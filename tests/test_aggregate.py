@@ -31,9 +31,9 @@ def test_published_rows_keep_what_the_source_states(published):
     assert m1[0].method.runs is None and m1[0].method.warmup_policy is None
     assert m1[0].provenance == "published" and m1[0].tool.name == "anemll-bench"
     assert m1[0].workload.fingerprint == resolve_workload("llama_lm_head").fingerprint
-    m5max = [r for r in published if r.host.chip == "Apple M5 Max" and "concurrency" not in r.extras]
+    m5max = [r for r in published if r.host.chip == "Apple M5 Max" and r.concurrency is None]
     assert m5max[0].summary.mean == pytest.approx(7.08e-3)
-    assert m5max[0].gbps == pytest.approx(1050.673152 / 7.08, abs=0.01) and m5max[0].extras["gbps_derived"]
+    assert m5max[0].gbps == pytest.approx(1050.673152 / 7.08, abs=0.01) and m5max[0].facts.gbps_derived
 
 
 def test_m5_max_concurrency_verdict_is_shared_ceiling(agg):
@@ -136,7 +136,7 @@ def test_two_concurrency_runs_give_the_median_of_their_combined_figures_not_a_su
 
 
 def test_a_latency_over_means_and_medians_is_flagged():
-    m5max = [r for r in published_records() if r.host.chip == "Apple M5 Max" and "concurrency" not in r.extras]
+    m5max = [r for r in published_records() if r.host.chip == "Apple M5 Max" and r.concurrency is None]
     assert m5max[0].method.statistic == "mean" and m5max[0].latency_s() is not None
     measured = make_record(chip="Apple M5 Max", engine="coreml", device="ane", gbps=150)
     (row,) = [r for r in aggregate([*m5max, measured]).rows if r.workload == "llama_lm_head"]

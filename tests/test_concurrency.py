@@ -15,7 +15,7 @@ from anebench.system import power
 from anebench.workloads import Workload
 
 LLAMA_BYTES = 1_050_673_152  # llama_lm_head fp16, as anemll-bench reports it (1050.67 MB)
-FAST = RunOptions(runs=8, warmup=WarmupPolicy(fixed=2), suite="concurrent")
+FAST = RunOptions(runs=8, warmup=WarmupPolicy(fixed=2), suite="concurrency")
 
 
 @pytest.fixture(scope="module")
@@ -64,30 +64,30 @@ def test_threads_measure_each_copy_solo_then_together(monkeypatch):
     readings = iter(float(i) for i in range(100))
     fake_meter = type("M", (), {"source": "fake", "scope": "test", "read_joules": lambda self: next(readings)})()
     monkeypatch.setattr(power, "energy_meter", lambda device: fake_meter)
-    options = RunOptions(runs=8, warmup=WarmupPolicy(fixed=2), suite="concurrent", power=True)
+    options = RunOptions(runs=8, warmup=WarmupPolicy(fixed=2), suite="concurrency", power=True)
     result = run_concurrent(NumpyEngine(), "cpu", Workload("t", 128, 2048, "fp32"), 2, options)
     solo, together = result.records[:2], result.records[2:]
-    assert [r.extras["concurrency"]["phase"] for r in result.records] == ["solo", "solo", "together", "together"]
+    assert [r.concurrency["phase"] for r in result.records] == ["solo", "solo", "together", "together"]
     assert solo[0].workload.fingerprint != solo[1].workload.fingerprint  # seed + i: different weights
     assert [r.workload.fingerprint for r in solo] == [r.workload.fingerprint for r in together]
     assert all(len(r.samples_s) >= 1 for r in together) and all(len(r.samples_s) == 8 for r in solo)
     assert all(r.device_time for r in result.records)  # wall clock only, and the record says so
-    shared = together[0].extras["concurrency"]
+    shared = together[0].concurrency
     assert shared["verdict"] in ("independent units", "partial", "shared ceiling")
     assert shared["scaling"] == pytest.approx(shared["combined_gbps"] / np.mean(shared["solo_gbps"]))
     assert shared["mode"] == "threads" and "seed + i" in shared["copies_note"]
-    assert solo[0].extras["energy"]["available"] and solo[0].extras["energy"]["joules"] == 1.0
-    assert "combined GB/s" in together[0].extras["energy"]["window"]
-    assert {r.extras["energy"]["source"] for r in result.records} == {"fake"}  # as a single run names it
-    assert together[0].extras["energy"]["scope"] == "test"
+    assert solo[0].energy["available"] and solo[0].energy["joules"] == 1.0
+    assert "combined GB/s" in together[0].energy["window"]
+    assert {r.energy["source"] for r in result.records} == {"fake"}  # as a single run names it
+    assert together[0].energy["scope"] == "test"
     # the together window's energy is shared by every call made in it, edge calls included
-    assert together[0].extras["energy"]["calls"] == sum(r.extras["concurrency"]["calls"] for r in together)
+    assert together[0].energy["calls"] == sum(r.concurrency["calls"] for r in together)
 
 
 def test_processes_run_the_same_phases():
     result = run_concurrent(NumpyEngine(), "cpu", Workload("t", 128, 2048, "fp32"), 2, FAST, processes=True)
     assert len(result.records) == 4 and result.analysis.combined_gbps > 0
-    assert result.records[-1].extras["concurrency"]["mode"] == "processes (spawn)"
+    assert result.records[-1].concurrency["mode"] == "processes (spawn)"
 
 
 class SleepyPrepared(Prepared):
@@ -128,8 +128,8 @@ class SleepyEngine(Engine):
 def test_fast_copies_keep_calling_until_the_slowest_is_done(monkeypatch):
     monkeypatch.setitem(engines.ENGINE_FACTORIES, "sleepy", SleepyEngine)
     run = run_copies("sleepy", "cpu", Workload("t", 8, 16, "fp32"), 2, FAST)
-    slow_calls = run.together[1].extras["concurrency"]["calls"]
-    fast_calls = run.together[0].extras["concurrency"]["calls"]
+    slow_calls = run.together[1].concurrency["calls"]
+    fast_calls = run.together[0].concurrency["calls"]
     assert slow_calls >= 8 and fast_calls > slow_calls  # copy 0 kept the contention up
     assert run.window_s > 0 and all(n > 0 for n in run.calls_in_window)
 
@@ -154,10 +154,10 @@ def test_suite_records_aggregate_into_one_verdict_per_workload():
 
     base = Workload("t", 128, 2048, "fp32")
     result = run_concurrent(NumpyEngine(), "cpu", base, 2, FAST)
-    assert all(r.extras["concurrency"]["base_fingerprint"] == base.fingerprint for r in result.records)
+    assert all(r.concurrency["base_fingerprint"] == base.fingerprint for r in result.records)
     summary = aggregate(result.records)
     (row,) = summary.concurrency  # both copies, both phases: one group despite per-copy fingerprints
-    shared = result.records[-1].extras["concurrency"]
+    shared = result.records[-1].concurrency
     assert row.combined_gbps == pytest.approx(shared["combined_gbps"])
     assert row.verdict == shared["verdict"]
     assert len(row.solo_gbps) == 2 and len(row.parallel_gbps) == 2
@@ -185,5 +185,5 @@ def test_checkpoint_copies_say_they_hold_the_same_weights(tmp_path):
 
     model = single_file_model(tmp_path / "model")
     result = run_concurrent(NumpyEngine(), "cpu", resolve_workload(f"hf:{model}"), 2, FAST)
-    note = result.records[-1].extras["concurrency"]["copies_note"]
+    note = result.records[-1].concurrency["copies_note"]
     assert "checkpoint's own weights" in note and "seed" not in note

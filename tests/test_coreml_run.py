@@ -57,7 +57,7 @@ def test_default_run_on_a_mac_measures_the_campaign(monkeypatch, capsys):
     apple_silicon_mac(monkeypatch)
     measured = []
 
-    def fake_measure(engine, device, workload, options, progress=None, extras=None, on_prepared=None):
+    def fake_measure(engine, device, workload, options, progress=None, on_prepared=None):
         measured.append((engine.name, device, workload.name, list(options.mitigations)))
         raise SystemExit(0)  # the plan is what is under test, not the measurement
 

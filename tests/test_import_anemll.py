@@ -72,7 +72,7 @@ def test_gbps_is_recomputed_from_exact_bytes_and_the_tool_size_stays_visible():
     fp16 = records["llama_lm_head", "ane"]
     assert fp16.workload.weight_bytes == FP16_BYTES
     assert fp16.gbps == pytest.approx(FP16_BYTES / 16.3707e-3 / 1e9)
-    size = fp16.extras["size_convention"]
+    size = fp16.facts.size_convention
     assert size["tool_model_size_mb"] == 1050.673728
     assert size["tool_weight_bytes"] - size["exact_weight_bytes"] == 576  # the blob header
     assert size["tool_over_exact"] == pytest.approx(1050673728 / FP16_BYTES)
@@ -81,8 +81,8 @@ def test_gbps_is_recomputed_from_exact_bytes_and_the_tool_size_stays_visible():
     assert lut6.workload.weight_bytes == LUT6_BYTES
     assert lut6.gbps == pytest.approx(LUT6_BYTES / 6.2118e-3 / 1e9)
     # weight.bin = indices + tables + 17 blob headers of 64 bytes (16 blobs and the file header)
-    assert lut6.extras["size_convention"]["tool_weight_bytes"] - LUT6_BYTES == 17 * 64
-    assert lut6.extras["anemll-bench"]["throughput_gb_s"] == pytest.approx(396.055616 / 6.2118)
+    assert lut6.facts.size_convention["tool_weight_bytes"] - LUT6_BYTES == 17 * 64
+    assert lut6.facts.tool_figures["throughput_gb_s"] == pytest.approx(396.055616 / 6.2118)
 
 
 def test_workloads_are_the_canonical_ones_and_lut6_never_shares_the_fp16_fingerprint():
@@ -104,7 +104,7 @@ def test_pasted_issue_body_with_prose_around_the_json():
     (record,) = import_file(DATA / "issue_m4pro.md")
     assert (record.host.chip, record.workload.name, record.engine.device) == ("Apple M4 Pro", "llama_lm_head", "ane")
     assert record.gbps == pytest.approx(FP16_BYTES / 8.3149e-3 / 1e9)
-    assert record.extras["anemll-bench"]["neural_engine_cores"] == "Unknown"
+    assert record.facts.tool_figures["neural_engine_cores"] == "Unknown"
 
 
 def test_same_run_imported_twice_gives_the_same_ids(m4_doc, tmp_path):

@@ -111,8 +111,8 @@ def test_run_power_records_energy_or_the_reason(monkeypatch):
     monkeypatch.setattr(power, "energy_meter", lambda device: StepMeter([1.0, 1.5]))
     record = measure_workload(get_engine("numpy"), "cpu", Workload("t", 64, 512, "fp32"),
                               RunOptions(runs=5, power=True))
-    energy = record.extras["energy"]
+    energy = record.energy
     assert energy["available"] and energy["calls"] == record.method.warmup_runs + 5
     assert energy["joules_per_call"] == pytest.approx(0.5 / energy["calls"])
     plain = measure_workload(get_engine("numpy"), "cpu", Workload("t", 64, 512, "fp32"), RunOptions(runs=5))
-    assert "energy" not in plain.extras
+    assert plain.energy is None

@@ -23,7 +23,7 @@ def test_record_round_trips_through_a_file(record, tmp_path):
     path = tmp_path / "out.json"
     save_records(path, [record])
     document = json.loads(path.read_text())
-    assert document["schema"] == "anebench.results/1"
+    assert document["schema"] == "anebench.results/2"
     assert document["results"][0]["schema"] == SCHEMA_VERSION
     loaded = load_records(path)
     assert loaded == [record]
@@ -68,7 +68,7 @@ def test_loading_a_broken_file_names_the_file(tmp_path):
     bad.write_text("{not json")
     with pytest.raises(UserError, match="bad.json: not valid JSON"):
         load_records(bad)
-    bad.write_text(json.dumps({"schema": "anebench.results/1", "results": [{"gbps": 1}]}))
+    bad.write_text(json.dumps({"schema": "anebench.results/2", "results": [{"gbps": 1}]}))
     with pytest.raises(UserError, match="bad.json: invalid result at results.0"):
         load_records(bad)
 

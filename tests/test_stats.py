@@ -1,6 +1,7 @@
 import numpy as np
 
-from anebench.measure.stats import cache_warning, median_ci95, stability_warnings, summarize
+from anebench.measure.stats import cache_warning, stability_warnings, summarize
+from anebench.model.statistics import median_ci95
 
 
 def test_summary_of_known_samples():

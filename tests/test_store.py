@@ -27,7 +27,7 @@ from anebench.workloads import resolve_workload
 
 
 def make_record(chip: str = "Apple M4 Pro", gbps: float = 100.0, engine: str = "mlx", device: str = "gpu",
-                workload: str = "llama_lm_head", note: str = "", runs: int = 5, **extras) -> ResultRecord:
+                workload: str = "llama_lm_head", note: str = "", runs: int = 5, **sections) -> ResultRecord:
     """A plausible measured record whose latency and GB/s agree with its weight bytes."""
     w = resolve_workload(workload)
     latency = w.weight_bytes / (gbps * 1e9)
@@ -44,7 +44,7 @@ def make_record(chip: str = "Apple M4 Pro", gbps: float = 100.0, engine: str = "
                         min=latency, max=latency),
         samples_s=samples,
         gbps=gbps,
-        extras=extras,
+        **sections,
     ).with_id()
 
 
@@ -78,7 +78,7 @@ def test_plausibility_checks_beyond_the_schema(tmp_path):
     record = make_record(gbps=100)
     inconsistent = record.model_copy(update={"gbps": 300.0, "id": None})
     unsourced = record.model_copy(update={"provenance": "published", "id": None})
-    tampered = record.model_copy(update={"gbps": 100.5})  # keeps the old id
+    tampered = record.model_copy(update={"provenance_note": "edited"})  # keeps the old id (GB/s is derived)
     long_note = make_record().model_dump(mode="json", by_alias=True)
     long_note["workload"]["note"] = "x" * 5000
     long_note["id"] = None

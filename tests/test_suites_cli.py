@@ -15,7 +15,7 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 def document(stdout):
     data = json.loads(stdout)  # exactly one JSON document, nothing else on stdout
-    assert data["schema"] == "anebench.results/1"
+    assert data["schema"] == "anebench.results/2"
     return data["results"]
 
 
@@ -33,10 +33,10 @@ def test_sweep_fits_and_plots(capsys, tmp_path):
     code, stdout, stderr = run_cli(capsys, "sweep", "-e", "numpy", *SWEEP, *QUICK, "--out", str(out), "--json")
     assert code == 0, stderr
     records = document(stdout)
-    assert len(records) == 4 and [r["extras"]["sweep"]["point"] for r in records] == [0, 1, 2, 3]
+    assert len(records) == 4 and [r["sweep"]["point"] for r in records] == [0, 1, 2, 3]
     for record in records:
-        sweep = record["extras"]["sweep"]
-        assert sweep["fit"]["points"] == 4 and sweep["bandwidth_gbps"] > 0 and sweep["in_fit"]
+        sweep = record["sweep"]
+        assert sweep["fit"]["points"] == 4 and sweep["fit"]["bandwidth_gbps"] > 0 and sweep["in_fit"]
         assert "4x the last-level cache" in sweep["knee_rule"] and sweep["cache_bytes"] == 1024**2 // 4
         assert record["device_time"] and record["suite"] == "sweep"
     assert "sweep fit" in stderr and "overhead us" in stderr  # tables go to stderr under --json
@@ -61,8 +61,8 @@ def test_sweep_runs_on_torch_and_mlx(capsys, tmp_path):
     records = json.loads(out.read_text())["results"]
     assert {r["engine"]["name"] for r in records} == {"torch", "mlx"} and len(records) == 8
     for engine in ("torch", "mlx"):
-        sweep = next(r for r in records if r["engine"]["name"] == engine)["extras"]["sweep"]
-        if "fit" in sweep:
+        sweep = next(r for r in records if r["engine"]["name"] == engine)["sweep"]
+        if sweep["fit"] is not None:
             assert_plots(tmp_path / f"sweep.sweep.{engine}-cpu")
         else:
             assert code == 1 and f"{engine}:cpu: latency does not grow" in stderr
@@ -84,7 +84,7 @@ def test_roofline_every_engine_table_and_plot(capsys, tmp_path):
     assert "bytes/FLOP" in stdout and "GFLOP/s" in stdout and "ridge" in stderr
     saved = json.loads((tmp_path / "r.json").read_text())["results"]
     assert [r["workload"]["batch"] for r in saved if r["engine"]["name"] == "numpy"] == [1, 2, 4, 8]
-    roof = saved[-1]["extras"]["roofline"]
+    roof = saved[-1]["roofline"]
     assert roof["flop_per_s"] == pytest.approx(2 * 64 * 256 * 8 / saved[-1]["summary"]["median"])
     assert_plots(tmp_path / "r.roofline.0-numpy-cpu")
 
@@ -99,12 +99,12 @@ def test_latency_uses_the_smallest_workload_and_a_saved_sweep(capsys, tmp_path):
                                    "--no-save", "--json")
     assert code == 0, stderr
     records = document(stdout)
-    fitted = json.loads(sweep_file.read_text())["results"][0]["extras"]["sweep"]["overhead_us"]
+    fitted = json.loads(sweep_file.read_text())["results"][0]["sweep"]["fit"]["overhead_s"] * 1e6
     by_engine = {r["engine"]["name"]: r for r in records}
-    assert by_engine["numpy"]["extras"]["latency"]["sweep_overhead_us"] == pytest.approx(fitted)
-    assert "sweep_overhead_us" not in by_engine["torch"]["extras"]["latency"]  # no torch sweep in the file
+    assert by_engine["numpy"]["latency"]["sweep_overhead_us"] == pytest.approx(fitted)
+    assert by_engine["torch"]["latency"]["sweep_overhead_us"] is None  # no torch sweep in the file
     for record in records:
-        latency = record["extras"]["latency"]
+        latency = record["latency"]
         assert latency["median_us"] <= latency["p95_us"] and record["workload"]["shape"][1] == 64
     assert "no sweep for some engine" in stderr
 
@@ -116,7 +116,7 @@ def test_compute_reports_tflops_per_dtype(capsys, tmp_path):
     records = document(stdout)
     assert len(records) == 6 and {r["workload"]["dtype"] for r in records} == {"fp32", "fp16"}
     for record in records:
-        c = record["extras"]["compute"]
+        c = record["compute"]
         assert c["tflop_per_s"] == pytest.approx(2 * 64 * 256 * 16 / record["summary"]["median"] / 1e12)
         assert c["half_batch"] == 8 and isinstance(c["compute_bound"], bool)
 
@@ -138,7 +138,7 @@ def test_concurrent_processes_option(capsys):
                                    "2", "--processes", "--runs", "5", "--warmup", "1", "--no-save", "--json")
     assert code == 0, stderr
     records = document(stdout)
-    assert records[-1]["extras"]["concurrency"]["mode"] == "processes (spawn)"
+    assert records[-1]["concurrency"]["mode"] == "processes (spawn)"
     assert "no plot written" in stderr
 
 
@@ -147,7 +147,7 @@ def test_power_flag_records_energy_or_why_not(capsys):
                                    "--no-save", "--json")
     assert code == 0, stderr
     (record,) = document(stdout)
-    energy = record["extras"]["energy"]
+    energy = record["energy"]
     assert energy["available"] or energy["reason"]
     assert "energy" in stderr
 
@@ -190,5 +190,5 @@ def test_latency_survives_a_quick_sweep_without_a_fit(capsys, monkeypatch):
     code, stdout, stderr = run_cli(capsys, "latency", "-e", "numpy", "--runs", "20", "--no-save", "--json")
     assert code == 0, stderr
     (record,) = document(stdout)
-    assert "sweep_overhead_us" not in record["extras"]["latency"]
+    assert record["latency"]["sweep_overhead_us"] is None
     assert "numpy:cpu: no sweep-fitted overhead (latency does not grow" in stderr

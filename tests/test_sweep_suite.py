@@ -44,7 +44,7 @@ def test_a_failed_fit_keeps_the_records_and_says_why(tiny_records):
             for r in tiny_records]
     result = finish_sweep(flat, cache_bytes=None)
     assert result.analysis is None and "does not grow" in result.error
-    assert all(r.extras["sweep"]["fit_error"] == result.error for r in result.records)
+    assert all(r.sweep.fit_error == result.error for r in result.records)
     assert sweep_from_records(result.records, "numpy", "cpu") is None
 
 
@@ -54,9 +54,9 @@ def test_a_good_fit_is_in_every_record_and_found_again(tiny_records):
              for r in tiny_records]
     result = finish_sweep(timed, cache_bytes=None)
     assert result.error is None and len({r.id for r in result.records}) == 3
-    assert [r.extras["sweep"]["point"] for r in result.records] == [0, 1, 2]
+    assert [r.sweep.point for r in result.records] == [0, 1, 2]
     fit = sweep_from_records(result.records, "numpy", "cpu")
-    assert fit["bandwidth_gbps"] == pytest.approx(64 * 1024 * 4 / 1e-4 / 1e9) and fit["overhead_us"] == pytest.approx(0)
+    assert fit.bandwidth_gbps == pytest.approx(64 * 1024 * 4 / 1e-4 / 1e9) and fit.overhead_s * 1e6 == pytest.approx(0)
 
 
 def test_a_quantized_head_is_refused_in_one_line_not_a_key_error():

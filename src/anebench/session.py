@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
 
 from . import __version__
 from .engines.base import Engine, Prepared
@@ -19,6 +18,8 @@ from .measure.stats import cache_warning, stability_warnings, summarize
 from .measure.timing import DEFAULT_RUNS, ProgressCallback, time_calls
 from .measure.warmup import WarmupPolicy
 from .model import EngineInfo, MethodInfo, ResultRecord, ToolInfo, WorkloadInfo, utc_now
+from .model import gbps as gbps_of
+from .model import median as median_of
 from .system.host import available_memory_bytes, describe_host
 from .workloads import Workload
 
@@ -78,7 +79,6 @@ def measure_workload(
     workload: Workload,
     options: RunOptions | None = None,
     progress: ProgressCallback | None = None,
-    extras: dict[str, Any] | None = None,
     on_prepared: Callable[[Prepared], None] | None = None,
 ) -> ResultRecord:
     options = options or RunOptions()
@@ -89,8 +89,7 @@ def measure_workload(
         window = energy_window(device) if options.power else None
         timing = time_calls(prepared, options.runs, options.warmup, options.clock, options.time_budget_s,
                             progress)
-        if window is not None:
-            extras = {**(extras or {}), "energy": finish_energy(window, prepared, timing)}
+        extras = {"energy": finish_energy(window, prepared, timing)} if window is not None else None
         return build_record(engine, device, workload, prepared, options, timing, check, extras)
 
 
@@ -102,7 +101,7 @@ def energy_window(device: str):
 
 def finish_energy(window, prepared: Prepared, timing) -> dict:
     calls = timing.warmup_runs + len(timing.samples_s)
-    median = sorted(timing.samples_s)[len(timing.samples_s) // 2]
+    median = median_of(timing.samples_s)
     return window.finish(calls, prepared.weight_bytes, median, "warmup and timed calls")
 
 
@@ -116,11 +115,11 @@ def build_record(engine, device, workload, prepared, options, timing, check, ext
         warnings.append(cache)
     if not timing.warmup_steady:
         warnings.append(f"warmup hit its cap after {timing.warmup_runs} calls without becoming steady")
-    gbps = prepared.weight_bytes / summary.median / 1e9
+    gbps = gbps_of(prepared.weight_bytes, summary.median)
     device_summary = device_gbps = None
     if timing.device_samples_s:
         device_summary = summarize(timing.device_samples_s)
-        device_gbps = prepared.weight_bytes / device_summary.median / 1e9
+        device_gbps = gbps_of(prepared.weight_bytes, device_summary.median)
         gap = (summary.median - device_summary.median) / summary.median
         if gap > DEVICE_GAP_LIMIT:
             warnings.append(f"wall clock is {gap:.0%} above device time: host-side overhead in each call")
@@ -165,6 +164,6 @@ def build_record(engine, device, workload, prepared, options, timing, check, ext
         gbps=gbps,
         device_gbps=device_gbps,
         warnings=warnings,
-        extras=extras or {},
+        **(extras or {}),
     )
     return record.with_id()

@@ -234,14 +234,16 @@ def latency(engines, device, workloads, out, no_save, as_json, plot_stem, runs, 
                 if swept.analysis is None:  # the dispatch cost still stands; only the column is empty
                     say(f"{target.engine.name}:{target.device}: no sweep-fitted overhead ({swept.error})")
                 else:
-                    fit = swept.analysis.as_dict()
+                    fit = sweep_from_records(swept.records, target.engine.name, target.device)
             for spec in specs:
                 record = run_latency(target.engine, target.device, spec, options, factory)
-                if fit is not None:
-                    record = record.model_copy(update={"extras": {**record.extras, "latency": {
-                        **record.extras["latency"], "sweep_overhead_us": fit["overhead_us"],
-                        "sweep_overhead_resolved": fit.get("overhead_resolved"),
-                        "sweep_bandwidth_gbps": fit["bandwidth_gbps"]}}}).with_id()
+                if fit is not None and record.latency is not None:
+                    latency = record.latency.model_copy(update={
+                        "sweep_overhead_us": fit.overhead_s * 1e6,
+                        "sweep_overhead_se_us": fit.overhead_se_s * 1e6 if fit.overhead_se_s is not None else None,
+                        "sweep_overhead_resolved": fit.overhead_resolved,
+                        "sweep_bandwidth_gbps": fit.bandwidth_gbps})
+                    record = record.model_copy(update={"latency": latency}).with_id()
                 records.append(record)
                 fits.append(fit)
     emit(records, "latency", out, no_save, as_json, "latency")
@@ -249,10 +251,12 @@ def latency(engines, device, workloads, out, no_save, as_json, plot_stem, runs, 
     for column in ("engine", "device", "workload", "KB", "median us", "p95 us", "sweep-fitted overhead us"):
         table.add_column(column)
     for record, fit in zip(records, fits):
-        lat = record.extras["latency"]
+        lat = record.latency
+        assert lat is not None  # run_latency always fills it
         table.add_row(record.engine.name, record.engine.device, record.workload.name,
-                      f"{record.workload.weight_bytes / 1e3:.1f}", f"{lat['median_us']:.2f}", f"{lat['p95_us']:.2f}",
-                      overhead_text(fit["overhead_us"], fit.get("overhead_se_us")) if fit else "-")
+                      f"{record.workload.weight_bytes / 1e3:.1f}", f"{lat.median_us:.2f}", f"{lat.p95_us:.2f}",
+                      overhead_text(fit.overhead_s * 1e6, fit.overhead_se_s * 1e6 if fit.overhead_se_s else None)
+                      if fit else "-")
     show(table, as_json)
     if sweep_file and any(f is None for f in fits):
         say(f"{sweep_file} has no sweep for some engine:device here: its overhead column is '-'")
@@ -289,14 +293,15 @@ def compute(engines, device, workloads, out, no_save, as_json, plot_stem, runs, 
                    "TFLOP/s at half batch", "compute-bound"):
         table.add_column(column)
     for record in records:
-        c = record.extras["compute"]
+        c = record.compute
+        assert c is not None  # run_compute always fills it
         table.add_row(record.engine.name, record.engine.device, record.workload.name,
                       f"{record.workload.dtype} ({record.engine.run_dtype})", str(record.workload.batch),
-                      f"{record.summary.median * 1e3:.3f}", f"{c['tflop_per_s']:.4f}",
-                      f"{c['half_batch_tflop_per_s']:.4f}", "yes" if c["compute_bound"] else "NO")
+                      f"{(record.summary.median or 0) * 1e3:.3f}", f"{c.tflop_per_s:.4f}",
+                      f"{c.half_batch_tflop_per_s:.4f}", "yes" if c.compute_bound else "NO")
     show(table, as_json)
-    if records:
-        say(f"rule: {records[0].extras['compute']['rule']}")
+    if records and records[0].compute:
+        say(f"rule: {records[0].compute.rule}")
 
 
 @click.command()
@@ -313,7 +318,7 @@ def concurrent(engines, device, workloads, out, no_save, as_json, plot_stem, run
 
     targets, bases = resolve_targets(engines, device), resolve_workloads(workloads)
     check_out_path(out)
-    options = suite_options(runs, time_budget, warmup, "concurrent", power)
+    options = suite_options(runs, time_budget, warmup, "concurrency", power)
     results = []
     for target in targets:
         for base in bases:

@@ -2,47 +2,17 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from ..model import Summary
+from ..model import Summary, summary_fields
 
 COV_LIMIT = 0.10
 DRIFT_LIMIT = 0.05
 CACHE_FACTOR = 4
 
 
-def median_ci95(sorted_samples: np.ndarray) -> tuple[float, float]:
-    """Distribution-free 95% confidence interval of the median from order statistics."""
-    n = len(sorted_samples)
-    if n < 6:
-        return float(sorted_samples[0]), float(sorted_samples[-1])
-    half_width = 1.96 * math.sqrt(n) / 2
-    lo = max(math.floor(n / 2 - half_width), 0)
-    hi = min(math.ceil(n / 2 + half_width), n - 1)
-    return float(sorted_samples[lo]), float(sorted_samples[hi])
-
-
 def summarize(samples: list[float]) -> Summary:
-    data = np.sort(np.asarray(samples, dtype=np.float64))
-    if data.size == 0:
-        raise ValueError("no samples to summarize")
-    low, high = median_ci95(data)
-    p5, q1, median, q3, p95 = np.percentile(data, [5, 25, 50, 75, 95])
-    return Summary(
-        n=int(data.size),
-        median=float(median),
-        ci95_low=low,
-        ci95_high=high,
-        mean=float(data.mean()),
-        stdev=float(data.std(ddof=1)) if data.size > 1 else 0.0,
-        min=float(data[0]),
-        max=float(data[-1]),
-        p5=float(p5),
-        p95=float(p95),
-        iqr=float(q3 - q1),
-    )
+    return Summary(**summary_fields(samples))
 
 
 def stability_warnings(samples: list[float], summary: Summary) -> list[str]:

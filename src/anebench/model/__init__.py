@@ -1,4 +1,43 @@
 """The result model: typed, versioned records. A leaf: it imports nothing else of anebench."""
 
-from .record import *  # noqa: F401,F403
-from .record import __all__  # noqa: F401
+from .base import (
+    FiniteFloat,
+    GigabytesPerSecond,
+    LongStr,
+    NonNegFloat,
+    PositiveFloat,
+    Scalar,
+    Seconds,
+    Sha256,
+    ShortStr,
+    StrictModel,
+)
+from .record import (
+    DOCUMENT_SCHEMA,
+    OLD_DOCUMENT_SCHEMAS,
+    OLD_SCHEMA_VERSIONS,
+    SCHEMA_VERSION,
+    EngineInfo,
+    HostInfo,
+    MethodInfo,
+    OutputCheck,
+    ResultRecord,
+    ResultsDocument,
+    Suite,
+    Summary,
+    ToolInfo,
+    WorkloadInfo,
+    utc_now,
+)
+from .source import SourceFacts
+from .statistics import GB, MB, gbps, median, summary_fields
+from .suites import ComputeResult, LatencyResult, LineFitInfo, RooflinePoint, SweepPoint
+
+__all__ = [
+    "DOCUMENT_SCHEMA", "GB", "MB", "OLD_DOCUMENT_SCHEMAS", "OLD_SCHEMA_VERSIONS", "SCHEMA_VERSION",
+    "ComputeResult", "EngineInfo", "FiniteFloat", "GigabytesPerSecond", "HostInfo", "LatencyResult",
+    "LineFitInfo", "LongStr", "MethodInfo", "NonNegFloat", "OutputCheck", "PositiveFloat", "ResultRecord",
+    "ResultsDocument", "RooflinePoint", "Scalar", "Seconds", "Sha256", "ShortStr", "SourceFacts",
+    "StrictModel", "Suite", "Summary", "SweepPoint", "ToolInfo", "WorkloadInfo", "gbps", "median",
+    "summary_fields", "utc_now",
+]

@@ -12,25 +12,32 @@ import json
 from datetime import datetime, timezone
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import Field, model_validator
 
-__all__ = ['DOCUMENT_SCHEMA', 'EngineInfo', 'GigabytesPerSecond', 'HostInfo', 'LongStr', 'MethodInfo', 'OutputCheck', 'PositiveFloat', 'ResultRecord', 'ResultsDocument', 'SCHEMA_VERSION', 'Scalar', 'Seconds', 'Sha256', 'ShortStr', 'Summary', 'ToolInfo', 'WorkloadInfo', 'utc_now']
+from .base import (
+    GigabytesPerSecond,
+    LongStr,
+    PositiveFloat,
+    Scalar,
+    Seconds,
+    Sha256,
+    ShortStr,
+    StrictModel,
+)
+from .source import SourceFacts
+from .statistics import gbps as gbps_of
+from .statistics import summary_fields
+from .suites import ComputeResult, LatencyResult, RooflinePoint, SweepPoint
+from .upgrade import upgrade_record
 
-SCHEMA_VERSION = "anebench.result/1"
-DOCUMENT_SCHEMA = "anebench.results/1"
+SCHEMA_VERSION = "anebench.result/2"
+DOCUMENT_SCHEMA = "anebench.results/2"
+OLD_SCHEMA_VERSIONS = ("anebench.result/1",)
+OLD_DOCUMENT_SCHEMAS = ("anebench.results/1",)
+# A measured record's stored statistics must match its samples to this relative tolerance.
+DERIVED_TOLERANCE = 1e-6
 
-ShortStr = Annotated[str, StringConstraints(max_length=200)]
-LongStr = Annotated[str, StringConstraints(max_length=2000)]
-Seconds = Annotated[float, Field(gt=0, lt=3600, allow_inf_nan=False)]
-PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
-# 100 TB/s is far above any memory system; a larger figure is a unit or timing error.
-GigabytesPerSecond = Annotated[float, Field(gt=0, lt=100_000, allow_inf_nan=False)]
-Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
-Scalar = str | int | float | bool | None
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+_Model = StrictModel
 
 
 class HostInfo(_Model):
@@ -67,6 +74,7 @@ class WorkloadInfo(_Model):
     shape: list[Annotated[int, Field(gt=0)]] = Field(min_length=2, max_length=2)  # [vocab, hidden]
     dtype: ShortStr
     batch: Annotated[int, Field(ge=1)] = 1
+    tokens: Annotated[int, Field(ge=1)] = 1
     quant: ShortStr | None = None
     weight_bytes: Annotated[int, Field(gt=0)]  # bytes one call reads, as the engine stores them
     fingerprint: Sha256
@@ -128,14 +136,24 @@ class ToolInfo(_Model):
     version: ShortStr
 
 
+Suite = Literal["run", "sweep", "roofline", "latency", "latency-sweep", "compute", "concurrency", "quant"]
+
+
 class ResultRecord(_Model):
-    schema_: Literal["anebench.result/1"] = Field(SCHEMA_VERSION, alias="schema")
+    """One measurement (``measured``) or one figure a source states (``published``/``imported``).
+
+    A measured record keeps its raw samples; its summary and GB/s are derived from them whenever the
+    record is built or loaded, and a file whose stored figures contradict its samples is refused. A
+    stated record carries only what its source states. Each suite's meaning lives in its typed section.
+    """
+
+    schema_: Literal["anebench.result/2"] = Field(SCHEMA_VERSION, alias="schema")
     id: Sha256 | None = None
     tool: ToolInfo
     provenance: Literal["measured", "imported", "published"] = "measured"
     provenance_note: LongStr = ""
     created: datetime
-    suite: ShortStr = "run"
+    suite: Suite = "run"
     host: HostInfo
     engine: EngineInfo
     workload: WorkloadInfo
@@ -148,7 +166,40 @@ class ResultRecord(_Model):
     gbps: GigabytesPerSecond | None
     device_gbps: GigabytesPerSecond | None = None
     warnings: list[LongStr] = Field(default_factory=list, max_length=64)
-    extras: dict[ShortStr, Any] = Field(default_factory=dict)
+    sweep: SweepPoint | None = None
+    roofline: RooflinePoint | None = None
+    compute: ComputeResult | None = None
+    latency: LatencyResult | None = None
+    source: SourceFacts | None = None
+    # Typed by their own models when the energy and concurrency work lands (integration placeholders).
+    energy: dict[ShortStr, Any] | None = None
+    concurrency: dict[ShortStr, Any] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _upgrade(cls, data: Any) -> Any:
+        return upgrade_record(data) if isinstance(data, dict) else data
+
+    @model_validator(mode="after")
+    def _derive(self) -> ResultRecord:
+        if self.provenance != "measured":
+            return self
+        if not self.samples_s:
+            raise ValueError("a measured record must keep its raw samples")
+        derived = Summary(**summary_fields(self.samples_s))
+        _check_derived("summary", self.summary, derived)
+        self.summary = derived
+        self.gbps = _checked_gbps("gbps", self.gbps, self.workload.weight_bytes, derived.median)
+        if self.device_samples_s:
+            device = Summary(**summary_fields(self.device_samples_s))
+            if self.device_summary is not None:
+                _check_derived("device_summary", self.device_summary, device)
+            self.device_summary = device
+            self.device_gbps = _checked_gbps("device_gbps", self.device_gbps, self.workload.weight_bytes,
+                                             device.median)
+        elif self.device_summary is not None or self.device_gbps is not None:
+            raise ValueError("device_summary and device_gbps need device_samples_s")
+        return self
 
     def content_id(self) -> str:
         """A stable id: the sha256 of the record's canonical JSON without its id."""
@@ -161,12 +212,55 @@ class ResultRecord(_Model):
 
     def latency_s(self) -> float | None:
         """The latency the record's statistic names (median for measured records)."""
-        return getattr(self.summary, self.method.statistic)
+        value = getattr(self.summary, self.method.statistic)
+        return float(value) if value is not None else None
+
+    @property
+    def is_single_call_bandwidth(self) -> bool:
+        """A bandwidth result in the matrix's sense: a plain run (batch 1, one token, solo)."""
+        return (self.suite == "run" and self.workload.batch == 1 and self.workload.tokens == 1
+                and self.concurrency_section() is None)
+
+    @property
+    def facts(self) -> SourceFacts:
+        """What the record's source states beyond its figures (empty for our own measurements)."""
+        return self.source or SourceFacts()
+
+    def concurrency_section(self) -> Any:
+        return self.concurrency
+
+
+def _check_derived(name: str, stored: Summary, derived: Summary) -> None:
+    """Refuse a stored summary that contradicts the samples (a summary left unset is filled in)."""
+    for field in ("n", "median", "min", "max", "p5", "p95"):
+        value, truth = getattr(stored, field), getattr(derived, field)
+        if value is None or truth is None:
+            continue
+        if abs(value - truth) > DERIVED_TOLERANCE * max(abs(truth), 1e-12):
+            raise ValueError(f"{name}.{field} = {value!r} contradicts the samples, which give {truth!r}")
+
+
+def _checked_gbps(name: str, stored: float | None, weight_bytes: int, median_s: float | None) -> float:
+    if median_s is None:
+        raise ValueError(f"{name}: the samples have no median")
+    truth = gbps_of(weight_bytes, median_s)
+    if stored is None:
+        return truth
+    if abs(stored - truth) > DERIVED_TOLERANCE * truth:
+        raise ValueError(f"{name}: {stored:g} disagrees with weight_bytes / latency = {truth:.4g} GB/s")
+    return stored  # agrees to the tolerance: keep the figure as written (no rounding churn in ids)
 
 
 class ResultsDocument(_Model):
-    schema_: Literal["anebench.results/1"] = Field(DOCUMENT_SCHEMA, alias="schema")
+    schema_: Literal["anebench.results/2"] = Field(DOCUMENT_SCHEMA, alias="schema")
     results: list[ResultRecord]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _upgrade(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("schema") in OLD_DOCUMENT_SCHEMAS:
+            return {**data, "schema": DOCUMENT_SCHEMA}
+        return data
 
 
 def utc_now() -> datetime:

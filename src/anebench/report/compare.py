@@ -37,7 +37,7 @@ def family_comparison(records: list[ResultRecord],
             continue
         peers = [p for p in published
                  if p.workload.fingerprint == record.workload.fingerprint
-                 and "concurrency" not in p.extras
+                 and p.concurrency is None
                  and (peer := lookup_chip(p.host.chip)) is not None and peer.family == chip.family]
         latency = record.latency_s()
         rows.append(ComparisonRow(chip.key, "this run", f"{record.engine.name}:{record.engine.device}",
@@ -48,9 +48,9 @@ def family_comparison(records: list[ResultRecord],
         for p in sorted(peers, key=lambda p: (p.host.chip or "", -(p.gbps or 0))):
             p_latency = p.latency_s()
             rows.append(ComparisonRow(
-                lookup_chip(p.host.chip).key, p.extras.get("chip_config", ""),
+                lookup_chip(p.host.chip).key, p.facts.chip_config or "",
                 f"{p.engine.name}:{p.engine.device}", p.gbps, p_latency * 1e3 if p_latency else None,
-                p.provenance_note.split(";")[0] + (" (GB/s derived)" if p.extras.get("gbps_derived") else ""),
+                p.provenance_note.split(";")[0] + (" (GB/s derived)" if p.facts.gbps_derived else ""),
                 False, p.method.statistic,
             ))
     return rows, notes

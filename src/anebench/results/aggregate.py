@@ -110,7 +110,7 @@ def _chip_of(record: ResultRecord) -> tuple[str, Chip | None]:
 
 def _mode(record: ResultRecord) -> str:
     """solo | dual-solo | parallel | combined, for published rows (mode) and the concurrency suite (phase)."""
-    concurrency = record.extras.get("concurrency")
+    concurrency = record.concurrency
     phase = concurrency.get("phase") if isinstance(concurrency, dict) else None
     if phase in ("solo", "together"):
         return "dual-solo" if phase == "solo" else "parallel"
@@ -142,9 +142,9 @@ def _flags(records: list[ResultRecord], chip: Chip | None) -> list[str]:
         flags.append("run count not stated")
     if any(r.method.warmup_policy is None for r in records):
         flags.append("warmup not stated")
-    if any(r.extras.get("gbps_derived") for r in records):
+    if any(r.facts.gbps_derived for r in records):
         flags.append("GB/s derived from latency")
-    if len({r.extras.get("chip_config", "") for r in records}) > 1:
+    if len({r.facts.chip_config or "" for r in records}) > 1:
         flags.append("mixed configurations")
     if len({r.method.statistic for r in records if r.latency_s() is not None}) > 1:
         flags.append("latency mixes means and medians")  # published figures state means
@@ -156,7 +156,7 @@ def _flags(records: list[ResultRecord], chip: Chip | None) -> list[str]:
 
 
 def _is_unknown_artifact(record: ResultRecord) -> bool:
-    return record.workload.name == UNKNOWN_WORKLOAD or bool(record.extras.get("weight_bytes_unknown"))
+    return record.workload.name == UNKNOWN_WORKLOAD or record.facts.weight_bytes_unknown
 
 
 def assign_tiers(rows: list[MatrixRow]) -> None:
@@ -194,7 +194,7 @@ def _matrix(solo: dict[tuple, list[ResultRecord]], chips: dict[str, Chip | None]
             bandwidth=chip.bandwidth_label() if chip else "unknown chip",
             utilisation=chip.utilisation(gbps) if chip else None,
             timing=_timing(records), provenance=sorted({r.provenance for r in records}),
-            configs=sorted({c for r in records if (c := r.extras.get("chip_config"))}),
+            configs=sorted({c for r in records if (c := r.facts.chip_config)}),
             flags=_flags(records, chip), bandwidth_gbps=bandwidth,
         ))
     assign_tiers(rows)
@@ -208,7 +208,7 @@ def _suite_combined(parallel: list[ResultRecord]) -> list[float]:
     of a run carries the run's analysis, so (copies, window, combined) tells the runs apart."""
     runs = {}
     for record in parallel:
-        info = record.extras["concurrency"]
+        info = (record.concurrency or {})
         if info.get("combined_gbps"):
             runs[(info.get("copies"), info.get("window_s"), info["combined_gbps"])] = info["combined_gbps"]
     return list(runs.values())
@@ -216,7 +216,7 @@ def _suite_combined(parallel: list[ResultRecord]) -> list[float]:
 
 def _one_set_of_instances(parallel: list[ResultRecord]) -> bool:
     """True when no parallel instance appears twice: their sum is then one run's combined figure."""
-    instances = [(r.extras["concurrency"].get("instance"), r.extras["concurrency"].get("copy")) for r in parallel]
+    instances = [((r.concurrency or {}).get("instance"), (r.concurrency or {}).get("copy")) for r in parallel]
     return len(set(instances)) == len(instances)
 
 
@@ -264,7 +264,7 @@ def aggregate(records: list[ResultRecord]) -> Aggregate:
                 "artifact unknown (mixed latency column): never compared",
             ))
             continue
-        concurrency_info = record.extras.get("concurrency")
+        concurrency_info = record.concurrency
         fingerprint = record.workload.fingerprint
         if isinstance(concurrency_info, dict) and concurrency_info.get("base_fingerprint"):
             fingerprint = concurrency_info["base_fingerprint"]  # the suite's copies hold seed + i weights

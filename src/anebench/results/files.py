@@ -10,7 +10,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from ..errors import UserError
-from ..model import DOCUMENT_SCHEMA, ResultRecord, ResultsDocument
+from ..model import DOCUMENT_SCHEMA, OLD_DOCUMENT_SCHEMAS, ResultRecord, ResultsDocument
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -79,7 +79,7 @@ def load_records(path: Path) -> list[ResultRecord]:
     path = Path(path)
     data = read_json_file(path)
     try:
-        if isinstance(data, dict) and data.get("schema") == DOCUMENT_SCHEMA:
+        if isinstance(data, dict) and data.get("schema") in (DOCUMENT_SCHEMA, *OLD_DOCUMENT_SCHEMAS):
             return ResultsDocument.model_validate(data).results
         return [ResultRecord.model_validate(data)]
     except ValidationError as exc:

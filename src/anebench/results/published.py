@@ -17,6 +17,7 @@ from ..model import (
     HostInfo,
     MethodInfo,
     ResultRecord,
+    SourceFacts,
     Summary,
     ToolInfo,
     WorkloadInfo,
@@ -59,40 +60,41 @@ def _created(date: str) -> datetime:
 
 
 def _workload_info(row: dict, chip: str) -> tuple[WorkloadInfo, dict]:
-    extras: dict = {}
+    facts: dict = {}
     if row["workload"] == UNKNOWN_WORKLOAD:
         base = resolve_workload("llama_lm_head")
         # A fingerprint of this row alone: it can never match a canonical workload or another row.
         unique = hashlib.sha256(f"anemll-bench mixed latency column|{chip}|{row['config']}|{row['date']}"
                                 .encode()).hexdigest()
-        extras["weight_bytes_unknown"] = True
+        facts["weight_bytes_unknown"] = True
         return WorkloadInfo(
             name=UNKNOWN_WORKLOAD, shape=list(base.shape), dtype="fp16", quant="unknown",
             weight_bytes=base.weight_bytes, fingerprint=unique, source="anemll-bench artifact",
             note="artifact unknown (llama_lm_head_lut6 or llama_lm_head); weight_bytes is the fp16 "
                  "upper bound, not a stated figure",
-        ), extras
+        ), facts
     workload, weight_bytes = _canonical(row["workload"])
-    return WorkloadInfo.of(workload, weight_bytes, source="anemll-bench artifact"), extras
+    return WorkloadInfo.of(workload, weight_bytes, source="anemll-bench artifact"), facts
 
 
 def row_to_record(row: dict) -> ResultRecord:
     chip = f"Apple {row['chip']}"
-    workload, extras = _workload_info(row, chip)
+    workload, facts = _workload_info(row, chip)
     gbps = _float(row["gbps"])
     latency_ms = _float(row["latency_ms"])
     latency_s = latency_ms / 1e3 if latency_ms is not None else None
-    if gbps is None and latency_s is not None and not extras.get("weight_bytes_unknown"):
+    if gbps is None and latency_s is not None and not facts.get("weight_bytes_unknown"):
         gbps = round(workload.weight_bytes / latency_s / 1e9, 2)
-        extras["gbps_derived"] = "weight bytes / stated mean latency (the source's definition)"
+        facts["gbps_derived"] = "weight bytes / stated mean latency (the source's definition)"
     runs = int(row["runs"]) if row["runs"] else None
     if row["config"]:
-        extras["chip_config"] = row["config"]
+        facts["chip_config"] = row["config"]
+    concurrency = None
     if row["mode"] != "solo":
-        extras["concurrency"] = {"mode": row["mode"], "instance": int(row["instance"]) if row["instance"]
+        concurrency = {"mode": row["mode"], "instance": int(row["instance"]) if row["instance"]
                                  else None}
     if row["warmup_stated"] == "no":
-        extras["source_flags"] = ["run count and warmup policy not stated"]
+        facts["flags"] = ["run count and warmup policy not stated"]
     notes = [f"{row['source']} ({row['date']})"] + ([row["note"]] if row["note"] else [])
     record = ResultRecord(
         tool=ToolInfo(name=SOURCE_TOOL, version=f"Results.MD {row['date']}"),
@@ -107,7 +109,8 @@ def row_to_record(row: dict) -> ResultRecord:
                           statistic="mean", timing=row["timing"]),
         summary=Summary(n=runs, mean=latency_s),
         gbps=gbps,
-        extras=extras,
+        source=SourceFacts(**facts) if facts else None,
+        concurrency=concurrency,
     )
     return record.with_id()
 

@@ -6,7 +6,6 @@ file in one pass instead of one error per attempt.
 
 from __future__ import annotations
 
-import json
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -14,13 +13,12 @@ from pydantic import ValidationError
 
 from ..errors import UserError
 from .files import read_json_file
-from ..model import DOCUMENT_SCHEMA, ResultRecord
+from ..model import DOCUMENT_SCHEMA, OLD_DOCUMENT_SCHEMAS, ResultRecord
 
 # A stated GB/s and a stated latency must agree with the stated bytes within this fraction; the
 # published figures are rounded to 2-3 digits, which is well inside it.
 CONSISTENCY_TOLERANCE = 0.03
 MIN_LATENCY_S = 1e-6  # no timer used here resolves a weight-streaming call shorter than this
-MAX_EXTRAS_CHARS = 100_000
 MAX_PROBLEMS_SHOWN = 50
 
 
@@ -53,7 +51,7 @@ def plausibility_problems(record: ResultRecord) -> list[str]:
         problems.append(f"gbps / summary.{record.method.statistic}: the record states no figure at all")
     if latency is not None and latency < MIN_LATENCY_S:
         problems.append(f"summary.{record.method.statistic}: {latency:g} s is below {MIN_LATENCY_S:g} s")
-    if record.gbps is not None and latency is not None and not record.extras.get("weight_bytes_unknown"):
+    if record.gbps is not None and latency is not None and not record.facts.weight_bytes_unknown:
         implied = record.workload.weight_bytes / latency / 1e9
         if abs(implied - record.gbps) / record.gbps > CONSISTENCY_TOLERANCE:
             problems.append(
@@ -74,8 +72,6 @@ def plausibility_problems(record: ResultRecord) -> list[str]:
     created = record.created if record.created.tzinfo else record.created.replace(tzinfo=timezone.utc)
     if created > datetime.now(timezone.utc) + timedelta(days=1):
         problems.append(f"created: {record.created.isoformat()} is in the future")
-    if len(json.dumps(record.extras, default=str)) > MAX_EXTRAS_CHARS:
-        problems.append(f"extras: larger than {MAX_EXTRAS_CHARS} characters")
     if record.id is not None and record.id != record.content_id():
         problems.append("id: does not match the record's content (edited after it was made?)")
     return problems
@@ -104,7 +100,7 @@ def load_result_file(path: Path) -> list[ResultRecord]:
     """An anebench results document or a single record; every invalid record reported, none kept."""
     path = Path(path)
     data = read_json_file(path)
-    if isinstance(data, dict) and data.get("schema") == DOCUMENT_SCHEMA:
+    if isinstance(data, dict) and data.get("schema") in (DOCUMENT_SCHEMA, *OLD_DOCUMENT_SCHEMAS):
         raw = data.get("results")
         if not isinstance(raw, list):
             raise InvalidFile(path, [f"{path}: results: must be a list of records"])

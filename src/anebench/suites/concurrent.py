@@ -50,19 +50,19 @@ def run_concurrent(engine: Engine, device: str, workload: Workload, copies: int,
     records = []
     for phase, group in (("solo", run.solo), ("together", run.together)):
         for copy, record in enumerate(group):
-            extras = {**record.extras, "concurrency": {**record.extras["concurrency"], **shared}}
+            update: dict = {"concurrency": {**(record.concurrency or {}), **shared}}
             if options.power:
-                extras["energy"] = energy.get((phase, copy), {"available": False, "reason": "not measured"})
+                update["energy"] = energy.get((phase, copy), {"available": False, "reason": "not measured"})
             warnings = list(record.warnings)
             if phase == "together" and sum(analysis.together_gbps) > IDLE_GAP * analysis.combined_gbps:
                 warnings.append(f"the copies' own GB/s sum to {sum(analysis.together_gbps):.1f} but together they "
                                 f"moved {analysis.combined_gbps:.1f} GB/s: they spent most of the window between "
                                 "calls (more threads than cores? set each copy's threads lower)")
-            whole = record.extras["concurrency"].get("whole_calls_in_window")
+            whole = (record.concurrency or {}).get("whole_calls_in_window")
             if phase == "together" and whole is not None and whole < MIN_CALLS_IN_WINDOW:
                 warnings.append(f"only {whole} whole call(s) inside the common window: the copies barely "
                                 "overlapped (use more --runs)")
-            records.append(record.model_copy(update={"extras": extras, "warnings": warnings}).with_id())
+            records.append(record.model_copy(update={**update, "warnings": warnings}).with_id())
     return ConcurrentResult(records, analysis)
 
 
@@ -81,7 +81,7 @@ def energy_by_record(run, analysis: ConcurrencyAnalysis) -> dict[tuple[str, int]
     together = run.energy.get("together")
     if together is not None:
         # Every call from the common start to the last copy's end, not only those kept inside the window.
-        calls = sum(r.extras["concurrency"].get("calls", len(r.samples_s)) for r in run.together)
+        calls = sum((r.concurrency or {}).get("calls", len(r.samples_s)) for r in run.together)
         weight_bytes = run.together[0].workload.weight_bytes
         # GB/s per watt of the whole machine: combined GB/s over the window's power.
         median_s = weight_bytes / (analysis.combined_gbps * 1e9)

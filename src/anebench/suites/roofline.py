@@ -14,7 +14,8 @@ from ..measure.roofline import (
     doubling_batches,
     flops_per_call,
 )
-from ..model import ResultRecord
+from ..model import ComputeResult, LatencyResult, ResultRecord
+from ..model import RooflinePoint as RooflineSection
 from ..session import MEMORY_HEADROOM, RunOptions, measure_workload
 from ..system.host import available_memory_bytes
 from ..workloads import DTYPE_BYTES, Workload
@@ -65,12 +66,15 @@ def run_roofline(engine: Engine, device: str, base: Workload, max_batch: int, op
     first = records[0]
     analysis = analyse_roofline(batches, [r.latency_s() for r in records], base.vocab, base.hidden,
                                 first.workload.weight_bytes, activation_element_bytes(base, first.engine.run_dtype))
-    shared = {k: v for k, v in analysis.as_dict().items() if k != "points"}
     updated = []
     for record, point in zip(records, analysis.points):
-        extras = {**record.extras, "roofline": {**shared, "batch": point.batch, "flop_per_s": point.flop_per_s,
-                                                "bytes_per_flop": point.bytes_per_flop}}
-        updated.append(record.model_copy(update={"extras": extras}).with_id())
+        section = RooflineSection(
+            batch=point.batch, flop_per_s=point.flop_per_s, bytes_per_flop=point.bytes_per_flop,
+            ridge_batch=analysis.ridge_batch, baseline_batch=analysis.baseline_batch,
+            model_ridge_batch=analysis.model_ridge_batch, peak_flop_per_s=analysis.peak_flop_per_s,
+            memory_gbps=analysis.memory_gbps, compute_bound=analysis.compute_bound, rule=analysis.rule,
+        )
+        updated.append(record.model_copy(update={"roofline": section}).with_id())
     if not analysis.compute_bound:
         note = (f"not clearly compute-bound by batch {batches[-1]} ({RIDGE_RULE}); raise --max-batch")
         updated[-1] = updated[-1].model_copy(update={"warnings": [*updated[-1].warnings, note]}).with_id()
@@ -90,23 +94,29 @@ def run_compute(engine: Engine, device: str, workload: Workload, options: RunOpt
     full = measure_workload(engine, device, workload, options,
                             progress(f"compute {engine.name}:{device} batch {workload.batch}", options.runs))
     flops = flops_per_call(workload.vocab, workload.hidden, workload.batch)
-    growth = full.latency_s() / half.latency_s() * (half_workload.batch * 2 / workload.batch)
-    compute = {
-        "flops_per_call": flops,
-        "tflop_per_s": flops / full.latency_s() / 1e12,
-        "half_batch": half_workload.batch,
-        "half_batch_tflop_per_s": flops_per_call(workload.vocab, workload.hidden, half_workload.batch)
-        / half.latency_s() / 1e12,
-        "growth_from_half": growth,
-        "compute_bound": growth >= COMPUTE_BOUND_CHECK,
-        "rule": f"compute-bound when doubling the batch grows latency >= {COMPUTE_BOUND_CHECK}x",
-    }
+    full_s, half_s = _latency(full), _latency(half)
+    growth = full_s / half_s * (half_workload.batch * 2 / workload.batch)
+    compute = ComputeResult(
+        flops_per_call=flops,
+        tflop_per_s=flops / full_s / 1e12,
+        half_batch=half_workload.batch,
+        half_batch_tflop_per_s=flops_per_call(workload.vocab, workload.hidden, half_workload.batch) / half_s / 1e12,
+        growth_from_half=growth,
+        compute_bound=growth >= COMPUTE_BOUND_CHECK,
+        rule=f"compute-bound when doubling the batch grows latency >= {COMPUTE_BOUND_CHECK}x",
+    )
     warnings = list(full.warnings)
-    if not compute["compute_bound"]:
+    if not compute.compute_bound:
         warnings.append(f"not clearly compute-bound: latency grew only {growth:.2f}x from batch "
                         f"{half_workload.batch} to {workload.batch}; raise --batch")
-    return full.model_copy(update={"extras": {**full.extras, "compute": compute},
-                                   "warnings": warnings}).with_id()
+    return full.model_copy(update={"compute": compute, "warnings": warnings}).with_id()
+
+
+def _latency(record: ResultRecord) -> float:
+    latency = record.latency_s()
+    if latency is None:  # a measured record always has its median; this guards the type
+        raise MeasurementError(f"record {record.workload.name} has no latency")
+    return latency
 
 
 LATENCY_START = (64, 64)  # hidden, vocab: 16 KB of fp32, far inside any cache
@@ -132,7 +142,7 @@ def run_latency(engine: Engine, device: str, workload: Workload | None, options:
                 raise
             refused.append(candidate.name)
             continue
-        latency = {"median_us": record.summary.median * 1e6, "p95_us": record.summary.p95 * 1e6,
-                   "refused_as_too_short": refused}
-        return record.model_copy(update={"extras": {**record.extras, "latency": latency}}).with_id()
+        latency = LatencyResult(median_us=_latency(record) * 1e6, p95_us=(record.summary.p95 or 0.0) * 1e6,
+                                refused_as_too_short=refused)
+        return record.model_copy(update={"latency": latency}).with_id()
     raise MeasurementError(f"every latency workload up to {candidates[-1].name} was too short for the timer")

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from ..engines.base import Engine
 from ..errors import UserError
 from ..measure.sweep import CACHE_FACTOR, MIN_FIT_POINTS, MiB, SweepAnalysis, analyse_sweep, sweep_sizes
-from ..model import ResultRecord
+from ..model import LineFitInfo, ResultRecord, SweepPoint
 from ..session import RunOptions, measure_workload, preflight_memory
 from ..system.host import available_memory_bytes
 from ..workloads import Workload
@@ -85,20 +85,37 @@ def finish_sweep(records: list[ResultRecord], cache_bytes: int | None) -> SweepR
         analysis, error = analyse_sweep(sizes, latencies, cache_bytes), None
     except UserError as exc:  # measured but not fittable: keep the records, say why there is no fit
         analysis, error = None, str(exc)
-    shared = (analysis.as_dict() if analysis else {"fit_error": error}) | {"cache_bytes": cache_bytes,
-                                                                          "points": len(records)}
     updated = []
     for i, record in enumerate(sorted(records, key=lambda r: r.workload.weight_bytes)):
-        point = {"point": i, "in_fit": bool(analysis) and record.workload.weight_bytes >= analysis.knee.size_bytes}
-        extras = {**record.extras, "sweep": {**point, **shared}}
-        updated.append(record.model_copy(update={"extras": extras}).with_id())
+        in_fit = analysis is not None and record.workload.weight_bytes >= analysis.knee.size_bytes
+        point = sweep_point(analysis, error, i, len(records), in_fit, cache_bytes)
+        updated.append(record.model_copy(update={"sweep": point}).with_id())
     return SweepResult(updated, analysis, cache_bytes, error)
 
 
-def sweep_from_records(records: list[ResultRecord], engine: str, device: str) -> dict | None:
+def sweep_point(analysis: SweepAnalysis | None, error: str | None, index: int, points: int, in_fit: bool,
+                cache_bytes: int | None) -> SweepPoint:
+    if analysis is None:
+        return SweepPoint(point=index, points=points, in_fit=False, cache_bytes=cache_bytes, fit_error=error)
+    fit = analysis.fit
+    return SweepPoint(
+        point=index, points=points, in_fit=in_fit, cache_bytes=cache_bytes,
+        knee_bytes=analysis.knee.size_bytes, knee_rule=analysis.knee.rule,
+        fit=LineFitInfo(
+            overhead_s=fit.overhead_s, overhead_se_s=fit.overhead_se_s, overhead_resolved=fit.overhead_resolved,
+            bandwidth_gbps=fit.bandwidth_bps / 1e9, r_squared=fit.r_squared,
+            median_abs_rel_residual=fit.median_abs_rel_residual, max_abs_rel_residual=fit.max_abs_rel_residual,
+            points=fit.points, method=fit.method,
+        ),
+        cache_peak_gbps=analysis.cache_peak_gbps, cache_peak_bytes=analysis.cache_peak_bytes,
+        notes=list(analysis.notes),
+    )
+
+
+def sweep_from_records(records: list[ResultRecord], engine: str, device: str) -> LineFitInfo | None:
     """The saved fit of a sweep of ``engine:device`` (the latency suite shows it beside dispatch cost)."""
     for record in records:
-        fit = record.extras.get("sweep")
-        if record.engine.name == engine and record.engine.device == device and fit and "fit" in fit:
-            return fit
+        point = record.sweep
+        if record.engine.name == engine and record.engine.device == device and point and point.fit:
+            return point.fit
     return None

@@ -13,7 +13,7 @@ Mapping rules (each record also carries them):
 - bytes: ``workload.weight_bytes`` are anebench's exact bytes for the weights as stored
   (``Workload.stored_bytes``; fp16: vocab x hidden x 2; lutN: the packed N-bit palette indices plus
   the fp16 lookup tables, as the published records count them) and ``gbps`` is recomputed from them. The tool counts weight.bin with its blob
-  headers (and LUTs); extras["size_convention"] shows its size, the exact bytes and their ratio.
+  headers (and LUTs); source.size_convention shows its size, the exact bytes and their ratio.
 
 A file is imported whole or not at all. Record ids are content hashes that leave out the file's name
 and format, so the same run ingested again, or through its HTML report, is a no-op in the store.
@@ -32,7 +32,7 @@ from pydantic import ValidationError
 from ...errors import UserError
 from ...system.chips import Chip, catalog, lookup_chip
 from ...workloads import CATALOG, Workload
-from ...model import EngineInfo, HostInfo, MethodInfo, ResultRecord, Summary, ToolInfo, WorkloadInfo
+from ...model import EngineInfo, HostInfo, MethodInfo, ResultRecord, SourceFacts, Summary, ToolInfo, WorkloadInfo
 from ..validate import InvalidFile
 from .anemll_format import (
     SOURCE,
@@ -202,7 +202,7 @@ def to_record(document: ToolDocument, result: ToolResult, host: HostInfo, worklo
         samples_s=[],
         device_time=f"none: {SOURCE} reports wall-clock predict() time only",
         gbps=weight_bytes / mean_s / 1e9,
-        extras={SOURCE: _tool_figures(document, result), "size_convention": convention},
+        source=SourceFacts(tool_figures=_tool_figures(document, result), size_convention=convention),
     ).with_id()
 
 

@@ -164,7 +164,9 @@ def test_suite_records_aggregate_into_one_verdict_per_workload():
     assert summary.rows == []  # the suite's phases are not solo runs of the matrix
 
 
-def test_the_copies_preflight_counts_a_quantized_head_as_stored(monkeypatch):
+def test_the_copies_preflight_counts_a_quantized_head_as_stored():
+    from fakehost import FakeHost
+
     from anebench import session
     from anebench.engines.coreml_engine import CoreMLEngine, stored_bytes
     from anebench.errors import UserError
@@ -173,10 +175,10 @@ def test_the_copies_preflight_counts_a_quantized_head_as_stored(monkeypatch):
 
     lut6 = resolve_workload("llama_lm_head_lut6")
     two_copies = 2 * stored_bytes(lut6) * session.MEMORY_HEADROOM
-    monkeypatch.setattr(session, "available_memory_bytes", lambda: int(two_copies * 1.05))
-    preflight_copies(CoreMLEngine(), "ane", lut6, 2)  # fits: 6-bit copies, not fp16 ones
+    host = FakeHost(available_bytes=int(two_copies * 1.05))
+    preflight_copies(CoreMLEngine(), "ane", lut6, 2, host)  # fits: 6-bit copies, not fp16 ones
     with pytest.raises(UserError, match="3 copies of llama_lm_head_lut6"):
-        preflight_copies(CoreMLEngine(), "ane", lut6, 3)
+        preflight_copies(CoreMLEngine(), "ane", lut6, 3, host)
 
 
 def test_checkpoint_copies_say_they_hold_the_same_weights(tmp_path):

@@ -8,21 +8,22 @@ from anebench.suites import sweep as sweep_suite
 from anebench.suites.common import resized
 from anebench.suites.sweep import finish_sweep, plan_sweep, sweep_from_records
 from anebench.workloads import Workload
+from fakehost import FakeHost
 
 
-def test_default_plan_spans_1_mib_to_8x_the_cache_with_fit_points(monkeypatch):
-    monkeypatch.setattr(sweep_suite, "available_memory_bytes", lambda: 64 * 1024 * MiB)
-    plan = plan_sweep(NumpyEngine(), "cpu", None, None, 12, cache_bytes=100 * MiB)
+def test_default_plan_spans_1_mib_to_8x_the_cache_with_fit_points():
+    plan = plan_sweep(NumpyEngine(), "cpu", None, None, 12, cache_bytes=100 * MiB,
+                      host=FakeHost(available_bytes=64 * 1024 * MiB))
     assert plan.sizes[0] == MiB and plan.sizes[-1] == 800 * MiB
     assert sum(s >= 400 * MiB for s in plan.sizes) >= 4
 
 
-def test_default_plan_never_takes_more_than_a_quarter_of_free_memory(monkeypatch):
-    monkeypatch.setattr(sweep_suite, "available_memory_bytes", lambda: 4 * 1024 * MiB)
-    plan = plan_sweep(NumpyEngine(), "cpu", None, None, 12, cache_bytes=None)
+def test_default_plan_never_takes_more_than_a_quarter_of_free_memory():
+    host = FakeHost(available_bytes=4 * 1024 * MiB)
+    plan = plan_sweep(NumpyEngine(), "cpu", None, None, 12, cache_bytes=None, host=host)
     assert plan.sizes[-1] == 1024 * MiB and plan.cache_bytes is None
     with pytest.raises(UserError, match="raise --max-mb"):
-        plan_sweep(NumpyEngine(), "cpu", None, None, 12, cache_bytes=1024 * MiB)
+        plan_sweep(NumpyEngine(), "cpu", None, None, 12, cache_bytes=1024 * MiB, host=host)
 
 
 def test_resized_keeps_hidden_and_dtype_and_counts_run_bytes():

@@ -98,3 +98,28 @@ def test_progress_is_reported_up_to_completion():
 def test_real_clock_resolution_is_positive_and_sub_millisecond():
     resolution = PERF_COUNTER.resolution_s()
     assert 0 < resolution < 1e-3
+
+
+def test_a_run_records_the_host_state_and_warns_when_the_machine_is_busy():
+    from anebench.engines.numpy_engine import NumpyEngine
+    from anebench.measure.warmup import WarmupPolicy
+    from anebench.session import RunOptions, measure_workload
+    from anebench.workloads import Workload
+    from fakehost import FakeHost
+
+    workload = Workload("tiny", hidden=64, vocab=4096, dtype="fp32", seed=1)
+    quiet = RunOptions(runs=5, warmup=WarmupPolicy(fixed=1), host=FakeHost(load=0.4, cores=2))
+    record = measure_workload(NumpyEngine(), "cpu", workload, quiet)
+    assert record.host.state.load_average_1m == 0.4 and record.host.state.busy is False
+    assert record.host.cpu_model == "Fake CPU" and not any("busy machine" in w for w in record.warnings)
+    busy = RunOptions(runs=5, warmup=WarmupPolicy(fixed=1), host=FakeHost(load=1.5, cores=2))
+    record = measure_workload(NumpyEngine(), "cpu", workload, busy)
+    assert record.host.state.busy and any("load average 1.50 is above half the 2" in w for w in record.warnings)
+
+
+def test_the_system_host_reads_its_state_without_privileges():
+    from anebench.system.host import SYSTEM_HOST
+
+    state = SYSTEM_HOST.state()
+    assert state.load_average_1m is not None and state.load_average_1m >= 0  # Linux always has one
+    assert state.busy == (state.load_average_1m > (SYSTEM_HOST.info().cores_logical or 1) / 2)

@@ -20,7 +20,8 @@ from .measure.warmup import WarmupPolicy
 from .model import EngineInfo, MethodInfo, ResultRecord, ToolInfo, WorkloadInfo, utc_now
 from .model import gbps as gbps_of
 from .model import median as median_of
-from .system.host import available_memory_bytes, describe_host
+from .model import HostState
+from .system.host import SYSTEM_HOST, Host, busy_warning
 from .workloads import Workload
 
 MEMORY_HEADROOM = 1.15  # weights plus the engine's own buffers and the generator's block
@@ -36,15 +37,16 @@ class RunOptions:
     mitigations: list[str] = field(default_factory=list)
     suite: str = "run"
     timing: str = "wall clock per call"
-    power: bool = False  # sample an energy counter around the calls (extras["energy"])
+    power: bool = False  # sample an energy counter around the calls (the record's energy section)
+    host: Host = field(default_factory=lambda: SYSTEM_HOST)
 
 
-def preflight_memory(engine: Engine, device: str, workload: Workload) -> None:
+def preflight_memory(engine: Engine, device: str, workload: Workload, host: Host = SYSTEM_HOST) -> None:
     """Refuse, before allocating anything, a workload larger than the memory free for it."""
     needed = engine.bytes_for(workload, device) * MEMORY_HEADROOM
     free = engine.free_memory(device)
     if free is None:  # the weights live in host memory (0 free on a GPU is an answer, not "unknown")
-        free = available_memory_bytes()
+        free = host.available_memory_bytes()
     if needed > free:
         raise UserError(
             f"workload {workload.name!r} needs {needed / 1e9:.2f} GB for its weights on "
@@ -53,8 +55,9 @@ def preflight_memory(engine: Engine, device: str, workload: Workload) -> None:
 
 
 @contextmanager
-def prepared_workload(engine: Engine, device: str, workload: Workload) -> Iterator[Prepared]:
-    preflight_memory(engine, device, workload)
+def prepared_workload(engine: Engine, device: str, workload: Workload,
+                      host: Host = SYSTEM_HOST) -> Iterator[Prepared]:
+    preflight_memory(engine, device, workload, host)
     prepared = engine.prepare(workload, device)
     try:
         yield prepared
@@ -82,15 +85,16 @@ def measure_workload(
     on_prepared: Callable[[Prepared], None] | None = None,
 ) -> ResultRecord:
     options = options or RunOptions()
-    with prepared_workload(engine, device, workload) as prepared:
+    with prepared_workload(engine, device, workload, options.host) as prepared:
         if on_prepared is not None:
             on_prepared(prepared)
         check = verify_output(prepared)
+        state = options.host.state()
         window = energy_window(device) if options.power else None
         timing = time_calls(prepared, options.runs, options.warmup, options.clock, options.time_budget_s,
                             progress)
         extras = {"energy": finish_energy(window, prepared, timing)} if window is not None else None
-        return build_record(engine, device, workload, prepared, options, timing, check, extras)
+        return build_record(engine, device, workload, prepared, options, timing, check, extras, state)
 
 
 def energy_window(device: str):
@@ -105,14 +109,19 @@ def finish_energy(window, prepared: Prepared, timing) -> dict:
     return window.finish(calls, prepared.weight_bytes, median, "warmup and timed calls")
 
 
-def build_record(engine, device, workload, prepared, options, timing, check, extras) -> ResultRecord:
-    host = describe_host()
+def build_record(engine, device, workload, prepared, options, timing, check, extras,
+                 state: HostState | None = None) -> ResultRecord:
+    state = state or options.host.state()
+    host = options.host.info().model_copy(update={"state": state})
     summary = summarize(timing.samples_s)
     warnings = stability_warnings(timing.samples_s, summary)
     warnings.extend(prepared.warnings)
     cache = cache_warning(prepared.weight_bytes, engine.cache_bytes(device))
     if cache:
         warnings.append(cache)
+    busy = busy_warning(state, host.cores_logical)
+    if busy:
+        warnings.append(busy)
     if not timing.warmup_steady:
         warnings.append(f"warmup hit its cap after {timing.warmup_runs} calls without becoming steady")
     gbps = gbps_of(prepared.weight_bytes, summary.median)

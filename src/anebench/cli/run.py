@@ -18,7 +18,7 @@ from ..runplan import (
     published_campaign,
 )
 from ..session import RunOptions, measure_workload, preflight_memory
-from ..system.host import describe_host
+from ..system.host import busy_warning, describe_host
 from ..system.preflight import check_native_host
 from .common import (
     check_out_path,
@@ -96,6 +96,9 @@ def run(engines, device, workloads, out: Path | None, no_save: bool, as_json: bo
     for step in steps:
         preflight_memory(step.engine, step.device, step.workload)
     options = options_from(runs, time_budget, warmup, power=power)
+    busy = busy_warning(options.host.state(), options.host.info().cores_logical)
+    if busy:  # said before measuring, so the user can stop and retry on a quiet machine
+        err_console.print(f"warning: {busy}", highlight=False, soft_wrap=True)
     records = []
     with progress_bar() as progress:
         for step in steps:

@@ -19,6 +19,7 @@ from .record import (
     SCHEMA_VERSION,
     EngineInfo,
     HostInfo,
+    HostState,
     MethodInfo,
     OutputCheck,
     ResultRecord,
@@ -35,7 +36,7 @@ from .suites import ComputeResult, LatencyResult, LineFitInfo, RooflinePoint, Sw
 
 __all__ = [
     "DOCUMENT_SCHEMA", "GB", "MB", "OLD_DOCUMENT_SCHEMAS", "OLD_SCHEMA_VERSIONS", "SCHEMA_VERSION",
-    "ComputeResult", "EngineInfo", "FiniteFloat", "GigabytesPerSecond", "HostInfo", "LatencyResult",
+    "ComputeResult", "EngineInfo", "FiniteFloat", "GigabytesPerSecond", "HostInfo", "HostState", "LatencyResult",
     "LineFitInfo", "LongStr", "MethodInfo", "NonNegFloat", "OutputCheck", "PositiveFloat", "ResultRecord",
     "ResultsDocument", "RooflinePoint", "Scalar", "Seconds", "Sha256", "ShortStr", "SourceFacts",
     "StrictModel", "Suite", "Summary", "SweepPoint", "ToolInfo", "WorkloadInfo", "gbps", "median",

@@ -40,6 +40,17 @@ DERIVED_TOLERANCE = 1e-6
 _Model = StrictModel
 
 
+class HostState(_Model):
+    """What can change between two runs on the same host, read when the measurement starts."""
+
+    load_average_1m: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
+    cpu_freq_mhz: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
+    cpu_freq_max_mhz: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
+    governor: ShortStr | None = None
+    power_source: ShortStr | None = None
+    busy: bool | None = None  # load average above half the logical cores: figures may be halved
+
+
 class HostInfo(_Model):
     os: ShortStr
     os_version: ShortStr = ""
@@ -57,6 +68,7 @@ class HostInfo(_Model):
     power_source: ShortStr | None = None
     low_power_mode: bool | None = None
     fingerprint: ShortStr = ""
+    state: HostState | None = None
 
 
 class EngineInfo(_Model):

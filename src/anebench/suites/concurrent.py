@@ -16,6 +16,7 @@ from ..measure.concurrency import (
 )
 from ..model import ResultRecord
 from ..session import RunOptions, preflight_memory
+from ..system.host import SYSTEM_HOST, Host
 from ..workloads import Workload
 
 IDLE_GAP = 1.5  # sum of per-copy GB/s this far above combined: time went between calls
@@ -29,19 +30,20 @@ class ConcurrentResult:
     analysis: ConcurrencyAnalysis
 
 
-def preflight_copies(engine: Engine, device: str, workload: Workload, copies: int) -> None:
+def preflight_copies(engine: Engine, device: str, workload: Workload, copies: int,
+                     host: Host = SYSTEM_HOST) -> None:
     """All copies are resident at once: refuse before loading any if they cannot all fit."""
     if copies < 2:
         raise UserError(f"--copies {copies}: concurrency needs at least 2 copies")
     # The same head with every copy's rows: same dtype and quantization, so the same bytes per row.
     total = replace(workload, name=f"{copies} copies of {workload.name}", vocab=workload.vocab * copies,
                     source=None)
-    preflight_memory(engine, device, total)
+    preflight_memory(engine, device, total, host)
 
 
 def run_concurrent(engine: Engine, device: str, workload: Workload, copies: int, options: RunOptions,
                    processes: bool = False) -> ConcurrentResult:
-    preflight_copies(engine, device, workload, copies)
+    preflight_copies(engine, device, workload, copies, options.host)
     run = run_copies(engine.name, device, workload, copies, options, processes)
     analysis = analyse_concurrency(run.solo, run.together, run.window_s, run.calls_in_window)
     shared = analysis.as_dict() | {"mode": "processes (spawn)" if processes else "threads",

@@ -17,7 +17,7 @@ from ..measure.roofline import (
 from ..model import ComputeResult, LatencyResult, ResultRecord
 from ..model import RooflinePoint as RooflineSection
 from ..session import MEMORY_HEADROOM, RunOptions, measure_workload
-from ..system.host import available_memory_bytes
+from ..system.host import SYSTEM_HOST, Host
 from ..workloads import DTYPE_BYTES, Workload
 from .common import ProgressFactory, no_progress, parametric, synthetic_only
 
@@ -40,12 +40,13 @@ def activation_bytes(workload: Workload, run_dtype: str) -> int:
     return workload.batch * (workload.hidden + workload.vocab) * max(activation_element_bytes(workload, run_dtype), 4)
 
 
-def check_activations_fit(engine: Engine, device: str, workload: Workload) -> None:
+def check_activations_fit(engine: Engine, device: str, workload: Workload, host: Host = SYSTEM_HOST) -> None:
     run_dtype = engine.dtype_for(workload, device).run_dtype
     needed = (engine.bytes_for(workload, device) + activation_bytes(workload, run_dtype)) * MEMORY_HEADROOM
-    if needed > available_memory_bytes():
+    free = host.available_memory_bytes()
+    if needed > free:
         raise UserError(f"batch {workload.batch} of {workload.name!r} needs {needed / 1e9:.2f} GB with its "
-                        f"inputs and outputs; only {available_memory_bytes() / 1e9:.2f} GB is free: "
+                        f"inputs and outputs; only {free / 1e9:.2f} GB is free: "
                         "lower --max-batch or --batch")
 
 
@@ -57,7 +58,7 @@ def run_roofline(engine: Engine, device: str, base: Workload, max_batch: int, op
     batches: list[int] = []
     for batch in doubling_batches(max_batch):
         workload = base.with_batch(batch)
-        check_activations_fit(engine, device, workload)
+        check_activations_fit(engine, device, workload, options.host)
         label = f"roofline {engine.name}:{device} batch {batch}"
         records.append(measure_workload(engine, device, workload, options, progress(label, options.runs)))
         batches.append(batch)
@@ -88,7 +89,7 @@ def run_compute(engine: Engine, device: str, workload: Workload, options: RunOpt
     if workload.batch < 2:
         raise UserError("compute: --batch must be at least 2 (the suite compares the batch with half of it)")
     half_workload = workload.with_batch(workload.batch // 2)
-    check_activations_fit(engine, device, workload)
+    check_activations_fit(engine, device, workload, options.host)
     half = measure_workload(engine, device, half_workload, options,
                             progress(f"compute {engine.name}:{device} batch {half_workload.batch}", options.runs))
     full = measure_workload(engine, device, workload, options,

@@ -9,7 +9,7 @@ from ..errors import UserError
 from ..measure.sweep import CACHE_FACTOR, MIN_FIT_POINTS, MiB, SweepAnalysis, analyse_sweep, sweep_sizes
 from ..model import LineFitInfo, ResultRecord, SweepPoint
 from ..session import RunOptions, measure_workload, preflight_memory
-from ..system.host import available_memory_bytes
+from ..system.host import SYSTEM_HOST, Host
 from ..workloads import Workload
 from .common import ProgressFactory, no_progress, resized, synthetic_only
 
@@ -34,7 +34,7 @@ class SweepResult:
 
 
 def plan_sweep(engine: Engine, device: str, min_bytes: int | None, max_bytes: int | None,
-               points: int, cache_bytes: int | None = -1) -> SweepPlan:
+               points: int, cache_bytes: int | None = -1, host: Host = SYSTEM_HOST) -> SweepPlan:
     """Default sizes: 1 MiB to 8x the device's cache (1 GiB when unknown), capped by free memory.
 
     ``cache_bytes``: -1 detects the device's cache, None treats it as unknown (knee from the data).
@@ -42,7 +42,7 @@ def plan_sweep(engine: Engine, device: str, min_bytes: int | None, max_bytes: in
     cache = engine.cache_bytes(device) if cache_bytes == -1 else cache_bytes
     if max_bytes is None:
         wanted = DEFAULT_MAX_CACHE_FACTOR * cache if cache else UNKNOWN_CACHE_MAX_BYTES
-        max_bytes = int(min(wanted, MEMORY_SHARE * available_memory_bytes()))
+        max_bytes = int(min(wanted, MEMORY_SHARE * host.available_memory_bytes()))
     min_bytes = min_bytes or DEFAULT_MIN_BYTES
     fit_from = CACHE_FACTOR * cache if cache else None
     sizes = sweep_sizes(min_bytes, max_bytes, points, fit_from)
@@ -55,7 +55,8 @@ def plan_sweep(engine: Engine, device: str, min_bytes: int | None, max_bytes: in
     return SweepPlan(sizes, cache)
 
 
-def sweep_workloads(engine: Engine, device: str, base: Workload, plan: SweepPlan) -> list[Workload]:
+def sweep_workloads(engine: Engine, device: str, base: Workload, plan: SweepPlan,
+                    host: Host = SYSTEM_HOST) -> list[Workload]:
     """The sweep's workloads, refused up front when the base cannot be resized or the largest won't fit."""
     synthetic_only(base, "sweep")
     if base.quant:
@@ -63,13 +64,13 @@ def sweep_workloads(engine: Engine, device: str, base: Workload, plan: SweepPlan
                         "heads, so give an unquantized one (a catalog name or lm_head:HIDDENxVOCAB)")
     run_dtype = engine.dtype_for(base, device).run_dtype
     workloads = [resized(base, size, run_dtype) for size in plan.sizes]
-    preflight_memory(engine, device, workloads[-1])
+    preflight_memory(engine, device, workloads[-1], host)
     return workloads
 
 
 def run_sweep(engine: Engine, device: str, base: Workload, plan: SweepPlan, options: RunOptions,
               progress: ProgressFactory = no_progress) -> SweepResult:
-    workloads = sweep_workloads(engine, device, base, plan)
+    workloads = sweep_workloads(engine, device, base, plan, options.host)
     records = []
     for i, workload in enumerate(workloads):
         label = f"sweep {engine.name}:{device} {workload.weight_bytes / MiB:.1f} MiB ({i + 1}/{len(workloads)})"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import psutil
 
-from ..model import HostInfo
+from ..model import HostInfo, HostState
 from .blas import blas_libraries
 
 
@@ -131,13 +131,66 @@ def available_memory_bytes() -> int:
     return psutil.virtual_memory().available
 
 
+def cpu_governor(root: Path = Path("/sys/devices/system/cpu/cpu0/cpufreq")) -> str | None:
+    try:
+        return (root / "scaling_governor").read_text().strip() or None
+    except OSError:
+        return None
+
+
+def busy_threshold(cores: int | None) -> float:
+    """Load average above which a measurement is taken on a busy machine: half the logical cores."""
+    return max(cores or 1, 1) / 2
+
+
+class Host:
+    """The machine a run measures on: its facts, its free memory and its state now.
+
+    One object per run is passed down (``RunOptions.host``), so tests give a fake host instead of
+    patching the functions each module imported.
+    """
+
+    def info(self) -> HostInfo:
+        return describe_host()
+
+    def available_memory_bytes(self) -> int:
+        return available_memory_bytes()
+
+    def state(self) -> HostState:
+        try:
+            load: float | None = os.getloadavg()[0]
+        except (AttributeError, OSError):
+            load = None
+        try:
+            freq = psutil.cpu_freq()
+        except (AttributeError, NotImplementedError, OSError):
+            freq = None
+        source, _ = power_state()
+        cores = self.info().cores_logical
+        return HostState(
+            load_average_1m=load,
+            cpu_freq_mhz=freq.current if freq and freq.current else None,
+            cpu_freq_max_mhz=freq.max if freq and freq.max else None,
+            governor=cpu_governor(),
+            power_source=source,
+            busy=None if load is None else load > busy_threshold(cores),
+        )
+
+
+SYSTEM_HOST = Host()
+
+
+def busy_warning(state: HostState, cores: int | None) -> str | None:
+    """The warning for a run started on a busy machine (None when it is not, or when unknown)."""
+    if not state.busy or state.load_average_1m is None:
+        return None
+    return (f"busy machine: load average {state.load_average_1m:.2f} is above half the "
+            f"{cores or 1} logical cores when measuring started; figures may be far below this host's")
+
+
 def host_label() -> str:
     """A short file-name-safe label for the host, used in default result file names."""
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", platform.node() or "host")[:40] or "host"
-
-
-def cpu_count() -> int:
-    return os.cpu_count() or 1
 
 
 def catalog_chip(host: HostInfo | None = None):

@@ -1,0 +1,22 @@
+"""A host with stated facts, for tests: passed down instead of patching what each module imported."""
+
+from __future__ import annotations
+
+from anebench.model import HostInfo, HostState
+from anebench.system.host import Host, busy_threshold
+
+
+class FakeHost(Host):
+    def __init__(self, available_bytes: int = 16 * 1024**3, load: float = 0.0, cores: int = 2,
+                 llc_bytes: int | None = 32 * 1024**2):
+        self.available_bytes, self.load, self.cores, self.llc_bytes = available_bytes, load, cores, llc_bytes
+
+    def info(self) -> HostInfo:
+        return HostInfo(os="Linux", arch="x86_64", cpu_model="Fake CPU", cores_logical=self.cores,
+                        memory_bytes=2 * self.available_bytes, llc_bytes=self.llc_bytes, fingerprint="fake")
+
+    def available_memory_bytes(self) -> int:
+        return self.available_bytes
+
+    def state(self) -> HostState:
+        return HostState(load_average_1m=self.load, busy=self.load > busy_threshold(self.cores))

@@ -147,8 +147,9 @@ def test_power_flag_records_energy_or_why_not(capsys):
                                    "--no-save", "--json")
     assert code == 0, stderr
     (record,) = document(stdout)
-    energy = record["extras"]["energy"]
+    energy = record["energy"]
     assert energy["available"] or energy["reason"]
+    assert "energy" not in record["extras"]
     assert "energy" in stderr
 
 

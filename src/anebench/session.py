@@ -18,12 +18,13 @@ from .measure.clock import PERF_COUNTER, Clock
 from .measure.stats import cache_warning, stability_warnings, summarize
 from .measure.timing import DEFAULT_RUNS, ProgressCallback, time_calls
 from .measure.warmup import WarmupPolicy
-from .model import EngineInfo, MethodInfo, ResultRecord, ToolInfo, WorkloadInfo, utc_now
+from .model import Energy, EngineInfo, MethodInfo, ResultRecord, ToolInfo, WorkloadInfo, utc_now
 from .system.host import available_memory_bytes, describe_host
 from .workloads import Workload
 
 MEMORY_HEADROOM = 1.15  # weights plus the engine's own buffers and the generator's block
 DEVICE_GAP_LIMIT = 0.10
+WINDOW = "the timed calls (warmup excluded)"
 
 
 @dataclass
@@ -35,7 +36,7 @@ class RunOptions:
     mitigations: list[str] = field(default_factory=list)
     suite: str = "run"
     timing: str = "wall clock per call"
-    power: bool = False  # sample an energy counter around the calls (extras["energy"])
+    power: bool = False  # read an energy counter around the timed calls (record.energy)
 
 
 def preflight_memory(engine: Engine, device: str, workload: Workload) -> None:
@@ -87,30 +88,38 @@ def measure_workload(
             on_prepared(prepared)
         check = verify_output(prepared)
         window = energy_window(device) if options.power else None
-        timing = time_calls(prepared, options.runs, options.warmup, options.clock, options.time_budget_s,
-                            progress)
-        if window is not None:
-            extras = {**(extras or {}), "energy": finish_energy(window, prepared, timing)}
-        return build_record(engine, device, workload, prepared, options, timing, check, extras)
+        try:
+            timing = time_calls(prepared, options.runs, options.warmup, options.clock, options.time_budget_s,
+                                progress, window)
+        except BaseException:
+            if window is not None:  # finish() releases the counters otherwise
+                window.release()
+            raise
+        energy = finish_energy(window, prepared, timing) if window is not None else None
+        return build_record(engine, device, workload, prepared, options, timing, check, extras, energy)
 
 
 def energy_window(device: str):
-    from .system.power import EnergyWindow, energy_meter
+    from .system.power import EnergyWindow, energy_meter, work_component
 
-    return EnergyWindow(energy_meter(device))
+    return EnergyWindow(energy_meter(device), work_component(device))
 
 
-def finish_energy(window, prepared: Prepared, timing) -> dict:
-    calls = timing.warmup_runs + len(timing.samples_s)
+def finish_energy(window, prepared: Prepared, timing) -> Energy:
     median = sorted(timing.samples_s)[len(timing.samples_s) // 2]
-    return window.finish(calls, prepared.weight_bytes, median, "warmup and timed calls")
+    return window.finish(len(timing.samples_s), prepared.weight_bytes, median, WINDOW)
 
 
-def build_record(engine, device, workload, prepared, options, timing, check, extras) -> ResultRecord:
+def build_record(engine, device, workload, prepared, options, timing, check, extras,
+                 energy: Energy | None = None) -> ResultRecord:
     host = describe_host()
     summary = summarize(timing.samples_s)
     warnings = stability_warnings(timing.samples_s, summary)
     warnings.extend(prepared.warnings)
+    if energy is not None:
+        from .system.energy_figures import energy_warnings
+
+        warnings.extend(energy_warnings(energy))
     cache = cache_warning(prepared.weight_bytes, engine.cache_bytes(device))
     if cache:
         warnings.append(cache)
@@ -165,6 +174,7 @@ def build_record(engine, device, workload, prepared, options, timing, check, ext
         gbps=gbps,
         device_gbps=device_gbps,
         warnings=warnings,
+        energy=energy,
         extras=extras or {},
     )
     return record.with_id()

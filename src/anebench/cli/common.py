@@ -139,8 +139,8 @@ def emit(records: list[ResultRecord], suite: str, out: Path | None, no_save: boo
         label = f"{record.engine.name}:{record.engine.device} {record.workload.name}"
         for line in ([record.engine.dtype_note] if record.engine.dtype_note else []) + record.warnings:
             err_console.print(f"[yellow]{escape(label)}:[/yellow] {escape(line)}", highlight=False, soft_wrap=True)
-        if "energy" in record.extras:
-            err_console.print(f"{escape(label)}: energy {escape(energy_line(record.extras['energy']))}",
+        if record.energy is not None:
+            err_console.print(f"{escape(label)}: energy {escape(energy_line(record.energy))}",
                               highlight=False, soft_wrap=True)
     saved = None
     if not no_save:

@@ -2,3 +2,4 @@
 
 from .record import *  # noqa: F401,F403
 from .record import __all__  # noqa: F401
+from .energy import ComponentEnergy, DramTraffic, Energy  # noqa: F401,E402

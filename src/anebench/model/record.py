@@ -14,9 +14,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
+from .energy import Energy
+
 __all__ = ['DOCUMENT_SCHEMA', 'EngineInfo', 'GigabytesPerSecond', 'HostInfo', 'LongStr', 'MethodInfo', 'OutputCheck', 'PositiveFloat', 'ResultRecord', 'ResultsDocument', 'SCHEMA_VERSION', 'Scalar', 'Seconds', 'Sha256', 'ShortStr', 'Summary', 'ToolInfo', 'WorkloadInfo', 'utc_now']
 
 SCHEMA_VERSION = "anebench.result/1"
+# Typed sections added after records were first made: left out of the content id while empty.
+OPTIONAL_SECTIONS = ("energy",)
 DOCUMENT_SCHEMA = "anebench.results/1"
 
 ShortStr = Annotated[str, StringConstraints(max_length=200)]
@@ -148,11 +152,15 @@ class ResultRecord(_Model):
     gbps: GigabytesPerSecond | None
     device_gbps: GigabytesPerSecond | None = None
     warnings: list[LongStr] = Field(default_factory=list, max_length=64)
+    energy: Energy | None = None
     extras: dict[ShortStr, Any] = Field(default_factory=dict)
 
     def content_id(self) -> str:
         """A stable id: the sha256 of the record's canonical JSON without its id."""
         body = self.model_dump(mode="json", by_alias=True, exclude={"id"})
+        for section in OPTIONAL_SECTIONS:  # absent sections leave the ids of records made before them intact
+            if body.get(section) is None:
+                body.pop(section, None)
         canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()
 

@@ -48,7 +48,7 @@ def energy_figures(meter: Any, window: str, counted: Counted, seconds: float, ca
     work_gbps_per_watt = gbps / worker.watts if worker and worker.available and worker.watts else None
     return Energy(
         available=True, joules=joules, seconds=seconds, watts=watts, joules_per_call=joules / calls,
-        gbps_per_watt=gbps / watts, work_component=work if components else None,
+        gbps_per_watt=gbps / watts, work_component=work if components else None,  # type: ignore[arg-type]
         work_gbps_per_watt=work_gbps_per_watt, components=components, dram_traffic=dram, **base,
     )
 

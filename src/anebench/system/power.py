@@ -203,7 +203,7 @@ class EnergyWindow:
             self._start = (self.meter.read(), self.now_ns())
 
     def close(self) -> None:
-        if self._start is not None:
+        if self._start is not None and not isinstance(self.meter, Unavailable):
             self._end = (self.meter.read(), self.now_ns())
 
     def finish(self, calls: int, weight_bytes: int, median_s: float, what: str) -> Energy:

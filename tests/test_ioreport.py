@@ -261,3 +261,55 @@ def test_live_ioreport_window_gives_figures_or_clean_reasons():
     assert result.available or result.reason
     for component in result.components:
         assert component.available or component.reason
+
+
+class FakeSubscription:
+    """actop.ioreport.IOReportSubscription's surface (1.9.12): sample(), delta(s1, s2, extract_states), close()."""
+
+    released: list = []
+
+    def __init__(self, channels):
+        self.groups = channels
+        self.samples = 0
+        self.filters: list = []
+        self.closed = False
+
+    def sample(self):
+        self.samples += 1
+        return f"sample {self.samples}"
+
+    def delta(self, s1, s2, extract_states=None):
+        from collections import namedtuple
+
+        item = namedtuple("IOReportItem", ["group", "subgroup", "channel", "unit", "integer_value",
+                                           "state_residencies"])
+        self.filters.append(extract_states)
+        return [item(c.group, c.subgroup, c.name, c.unit, c.value,
+                     list(c.states) if extract_states is None or extract_states(c.group, c.subgroup, c.name)
+                     else []) for c in sample("two_die.json")]
+
+    def close(self):
+        self.closed = True
+
+
+def test_the_thin_layer_drives_actop_and_hands_its_items_to_the_parser(monkeypatch):
+    import types
+
+    fake = types.SimpleNamespace(IOReportSubscription=FakeSubscription,
+                                 cf_release=lambda ref: FakeSubscription.released.append(ref))
+    monkeypatch.setitem(sys.modules, "actop", types.ModuleType("actop"))
+    monkeypatch.setitem(sys.modules, "actop.ioreport", fake)
+    monkeypatch.setattr(ioreport.sys, "platform", "darwin")
+    monkeypatch.setattr(ioreport.sys, "version_info", (3, 11, 0))
+    meter = power.ioreport_meter()
+    assert isinstance(meter, power.IOReportMeter)
+    assert meter.counters._subscription.groups == [("Energy Model", None), ("PMP", "DCS BW")]
+    window = EnergyWindow(meter, "ane", now_ns=iter([0, 10**9]).__next__)
+    window.open()
+    window.close()
+    result = window.finish(10, 8 * 10**9, 0.1, "the timed calls")
+    assert result.available and result.component("ane").joules == pytest.approx(0.3)
+    assert result.dram_traffic.gbps == pytest.approx(80.0)  # the AMCC histograms kept their states
+    keep = meter.counters._subscription.filters[0]
+    assert keep("PMP", "DCS BW", "AMCC0 RD+WR") and not keep("PMP", "DCS BW", "ANE RD+WR")
+    assert FakeSubscription.released == ["sample 1", "sample 2"] and meter.counters._subscription.closed

@@ -41,8 +41,8 @@ def ioreport_problem() -> str | None:
         importlib.import_module("actop.ioreport")
     except ImportError:
         return f"install the [mac] extra (actop=={ACTOP_PIN}) to read IOReport without sudo"
-    except OSError as exc:  # libIOReport.dylib or CoreFoundation failed to load
-        return f"libIOReport could not be loaded: {exc}"
+    except Exception as exc:  # noqa: BLE001 - loading libIOReport/CoreFoundation symbols: say why, never crash
+        return f"libIOReport could not be loaded through actop: {type(exc).__name__}: {exc}"
     return None
 
 

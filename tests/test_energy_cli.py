@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from clitools import run_cli
 
 from anebench import runplan
 from anebench.system import power, preflight
+from clitools import run_cli
 
 
 def test_dry_run_of_the_mac_campaign_lists_every_engine_with_power_on(capsys):

@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-from test_store import make_record
 
 from anebench.model import Energy
 from anebench.report.build import render_report
@@ -16,6 +15,7 @@ from anebench.results.store import open_store
 from anebench.system.energy_figures import energy_figures
 from anebench.system.ioreport_parse import channels_from_json, dram_bandwidth, energy_by_component
 from anebench.system.power import Counted
+from test_store import make_record
 
 DATA = Path(__file__).parent / "data" / "ioreport"
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -266,7 +267,7 @@ def test_live_ioreport_window_gives_figures_or_clean_reasons():
 class FakeSubscription:
     """actop.ioreport.IOReportSubscription's surface (1.9.12): sample(), delta(s1, s2, extract_states), close()."""
 
-    released: list = []
+    released: ClassVar[list] = []
 
     def __init__(self, channels):
         self.groups = channels

@@ -11,8 +11,8 @@ import click
 from rich.table import Table
 
 from ..engines import ENGINE_FACTORIES
-from ..measure.warmup import WarmupPolicy
 from ..errors import UserError
+from ..measure.warmup import WarmupPolicy
 from ..runplan import (
     Mitigations,
     PlannedStep,

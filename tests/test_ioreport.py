@@ -305,7 +305,7 @@ def test_the_thin_layer_drives_actop_and_hands_its_items_to_the_parser(monkeypat
     meter = power.ioreport_meter()
     assert isinstance(meter, power.IOReportMeter)
     assert meter.counters._subscription.groups == [("Energy Model", None), ("PMP", "DCS BW")]
-    window = EnergyWindow(meter, "ane", now_ns=iter([0, 10**9]).__next__)
+    window = EnergyWindow(meter, "ane", now_ns=iter([0, 0, 10**9, 10**9]).__next__)
     window.open()
     window.close()
     result = window.finish(10, 8 * 10**9, 0.1, "the timed calls")

@@ -62,7 +62,8 @@ def test_common_window_and_fractional_edge_calls():
 
 def test_threads_measure_each_copy_solo_then_together(monkeypatch):
     readings = iter(float(i) for i in range(100))
-    fake_meter = type("M", (), {"source": "fake", "scope": "test", "read_joules": lambda self: next(readings)})()
+    fake_meter = type("M", (power.ScalarMeter,), {"source": "fake", "scope": "test",
+                                                  "read_joules": lambda self: next(readings)})()
     monkeypatch.setattr(power, "energy_meter", lambda device: fake_meter)
     options = RunOptions(runs=8, warmup=WarmupPolicy(fixed=2), suite="concurrency", power=True)
     result = run_concurrent(NumpyEngine(), "cpu", Workload("t", 128, 2048, "fp32"), 2, options)
@@ -76,12 +77,12 @@ def test_threads_measure_each_copy_solo_then_together(monkeypatch):
     assert shared["verdict"] in ("independent units", "partial", "shared ceiling")
     assert shared["scaling"] == pytest.approx(shared["combined_gbps"] / np.mean(shared["solo_gbps"]))
     assert shared["mode"] == "threads" and "seed + i" in shared["copies_note"]
-    assert solo[0].energy["available"] and solo[0].energy["joules"] == 1.0
-    assert "combined GB/s" in together[0].energy["window"]
-    assert {r.energy["source"] for r in result.records} == {"fake"}  # as a single run names it
-    assert together[0].energy["scope"] == "test"
+    assert solo[0].energy.available and solo[0].energy.joules == 1.0
+    assert "combined GB/s" in together[0].energy.window
+    assert {r.energy.source for r in result.records} == {"fake"}  # as a single run names it
+    assert together[0].energy.scope == "test"
     # the together window's energy is shared by every call made in it, edge calls included
-    assert together[0].energy["calls"] == sum(r.concurrency["calls"] for r in together)
+    assert together[0].energy.calls == sum(r.concurrency["calls"] for r in together)
 
 
 def test_processes_run_the_same_phases():

@@ -4,7 +4,17 @@ import types
 import pytest
 
 from anebench.system import power
-from anebench.system.power import EnergyWindow, RaplMeter, Unavailable, energy_line, energy_meter, rapl_meter
+from anebench.system.power import (
+    EnergyWindow,
+    RaplMeter,
+    ScalarMeter,
+    Unavailable,
+    energy_line,
+    energy_meter,
+    energy_sources,
+    planned_source,
+    rapl_meter,
+)
 
 
 def make_zone(root, name, energy_uj, max_range=1000):
@@ -71,14 +81,15 @@ def test_nvml_not_installed_is_unavailable(monkeypatch):
     assert "nvidia-ml-py" in energy_meter("cuda:0").reason
 
 
-def test_macos_and_unknown_devices_are_unavailable_with_a_reason(monkeypatch):
+def test_macos_without_ioreport_and_unknown_devices_are_unavailable_with_a_reason(monkeypatch):
+    monkeypatch.setattr(power, "ioreport_problem", lambda: "install the [mac] extra")
     monkeypatch.setattr(power.sys, "platform", "darwin")
-    assert "needs root" in energy_meter("ane").reason
+    assert energy_meter("ane").reason == "IOReport: install the [mac] extra"
     monkeypatch.setattr(power.sys, "platform", "linux")
     assert "no energy counter known for device 'mps'" in energy_meter("mps").reason
 
 
-class StepMeter:
+class StepMeter(ScalarMeter):
     source, scope = "fake", "test"
 
     def __init__(self, steps):
@@ -88,18 +99,33 @@ class StepMeter:
         return next(self.steps)
 
 
+def seconds_apart(step_s=1.0):
+    ticks = iter(range(0, 10**12, int(step_s * 1e9)))
+    return lambda: next(ticks)
+
+
+def opened(meter, work=None):
+    window = EnergyWindow(meter, work, now_ns=seconds_apart())
+    window.open()
+    window.close()
+    return window
+
+
 def test_window_gives_joules_per_call_watts_and_gbps_per_watt():
-    window = EnergyWindow(StepMeter([10.0, 12.0]))
-    report = window.finish(calls=100, weight_bytes=2_000_000_000, median_s=0.1, what="timed calls")
-    assert report["available"] and report["joules"] == 2.0 and report["joules_per_call"] == 0.02
-    assert report["gbps_per_watt"] == pytest.approx(20.0 / report["watts"])
+    report = opened(StepMeter([10.0, 12.0])).finish(calls=100, weight_bytes=2_000_000_000, median_s=0.1,
+                                                    what="timed calls")
+    assert report.available and report.joules == 2.0 and report.joules_per_call == 0.02
+    assert report.gbps_per_watt == pytest.approx(20.0 / report.watts)
+    assert report.sampling_interval_s == report.seconds and "two readings" in report.sampling
+    assert report.components == [] and report.dram_traffic is None  # one number: no breakdown
     assert "mJ per call" in energy_line(report)
 
 
 def test_window_reports_a_counter_that_did_not_move_and_an_unavailable_meter():
-    assert not EnergyWindow(StepMeter([5.0, 5.0])).finish(10, 1000, 0.1, "x")["available"]
-    report = EnergyWindow(Unavailable("no counter")).finish(10, 1000, 0.1, "x")
-    assert report == {"available": False, "reason": "no counter"}
+    assert not opened(StepMeter([5.0, 5.0])).finish(10, 1000, 0.1, "x").available
+    assert "not opened" in EnergyWindow(StepMeter([5.0, 6.0])).finish(10, 1000, 0.1, "x").reason
+    report = opened(Unavailable("no counter")).finish(10, 1000, 0.1, "x")
+    assert report.model_dump(exclude_defaults=True) == {"available": False, "reason": "no counter"}
     assert energy_line(report) == "unavailable: no counter"
 
 
@@ -112,7 +138,26 @@ def test_run_power_records_energy_or_the_reason(monkeypatch):
     record = measure_workload(get_engine("numpy"), "cpu", Workload("t", 64, 512, "fp32"),
                               RunOptions(runs=5, power=True))
     energy = record.energy
-    assert energy["available"] and energy["calls"] == record.method.warmup_runs + 5
-    assert energy["joules_per_call"] == pytest.approx(0.5 / energy["calls"])
+    assert energy.available and energy.calls == 5 and "warmup excluded" in energy.window
+    assert energy.joules_per_call == pytest.approx(0.5 / 5)
     plain = measure_workload(get_engine("numpy"), "cpu", Workload("t", 64, 512, "fp32"), RunOptions(runs=5))
     assert plain.energy is None
+
+
+def test_info_lists_every_source_and_ioreport_is_macos_only_here(monkeypatch, tmp_path):
+    monkeypatch.setattr(power.sys, "platform", "linux")
+    monkeypatch.setattr("anebench.system.ioreport.sys.platform", "linux")
+    sources = {s.name: s for s in energy_sources(tmp_path / "none")}
+    assert set(sources) == {"IOReport Energy Model", "IOReport PMP / DCS BW", "NVIDIA NVML", "Linux RAPL"}
+    assert not sources["IOReport Energy Model"].available and sources["IOReport Energy Model"].reason == "macOS only"
+    assert sources["IOReport PMP / DCS BW"].reason == "macOS only"
+    assert "does not exist" in sources["Linux RAPL"].reason
+    make_zone(tmp_path, "intel-rapl:0", 5)
+    assert {s.name: s for s in energy_sources(tmp_path)}["Linux RAPL"].available
+
+
+def test_plans_name_the_source_each_device_would_read():
+    assert planned_source("ane", "darwin").startswith("IOReport Energy Model (ane + package")
+    assert "(gpu + package" in planned_source("mps", "darwin") and "DRAM traffic" in planned_source("cpu", "darwin")
+    assert planned_source("cuda:0", "linux").startswith("NVIDIA NVML")
+    assert planned_source("cpu", "linux").startswith("Linux RAPL")

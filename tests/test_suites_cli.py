@@ -149,6 +149,7 @@ def test_power_flag_records_energy_or_why_not(capsys):
     (record,) = document(stdout)
     energy = record["energy"]
     assert energy["available"] or energy["reason"]
+    assert "extras" not in record
     assert "energy" in stderr
 
 

@@ -1,8 +1,9 @@
 """What `anebench run` measures: the (engine, device, workload) plan and the idle-state mitigations.
 
 On a Mac, a run with no engine, device or workload is the published campaign: the three published
-heads on the Neural Engine, then the same fp16 head on the GPU and CPU through Core ML and MLX — the
-same-model, same-machine comparison no published source has. The mitigations (--keep-awake, --batch,
+heads on the Neural Engine, then the same fp16 head on the GPU and CPU through Core ML, MLX and torch
+MPS — the same-model, same-machine comparison no published source has — with energy read around every
+step (IOReport: ANE, GPU, CPU, DRAM and the package; `--no-power` to skip). The mitigations (--keep-awake, --batch,
 --repeat) are recorded in every record they touched, with what they change in the bytes per call.
 """
 
@@ -33,20 +34,54 @@ class Step:
     workload: Workload
 
 
+# (engine, device, workload) in order, whatever this host has: the ANE heads, then the same fp16 head
+# on the GPU (Core ML, MLX, torch MPS) and the CPU (Core ML, MLX).
+CAMPAIGN: tuple[tuple[str, str, str], ...] = (
+    *((CORE_ML, "ane", name) for name in CAMPAIGN_ANE),
+    (CORE_ML, "gpu", CAMPAIGN_COMPARE), (CORE_ML, "cpu", CAMPAIGN_COMPARE),
+    ("mlx", "gpu", CAMPAIGN_COMPARE), ("mlx", "cpu", CAMPAIGN_COMPARE),
+    ("torch", "mps", CAMPAIGN_COMPARE),
+)
+
+
 def published_campaign() -> list[Step] | None:
-    """The Mac campaign, or None where Core ML cannot predict (then `run` keeps its usual default)."""
-    coreml = available_engine(CORE_ML)
-    if coreml is None:
+    """The Mac campaign, or None where Core ML cannot predict (then `run` keeps its usual default);
+    engines and devices this Mac lacks are left out."""
+    if available_engine(CORE_ML) is None:
         return None
+    engines: dict[str, tuple[Engine | None, list[str]]] = {}
     steps = []
-    if "ane" in coreml.devices():
-        steps += [Step(coreml, "ane", resolve_workload(name)) for name in CAMPAIGN_ANE]
-    compare = resolve_workload(CAMPAIGN_COMPARE)
-    steps += [Step(coreml, device, compare) for device in ("gpu", "cpu")]
-    mlx = available_engine("mlx")
-    if mlx is not None:
-        steps += [Step(mlx, device, compare) for device in mlx.devices() if device in ("gpu", "cpu")]
+    for name, device, workload in CAMPAIGN:
+        if name not in engines:
+            engine = available_engine(name)
+            engines[name] = (engine, engine.devices() if engine else [])
+        engine, devices = engines[name]
+        if engine is not None and device in devices:
+            steps.append(Step(engine, device, resolve_workload(workload)))
     return steps
+
+
+@dataclass(frozen=True)
+class PlannedStep:
+    """One step of a plan as printed by `run --dry-run`: names only, so any host can show any plan."""
+
+    engine: str
+    device: str
+    workload: str
+    power: bool
+    energy_source: str  # what --power reads there, or "-" without --power
+
+
+def describe_plan(steps: list[tuple[str, str, str]], power: bool, platform: str) -> list[PlannedStep]:
+    from .system.power import planned_source
+
+    return [PlannedStep(engine, device, workload, power, planned_source(device, platform) if power else "-")
+            for engine, device, workload in steps]
+
+
+def mac_campaign_plan(power: bool = True) -> list[PlannedStep]:
+    """The campaign a Mac with every engine runs with no options (power on by default)."""
+    return describe_plan(list(CAMPAIGN), power, "darwin")
 
 
 def is_default_run(engines: tuple[str, ...], device: str | None, workloads: tuple[str, ...]) -> bool:

@@ -17,15 +17,15 @@ from .measure.clock import PERF_COUNTER, Clock
 from .measure.stats import cache_warning, stability_warnings, summarize
 from .measure.timing import DEFAULT_RUNS, ProgressCallback, time_calls
 from .measure.warmup import WarmupPolicy
-from .model import EngineInfo, MethodInfo, ResultRecord, ToolInfo, WorkloadInfo, utc_now
+from .model import Energy, EngineInfo, HostState, MethodInfo, ResultRecord, ToolInfo, WorkloadInfo, utc_now
 from .model import gbps as gbps_of
 from .model import median as median_of
-from .model import HostState
 from .system.host import SYSTEM_HOST, Host, busy_warning
 from .workloads import Workload
 
 MEMORY_HEADROOM = 1.15  # weights plus the engine's own buffers and the generator's block
 DEVICE_GAP_LIMIT = 0.10
+WINDOW = "the timed calls (warmup excluded)"
 
 
 @dataclass
@@ -37,7 +37,7 @@ class RunOptions:
     mitigations: list[str] = field(default_factory=list)
     suite: str = "run"
     timing: str = "wall clock per call"
-    power: bool = False  # sample an energy counter around the calls (the record's energy section)
+    power: bool = False  # read an energy counter around the timed calls (record.energy)
     host: Host = field(default_factory=lambda: SYSTEM_HOST)
 
 
@@ -91,31 +91,41 @@ def measure_workload(
         check = verify_output(prepared)
         state = options.host.state()
         window = energy_window(device) if options.power else None
-        timing = time_calls(prepared, options.runs, options.warmup, options.clock, options.time_budget_s,
-                            progress)
-        extras = {"energy": finish_energy(window, prepared, timing)} if window is not None else None
-        return build_record(engine, device, workload, prepared, options, timing, check, extras, state)
+        try:
+            timing = time_calls(prepared, options.runs, options.warmup, options.clock, options.time_budget_s,
+                                progress, window)
+        except BaseException:
+            if window is not None:  # finish() releases the counters otherwise
+                window.release()
+            raise
+        energy = finish_energy(window, prepared, timing) if window is not None else None
+        sections = {"energy": energy} if energy is not None else None
+        return build_record(engine, device, workload, prepared, options, timing, check, sections, state)
 
 
 def energy_window(device: str):
-    from .system.power import EnergyWindow, energy_meter
+    from .system.power import EnergyWindow, energy_meter, work_component
 
-    return EnergyWindow(energy_meter(device))
-
-
-def finish_energy(window, prepared: Prepared, timing) -> dict:
-    calls = timing.warmup_runs + len(timing.samples_s)
-    median = median_of(timing.samples_s)
-    return window.finish(calls, prepared.weight_bytes, median, "warmup and timed calls")
+    return EnergyWindow(energy_meter(device), work_component(device))
 
 
-def build_record(engine, device, workload, prepared, options, timing, check, extras,
+def finish_energy(window, prepared: Prepared, timing) -> Energy:
+    return window.finish(len(timing.samples_s), prepared.weight_bytes, median_of(timing.samples_s), WINDOW)
+
+
+def build_record(engine, device, workload, prepared, options, timing, check, sections=None,
                  state: HostState | None = None) -> ResultRecord:
+    """The record of one measurement; ``sections``: typed suite sections to carry (energy, concurrency)."""
     state = state or options.host.state()
     host = options.host.info().model_copy(update={"state": state})
     summary = summarize(timing.samples_s)
     warnings = stability_warnings(timing.samples_s, summary)
     warnings.extend(prepared.warnings)
+    energy = (sections or {}).get("energy")
+    if energy is not None:
+        from .system.energy_figures import energy_warnings
+
+        warnings.extend(energy_warnings(energy))
     cache = cache_warning(prepared.weight_bytes, engine.cache_bytes(device))
     if cache:
         warnings.append(cache)
@@ -173,6 +183,6 @@ def build_record(engine, device, workload, prepared, options, timing, check, ext
         gbps=gbps,
         device_gbps=device_gbps,
         warnings=warnings,
-        **(extras or {}),
+        **(sections or {}),
     )
     return record.with_id()

@@ -2,23 +2,31 @@
 
 from __future__ import annotations
 
+import json
+import sys
+from dataclasses import asdict
 from pathlib import Path
 
 import click
 from rich.table import Table
 
 from ..engines import ENGINE_FACTORIES
+from ..errors import UserError
 from ..measure.warmup import WarmupPolicy
 from ..runplan import (
     Mitigations,
+    PlannedStep,
     Step,
     check_ane_reachable,
     concurrency_hint,
+    describe_plan,
     is_default_run,
+    mac_campaign_plan,
     published_campaign,
 )
 from ..session import RunOptions, measure_workload, preflight_memory
 from ..system.host import busy_warning, describe_host
+from ..system.power import energy_sources
 from ..system.preflight import check_native_host
 from .common import (
     check_out_path,
@@ -44,14 +52,31 @@ def run_options(func):
 
 
 def power_option(func):
-    return click.option("--power", is_flag=True,
-                        help="Sample energy (NVML, RAPL) around the calls: joules per call, GB/s per watt.")(func)
+    return click.option("--power/--no-power", default=None,
+                        help="Read energy (NVML, RAPL, IOReport on a Mac) around the timed calls: joules per call, "
+                             "GB/s per watt [default: off; on for the Mac campaign].")(func)
 
 
 def options_from(runs: int, time_budget: float | None, warmup: int | None, suite: str = "run",
-                 power: bool = False) -> RunOptions:
+                 power: bool | None = False) -> RunOptions:
     policy = WarmupPolicy(fixed=warmup) if warmup is not None else WarmupPolicy()
-    return RunOptions(runs=runs, time_budget_s=time_budget, warmup=policy, suite=suite, power=power)
+    return RunOptions(runs=runs, time_budget_s=time_budget, warmup=policy, suite=suite, power=bool(power))
+
+
+def plan_table(plan: list[PlannedStep], title: str) -> Table:
+    table = Table(title=title)
+    for column in ("engine", "device", "workload", "power", "energy source"):
+        table.add_column(column)
+    for step in plan:
+        table.add_row(step.engine, step.device, step.workload, "on" if step.power else "off", step.energy_source)
+    return table
+
+
+def show_plan(plan: list[PlannedStep], title: str, as_json: bool) -> None:
+    if as_json:
+        sys.stdout.write(json.dumps({"plan": [asdict(step) for step in plan]}, indent=1) + "\n")
+        return
+    out_console().print(plan_table(plan, title))
 
 
 def mitigation_options(func):
@@ -85,13 +110,30 @@ def plan_steps(engines, device, workloads, mitigations: Mitigations) -> tuple[li
 @run_options
 @power_option
 @mitigation_options
+@click.option("--dry-run", is_flag=True, help="Print the plan (engine, device, workload, power) and measure nothing.")
+@click.option("--plan-for", type=click.Choice(["mac"]), default=None,
+              help="With --dry-run: the plan `anebench run` with no options follows on that host (mac: the "
+                   "campaign with every engine, power on).")
 def run(engines, device, workloads, out: Path | None, no_save: bool, as_json: bool, runs: int,
-        time_budget: float | None, warmup: int | None, power: bool = False, keep_awake: bool = False,
-        batch: int = 1, repeat: int = 1) -> None:
+        time_budget: float | None, warmup: int | None, power: bool | None = None, keep_awake: bool = False,
+        batch: int = 1, repeat: int = 1, dry_run: bool = False, plan_for: str | None = None) -> None:
     """Measure weight-read bandwidth (default: llama_lm_head on the best engine here; on a Mac, the
-    published campaign: ANE heads, then the same head on GPU and CPU)."""
+    published campaign with energy: ANE heads, then the same head on GPU and CPU)."""
+    if plan_for is not None:
+        if not dry_run:
+            raise UserError(f"--plan-for {plan_for}: only with --dry-run (this host cannot measure another)")
+        if engines or device or workloads:
+            raise UserError(f"--plan-for {plan_for} shows the campaign of `anebench run` with no options; "
+                            "drop --engine, --device and --workload")
+        show_plan(mac_campaign_plan(power is not False), "anebench run on a Mac (every engine installed)", as_json)
+        return
     mitigations = Mitigations(keep_awake, batch, repeat)
     steps, campaign = plan_steps(engines, device, workloads, mitigations)
+    power = campaign if power is None else power  # the Mac campaign reads energy unless --no-power
+    if dry_run:
+        plan = describe_plan([(s.engine.name, s.device, s.workload.name) for s in steps], power, sys.platform)
+        show_plan(plan, "anebench run on this host", as_json)
+        return
     check_out_path(out)
     for step in steps:
         preflight_memory(step.engine, step.device, step.workload)
@@ -141,7 +183,7 @@ def engines() -> None:
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the host description as JSON.")
 def info(as_json: bool) -> None:
-    """Describe this host: OS, CPU, memory, caches, BLAS, power."""
+    """Describe this host: OS, CPU, memory, caches, BLAS, power, and the energy sources --power can read."""
     host = describe_host()
     if as_json:
         click.echo(host.model_dump_json(indent=1))
@@ -150,6 +192,12 @@ def info(as_json: bool) -> None:
     for key, value in host.model_dump().items():
         table.add_row(key, str(value))
     out_console().print(table)
+    sources = Table(title="energy sources (--power)")
+    for column in ("source", "measures", "available", "why not"):
+        sources.add_column(column)
+    for source in energy_sources():
+        sources.add_row(source.name, source.covers, "yes" if source.available else "no", source.reason or "-")
+    out_console().print(sources)
 
 
 def register(app: click.Group) -> None:

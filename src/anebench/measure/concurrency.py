@@ -197,7 +197,7 @@ def _alive(worker) -> bool:
 
 @dataclass
 class PhaseEnergy:
-    joules: float
+    counted: object  # power.Counted: what the meter counted between the phase's two readings
     seconds: float
     meter: object  # the EnergyMeter read: its source and scope go into the records
 
@@ -244,7 +244,7 @@ def run_copies(engine: str, device: str, workload: Workload, copies: int, option
     """Coordinate ``copies`` copies through the phases and collect their records."""
     meter, unavailable = _energy_reader(device, options.power)
     shared, workers = _start_copies(engine, device, workload, copies, options, processes)
-    readings: list[tuple[float, int]] = []
+    readings: list[tuple[object, int]] = []
     done = threading.Event()
     if processes:  # a copy that dies without reaching the barrier must not leave the others waiting
         threading.Thread(target=_watch, args=(workers, shared.barrier, done), daemon=True).start()
@@ -256,12 +256,17 @@ def run_copies(engine: str, device: str, workload: Workload, copies: int, option
                 if meter is not None:  # the together window opens at the common start, not at the barrier
                     wait_for_start(shared.start_at)
             if meter is not None:
-                readings.append((meter.read_joules(), time.perf_counter_ns()))
+                readings.append((meter.read(), time.perf_counter_ns()))
     except threading.BrokenBarrierError:
         pass  # a copy failed: its outcome names the error
     finally:
         done.set()
-    outcomes = _collect(workers, shared.results)
+    try:
+        outcomes = _collect(workers, shared.results)
+    except BaseException:
+        if meter is not None:
+            meter.close()
+        raise
     run = ConcurrencyRun(
         solo=[ResultRecord.model_validate_json(o.solo_json) for o in outcomes],
         together=[ResultRecord.model_validate_json(o.together_json) for o in outcomes],
@@ -274,9 +279,11 @@ def run_copies(engine: str, device: str, workload: Workload, copies: int, option
         # readings[k] is taken at meeting k: 0 prepared, 1..N turn starts, N+1 common start, N+2 done
         for i in range(copies):
             (j0, t0), (j1, t1) = readings[1 + i], readings[2 + i]
-            run.energy[f"solo {i}"] = PhaseEnergy(j1 - j0, (t1 - t0) / 1e9, meter)
+            run.energy[f"solo {i}"] = PhaseEnergy(meter.between(j0, j1), (t1 - t0) / 1e9, meter)
         (j0, t0), (j1, t1) = readings[copies + 1], readings[copies + 2]
-        run.energy["together"] = PhaseEnergy(j1 - j0, (t1 - t0) / 1e9, meter)
+        run.energy["together"] = PhaseEnergy(meter.between(j0, j1), (t1 - t0) / 1e9, meter)
+    if meter is not None:
+        meter.close()
     return run
 
 
@@ -324,8 +331,11 @@ def analyse_concurrency(solo: list[ResultRecord], together: list[ResultRecord], 
                                concurrency_verdict(solo_gbps, combined), window_s)
 
 
-def energy_extras(phase: PhaseEnergy, calls: int, weight_bytes: int, median_s: float, window: str) -> dict:
-    """The same figures as a single run's energy window (power.energy_figures), for one phase."""
-    from ..system.power import energy_figures
+def energy_extras(phase: PhaseEnergy, calls: int, weight_bytes: int, median_s: float, window: str,
+                  device: str | None = None):
+    """The same Energy section as a single run's window (power.energy_figures), for one phase."""
+    from ..system.power import energy_figures, work_component
 
-    return energy_figures(phase.meter, window, phase.joules, phase.seconds, calls, weight_bytes / median_s / 1e9)
+    work = work_component(device) if device else None
+    return energy_figures(phase.meter, window, phase.counted, phase.seconds, calls, weight_bytes / median_s / 1e9,
+                          weight_bytes, work)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from ..engines.base import Prepared
 from ..errors import MeasurementError
@@ -12,6 +13,14 @@ from .warmup import WarmupPolicy
 
 DEFAULT_RUNS = 300
 ProgressCallback = Callable[[int, int], None]  # (done, total)
+
+
+class Window(Protocol):
+    """Something read just before the first timed call and just after the last (an energy counter)."""
+
+    def open(self) -> None: ...
+
+    def close(self) -> None: ...
 
 
 @dataclass
@@ -93,8 +102,10 @@ def time_calls(
     clock: Clock = PERF_COUNTER,
     time_budget_s: float | None = None,
     progress: ProgressCallback | None = None,
+    window: Window | None = None,
 ) -> Timing:
-    """Warm up by policy, refuse calls too short for the timer, then time ``runs`` calls."""
+    """Warm up by policy, refuse calls too short for the timer, then time ``runs`` calls; ``window``
+    opens after the warmup and closes after the last timed call."""
     if runs < 1:
         raise ValueError("runs must be >= 1")
     warmup = warmup or WarmupPolicy()
@@ -106,7 +117,11 @@ def time_calls(
             f"a call takes {typical * 1e9:.0f} ns, shorter than {MIN_TICKS_PER_CALL} ticks of the "
             f"{clock.name} timer ({resolution * 1e9:.0f} ns each); use a larger workload or --batch"
         )
+    if window is not None:
+        window.open()
     samples, device = timed_runs(prepared, runs, clock, time_budget_s, progress)
+    if window is not None:
+        window.close()
     return Timing(
         samples_s=samples,
         device_samples_s=device,

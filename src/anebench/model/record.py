@@ -28,6 +28,7 @@ from .source import SourceFacts
 from .statistics import gbps as gbps_of
 from .statistics import summary_fields
 from .suites import ComputeResult, LatencyResult, RooflinePoint, SweepPoint
+from .energy import Energy
 from .upgrade import upgrade_record
 
 SCHEMA_VERSION = "anebench.result/2"
@@ -183,8 +184,8 @@ class ResultRecord(_Model):
     compute: ComputeResult | None = None
     latency: LatencyResult | None = None
     source: SourceFacts | None = None
-    # Typed by their own models when the energy and concurrency work lands (integration placeholders).
-    energy: dict[ShortStr, Any] | None = None
+    energy: Energy | None = None
+    # Typed by its own model when the concurrency work lands (integration placeholder).
     concurrency: dict[ShortStr, Any] | None = None
 
     @model_validator(mode="before")

@@ -9,6 +9,7 @@ from ..results.aggregate import Aggregate, aggregate
 from ..results.files import atomic_write_bytes, atomic_write_text
 from ..model import ResultRecord, utc_now
 from .csvjson import render_csv, render_json
+from .energy import energy_sections
 from .html import render_html
 from .markdown import render_markdown
 from .plots import bar_chart_png
@@ -29,6 +30,13 @@ def charts(agg: Aggregate) -> dict[tuple, bytes]:
             for key, rows in groups.items()}
 
 
+def all_sections(agg: Aggregate, records: list[ResultRecord]) -> list:
+    """The matrix sections, then the energy tables per chip, then verdicts, coverage and rules."""
+    base = sections(agg)
+    at = next((i for i, s in enumerate(base) if s.group is None), len(base))
+    return base[:at] + energy_sections(records) + base[at:]
+
+
 def _slug(key: tuple) -> str:
     """A file name part for a matrix group: workload, engine, device and the fingerprint's start."""
     workload, engine, device, fingerprint = key
@@ -47,7 +55,7 @@ def render_report(records: list[ResultRecord], fmt: str, out: Path | None, sourc
     elif fmt == "json":
         text = render_json(agg, {"generated": utc_now().isoformat(), "source": source})
     elif fmt == "html":
-        text = render_html(header, sections(agg), charts(agg))
+        text = render_html(header, all_sections(agg, records), charts(agg))
     else:
         links: dict[tuple, str] = {}
         if out is not None:
@@ -57,7 +65,7 @@ def render_report(records: list[ResultRecord], fmt: str, out: Path | None, sourc
                 links[key] = name
         else:
             header.append("Charts: give --out PATH to write them beside the report, or use --format html.")
-        text = render_markdown(header, sections(agg), links)
+        text = render_markdown(header, all_sections(agg, records), links)
     if out is not None:
         atomic_write_text(out, text)
     return text

@@ -17,7 +17,7 @@ p.note{color:#555;font-size:12px}
 img{max-width:100%}
 """
 NUMERIC = {"GB/s (median)", "contributors", "latency ms (median)", "utilisation", "tier", "scaling",
-           "combined GB/s"}
+           "combined GB/s", "GB/s", "J/token (scope)", "GB/s per W (work)", "GB/s per W (scope)", "records"}
 
 
 def table_html(section: Section) -> str:

@@ -14,9 +14,10 @@ from ..measure.concurrency import (
     energy_extras,
     run_copies,
 )
-from ..model import ResultRecord
+from ..model import Energy, ResultRecord
 from ..session import RunOptions, preflight_memory
 from ..system.host import SYSTEM_HOST, Host
+from ..system.energy_figures import energy_warnings
 from ..workloads import Workload
 
 IDLE_GAP = 1.5  # sum of per-copy GB/s this far above combined: time went between calls
@@ -54,7 +55,7 @@ def run_concurrent(engine: Engine, device: str, workload: Workload, copies: int,
         for copy, record in enumerate(group):
             update: dict = {"concurrency": {**(record.concurrency or {}), **shared}}
             if options.power:
-                update["energy"] = energy.get((phase, copy), {"available": False, "reason": "not measured"})
+                update["energy"] = energy.get((phase, copy), Energy(available=False, reason="not measured"))
             warnings = list(record.warnings)
             if phase == "together" and sum(analysis.together_gbps) > IDLE_GAP * analysis.combined_gbps:
                 warnings.append(f"the copies' own GB/s sum to {sum(analysis.together_gbps):.1f} but together they "
@@ -64,22 +65,24 @@ def run_concurrent(engine: Engine, device: str, workload: Workload, copies: int,
             if phase == "together" and whole is not None and whole < MIN_CALLS_IN_WINDOW:
                 warnings.append(f"only {whole} whole call(s) inside the common window: the copies barely "
                                 "overlapped (use more --runs)")
+            if update.get("energy") is not None:
+                warnings += energy_warnings(update["energy"])
             records.append(record.model_copy(update={**update, "warnings": warnings}).with_id())
     return ConcurrentResult(records, analysis)
 
 
-def energy_by_record(run, analysis: ConcurrencyAnalysis) -> dict[tuple[str, int], dict]:
+def energy_by_record(run, analysis: ConcurrencyAnalysis) -> dict[tuple[str, int], Energy]:
     """Solo windows are per copy; the together window is shared, so it is per call of all copies."""
     if "unavailable" in run.energy:
-        reason = {"available": False, "reason": run.energy["unavailable"]}
+        reason = Energy(available=False, reason=run.energy["unavailable"])
         return {(phase, i): reason for phase in ("solo", "together") for i in range(len(run.solo))}
-    found: dict[tuple[str, int], dict] = {}
+    found: dict[tuple[str, int], Energy] = {}
     for i, record in enumerate(run.solo):
         phase = run.energy.get(f"solo {i}")
         if phase is not None:
             calls = record.method.warmup_runs + len(record.samples_s)
             found[("solo", i)] = energy_extras(phase, calls, record.workload.weight_bytes, record.latency_s(),
-                                               "this copy's warmup and timed calls, alone")
+                                               "this copy's warmup and timed calls, alone", record.engine.device)
     together = run.energy.get("together")
     if together is not None:
         # Every call from the common start to the last copy's end, not only those kept inside the window.
@@ -88,7 +91,8 @@ def energy_by_record(run, analysis: ConcurrencyAnalysis) -> dict[tuple[str, int]
         # GB/s per watt of the whole machine: combined GB/s over the window's power.
         median_s = weight_bytes / (analysis.combined_gbps * 1e9)
         shared = energy_extras(together, calls, weight_bytes, median_s,
-                               "every copy's calls together; GB/s per watt uses combined GB/s")
+                               "every copy's calls together; GB/s per watt uses combined GB/s",
+                               run.together[0].engine.device)
         for i in range(len(run.together)):
             found[("together", i)] = shared
     return found

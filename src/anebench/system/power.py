@@ -1,27 +1,50 @@
-"""Energy counters readable without root: NVIDIA NVML, Linux RAPL; or the reason there is none.
+"""Energy counters readable without root: NVIDIA NVML, Linux RAPL, Apple IOReport; or why there is none.
 
-A meter reads a monotonically growing energy counter in joules; a window around the timed calls turns
-two readings into joules per call, watts and GB/s per watt. Where no counter can be read, the record
-says "unavailable" and why, instead of a guess.
+A meter is read twice, just before the first timed call and just after the last (warmup excluded); the
+difference gives joules per call, watts and GB/s per watt, for the counter's whole scope and, with
+IOReport, per component (ANE, GPU, CPU, DRAM) and as DRAM traffic from the memory controllers. Where
+no counter can be read, the record says "unavailable" and why, instead of a guess.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
+
+from ..model.energy import Energy
+from .energy_figures import energy_figures, energy_line, energy_warnings
+from .ioreport import IOReportCounters, ioreport_problem
+from .ioreport_parse import DramReading, EnergyReading
 
 POWERCAP_ROOT = Path("/sys/class/powercap")
+WORK_COMPONENT = {"ane": "ane", "gpu": "gpu", "mps": "gpu", "cpu": "cpu"}  # Apple devices -> IOReport
+
+
+@dataclass
+class Counted:
+    """What a meter counted between two readings."""
+
+    joules: float | None  # the meter's whole scope (IOReport: the package total)
+    energy: EnergyReading | None = None  # IOReport: by component
+    dram: DramReading | None = None  # IOReport: the memory controllers' view
 
 
 class EnergyMeter(Protocol):
     source: str
     scope: str
+    sampling: str
 
-    def read_joules(self) -> float: ...
+    def read(self) -> Any: ...
+
+    def between(self, start: Any, end: Any) -> Counted: ...
+
+    def close(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -29,7 +52,26 @@ class Unavailable:
     reason: str
 
 
-class RaplMeter:
+class ScalarMeter:
+    """A counter of one number, in joules (``read_joules``)."""
+
+    source = scope = ""
+    sampling = "two readings of the counter: just before the first timed call and just after the last"
+
+    def read_joules(self) -> float:
+        raise NotImplementedError
+
+    def read(self) -> float:
+        return self.read_joules()
+
+    def between(self, start: float, end: float) -> Counted:
+        return Counted(end - start)
+
+    def close(self) -> None:
+        pass
+
+
+class RaplMeter(ScalarMeter):
     """Sum of the top-level RAPL package zones (``intel-rapl:N``), handling counter wrap-around."""
 
     source = "Linux RAPL (powercap)"
@@ -70,7 +112,7 @@ def rapl_meter(root: Path = POWERCAP_ROOT) -> RaplMeter | Unavailable:
         return Unavailable(f"RAPL counters under {root} could not be read: {exc}")
 
 
-class NvmlMeter:
+class NvmlMeter(ScalarMeter):
     source = "NVIDIA NVML total energy"
     scope = "the whole GPU board"
 
@@ -102,55 +144,142 @@ def energy_meter(device: str, powercap_root: Path = POWERCAP_ROOT) -> EnergyMete
     if device.startswith("cuda"):
         return nvml_meter(device)
     if sys.platform == "darwin":
-        return Unavailable("macOS reports energy only through powermetrics, which needs root; "
-                           "no unprivileged counter is read")
+        return ioreport_meter()
     if device == "cpu" and sys.platform.startswith("linux"):
         return rapl_meter(powercap_root)
     return Unavailable(f"no energy counter known for device {device!r} on {sys.platform}")
 
 
+class IOReportMeter:
+    """Apple's IOReport: Energy Model counters by component, and the DRAM bandwidth histograms."""
+
+    scope = "the whole SoC: every process on the machine, not only this one"
+    sampling = ("two IOReport samples (Energy Model, PMP / DCS BW) just before the first timed call and just "
+                "after the last, differenced by IOReportCreateSamplesDelta")
+
+    def __init__(self, counters: IOReportCounters):
+        self.counters = counters
+        self.source = f"IOReport Energy Model (libIOReport via actop {counters.version})"
+
+    def read(self) -> Any:
+        return self.counters.sample()
+
+    def between(self, start: Any, end: Any) -> Counted:
+        energy, dram = self.counters.between(start, end)
+        return Counted(energy.components["package"].joules, energy, dram)
+
+    def close(self) -> None:
+        self.counters.close()
+
+
+def ioreport_meter() -> IOReportMeter | Unavailable:
+    problem = ioreport_problem()
+    if problem:
+        return Unavailable(f"IOReport: {problem}")
+    try:
+        return IOReportMeter(IOReportCounters())
+    except Exception as exc:  # noqa: BLE001 - a private library: any failure means "no counter", said why
+        return Unavailable(f"IOReport subscription failed: {type(exc).__name__}: {exc}")
+
+
+def work_component(device: str) -> str | None:
+    """The IOReport component that does an Apple device's work (None off a Mac or for other devices)."""
+    return WORK_COMPONENT.get(device)
+
+
 class EnergyWindow:
-    """Two readings around a run of calls."""
+    """Two readings around the timed calls: ``open`` just before the first, ``close`` just after the last."""
 
-    def __init__(self, meter: EnergyMeter | Unavailable):
+    def __init__(self, meter: EnergyMeter | Unavailable, work: str | None = None,
+                 now_ns: Callable[[], int] = time.perf_counter_ns):
         self.meter = meter
-        self._start_j = self._start_ns = None
-        if not isinstance(meter, Unavailable):
-            self._start_ns = time.perf_counter_ns()
-            self._start_j = meter.read_joules()
+        self.work = work
+        self.now_ns = now_ns
+        self._start: tuple[Any, int] | None = None
+        self._end: tuple[Any, int] | None = None
 
-    def finish(self, calls: int, weight_bytes: int, median_s: float, what: str) -> dict:
+    def open(self) -> None:
+        if not isinstance(self.meter, Unavailable):
+            self._start = self._reading(self.meter)
+
+    def close(self) -> None:
+        if self._start is not None and not isinstance(self.meter, Unavailable):
+            self._end = self._reading(self.meter)
+
+    def _reading(self, meter: EnergyMeter) -> tuple[Any, int]:
+        """The reading, timed at the middle of the read (a 100-channel IOReport sample takes a while)."""
+        before = self.now_ns()
+        reading = meter.read()
+        return reading, (before + self.now_ns()) // 2
+
+    def finish(self, calls: int, weight_bytes: int, median_s: float, what: str) -> Energy:
         if isinstance(self.meter, Unavailable):
-            return {"available": False, "reason": self.meter.reason}
-        joules = self.meter.read_joules() - self._start_j
-        seconds = (time.perf_counter_ns() - self._start_ns) / 1e9
-        return energy_figures(self.meter, what, joules, seconds, calls, weight_bytes / median_s / 1e9)
+            return Energy(available=False, reason=self.meter.reason)
+        try:
+            if self._start is None or self._end is None:
+                return Energy(available=False, source=self.meter.source,
+                              reason="the energy window was not opened and closed around the timed calls")
+            counted = self.meter.between(self._start[0], self._end[0])
+            seconds = (self._end[1] - self._start[1]) / 1e9
+            return energy_figures(self.meter, what, counted, seconds, calls, weight_bytes / median_s / 1e9,
+                                  weight_bytes, self.work)
+        finally:
+            self.release()
+
+    def release(self) -> None:
+        if not isinstance(self.meter, Unavailable):
+            self.meter.close()
 
 
-def energy_figures(meter: EnergyMeter, window: str, joules: float, seconds: float, calls: int,
-                   gbps: float) -> dict:
-    """A record's extras["energy"] from the joules ``meter`` counted over ``seconds`` of ``calls``."""
-    if joules <= 0 or seconds <= 0 or calls < 1:
-        return {"available": False, "source": meter.source,
-                "reason": f"the counter did not advance in {seconds:.3f} s; measure longer (--runs)"}
-    watts = joules / seconds
-    return {
-        "available": True,
-        "source": meter.source,
-        "scope": meter.scope,
-        "window": window,
-        "calls": calls,
-        "joules": joules,
-        "seconds": seconds,
-        "watts": watts,
-        "joules_per_call": joules / calls,
-        "gbps_per_watt": gbps / watts,
-    }
+@dataclass(frozen=True)
+class SourceStatus:
+    name: str
+    covers: str
+    available: bool
+    reason: str = ""
 
 
-def energy_line(energy: dict) -> str:
-    """One line for a record's extras["energy"]."""
-    if not energy.get("available"):
-        return f"unavailable: {energy.get('reason', 'not measured')}"
-    return (f"{energy['joules_per_call'] * 1e3:.3f} mJ per call, {energy['watts']:.1f} W, "
-            f"{energy['gbps_per_watt']:.3f} GB/s per W ({energy.get('source', '')}; {energy.get('window', '')})")
+def energy_sources(powercap_root: Path = POWERCAP_ROOT) -> list[SourceStatus]:
+    """Every energy source `--power` knows, whether it can be read here, and why not."""
+    out = []
+    problem = ioreport_problem()
+    ioreport = "ANE, GPU, CPU, DRAM energy and the package total (Apple silicon)"
+    dram = "DRAM read+write GB/s from the memory controllers (a second view of the bytes streamed)"
+    if problem is None:
+        meter = ioreport_meter()
+        problem = meter.reason if isinstance(meter, Unavailable) else None
+        if isinstance(meter, IOReportMeter):
+            meter.close()
+    out.append(SourceStatus("IOReport Energy Model", ioreport, problem is None, problem or ""))
+    out.append(SourceStatus("IOReport PMP / DCS BW", dram, problem is None, problem or ""))
+    if importlib.util.find_spec("pynvml") is None:
+        out.append(SourceStatus("NVIDIA NVML", "the GPU board", False, "nvidia-ml-py is not installed"))
+    else:
+        nvml = nvml_meter("cuda:0")
+        out.append(SourceStatus("NVIDIA NVML", "the GPU board", not isinstance(nvml, Unavailable),
+                                nvml.reason if isinstance(nvml, Unavailable) else ""))
+    if sys.platform.startswith("linux"):
+        rapl = rapl_meter(powercap_root)
+        out.append(SourceStatus("Linux RAPL", "CPU package(s)", not isinstance(rapl, Unavailable),
+                                rapl.reason if isinstance(rapl, Unavailable) else ""))
+    else:
+        out.append(SourceStatus("Linux RAPL", "CPU package(s)", False, "Linux only"))
+    return out
+
+
+def planned_source(device: str, platform: str) -> str:
+    """The source `--power` would read for ``device`` on ``platform`` ("darwin", "linux"), for a plan."""
+    if device.startswith("cuda"):
+        return "NVIDIA NVML (the GPU board)"
+    if platform == "darwin":
+        work = work_component(device)
+        return (f"IOReport Energy Model ({work} + package, by component) and PMP DCS BW (DRAM traffic)"
+                if work else "IOReport Energy Model (package, by component) and PMP DCS BW (DRAM traffic)")
+    if device == "cpu" and platform.startswith("linux"):
+        return "Linux RAPL (CPU packages)"
+    return f"none known for {device} on {platform}"
+
+
+__all__ = ["Counted", "EnergyMeter", "EnergyWindow", "IOReportMeter", "NvmlMeter", "RaplMeter", "ScalarMeter",
+           "SourceStatus", "Unavailable", "energy_figures", "energy_line", "energy_meter", "energy_sources",
+           "energy_warnings", "ioreport_meter", "planned_source", "work_component"]

@@ -1,0 +1,113 @@
+"""The macOS calls behind the IOReport energy source: subscribe, sample, difference. Nothing else.
+
+libIOReport is reached through actop's ctypes layer (``actop.ioreport``, the `[mac]` extra, pinned): its
+``IOReportSubscription`` subscribes to channel groups, takes samples and differences two of them into
+plain (group, subgroup, channel, unit, integer value, state residencies) items, without sudo. That is
+all this source needs, so no binding of our own is written; the parsing of those items lives in
+``ioreport_parse`` and is tested on recorded samples. The differencing is IOReport's own
+(IOReportCreateSamplesDelta), as in actop, macmon and mactop.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import sys
+from typing import Any
+
+from .ioreport_parse import (
+    BANDWIDTH_GROUP,
+    BANDWIDTH_SUBGROUP,
+    ENERGY_GROUP,
+    Channel,
+    DramReading,
+    EnergyReading,
+    dram_bandwidth,
+    energy_by_component,
+)
+
+ACTOP_PIN = "1.9.12"
+MIN_PYTHON = (3, 11)  # actop's own floor
+GROUPS = [(ENERGY_GROUP, None), (BANDWIDTH_GROUP, BANDWIDTH_SUBGROUP)]
+
+
+def ioreport_problem() -> str | None:
+    """Why IOReport cannot be read here, or None."""
+    if sys.platform != "darwin":
+        return "macOS only"
+    if sys.version_info < MIN_PYTHON:
+        return "IOReport is read through actop, which needs Python >= 3.11"
+    try:
+        importlib.import_module("actop.ioreport")
+    except ImportError:
+        return f"install the [mac] extra (actop=={ACTOP_PIN}) to read IOReport without sudo"
+    except Exception as exc:  # noqa: BLE001 - loading libIOReport/CoreFoundation symbols: say why, never crash
+        return f"libIOReport could not be loaded through actop: {type(exc).__name__}: {exc}"
+    return None
+
+
+def _keep_states(group: str, subgroup: str, channel: str) -> bool:
+    """Residencies only for the AMCC totals: the ~90 per-agent histograms cost ctypes calls for nothing."""
+    return group == BANDWIDTH_GROUP and channel.startswith("AMCC")
+
+
+def _channel(item: Any) -> Channel:
+    return Channel(item.group, item.subgroup, item.channel, item.unit, int(item.integer_value),
+                   tuple((str(name), int(ns)) for name, ns in item.state_residencies))
+
+
+class IOReportCounters:
+    """One subscription to the Energy Model and PMP/DCS BW groups; samples stay held until ``close``."""
+
+    def __init__(self) -> None:
+        ioreport = importlib.import_module("actop.ioreport")
+        self._module = ioreport
+        self._subscription = ioreport.IOReportSubscription(GROUPS)  # RuntimeError: no channel at all
+        self._held: list[Any] = []
+        try:
+            self.version = importlib.metadata.version("actop")
+        except importlib.metadata.PackageNotFoundError:
+            self.version = "unknown"
+
+    def sample(self) -> Any:
+        sample = self._subscription.sample()
+        if not sample:
+            raise RuntimeError("IOReportCreateSamples returned nothing")
+        self._held.append(sample)
+        return sample
+
+    def channels_between(self, start: Any, end: Any) -> list[Channel]:
+        return [_channel(item) for item in self._subscription.delta(start, end, _keep_states)]
+
+    def between(self, start: Any, end: Any) -> tuple[EnergyReading, DramReading]:
+        channels = self.channels_between(start, end)
+        return energy_by_component(channels), dram_bandwidth(channels)
+
+    def close(self) -> None:
+        for sample in self._held:
+            self._module.cf_release(sample)
+        self._held.clear()
+        self._subscription.close()
+
+
+def record_sample(seconds: float = 1.0) -> dict:
+    """A sample delta over ``seconds`` as JSON-ready data (energy and AMCC channels), to record what a chip
+    exposes and test the parsing on it: `python -c "from anebench.system.ioreport import record_sample"`."""
+    import platform
+    import time
+
+    from .ioreport_parse import channels_to_json, is_dram_total
+
+    counters = IOReportCounters()
+    try:
+        start = counters.sample()
+        began = time.perf_counter()
+        time.sleep(seconds)  # nothing here is timed: the delta covers whatever the machine did
+        end = counters.sample()
+        elapsed = time.perf_counter() - began
+        channels = [c for c in counters.channels_between(start, end)
+                    if c.group == ENERGY_GROUP or is_dram_total(c)]
+    finally:
+        counters.close()
+    return {"machine": platform.machine(), "macos": platform.mac_ver()[0], "actop": counters.version,
+            "seconds": elapsed, "channels": channels_to_json(channels)}

@@ -1,0 +1,302 @@
+"""The IOReport energy source on sample structures (channel group/subgroup/name, unit, value or residencies).
+
+The live library only exists on macOS; everything it returns goes through the pure parsing tested here.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+from anebench.measure.timing import time_calls
+from anebench.measure.warmup import WarmupPolicy
+from anebench.model import Energy, ResultRecord
+from anebench.system import ioreport, power
+from anebench.system.energy_figures import energy_figures, energy_line, energy_warnings
+from anebench.system.ioreport_parse import (
+    Channel,
+    bucket_edge_gbps,
+    channels_from_json,
+    dram_bandwidth,
+    energy_by_component,
+)
+from anebench.system.power import Counted, EnergyWindow
+
+DATA = Path(__file__).parent / "data" / "ioreport"
+
+
+def sample(name: str) -> list[Channel]:
+    return channels_from_json(json.loads((DATA / name).read_text()))
+
+
+def energy(name: str, value: int, unit: str = "mJ") -> Channel:
+    return Channel("Energy Model", "", name, unit, value)
+
+
+def test_units_are_read_from_each_channel_never_assumed():
+    same = [energy("CPU Energy", 2_000, "mJ"), energy("GPU Energy", 2_000_000, "uJ"),
+            energy("ANE", 2_000_000_000, "nJ"), energy("DRAM", 2_000_000, "\u00b5J")]
+    reading = energy_by_component(same)
+    assert [reading.components[c].joules for c in ("cpu", "gpu", "ane", "dram")] == pytest.approx([2.0] * 4)
+    assert reading.components["package"].joules == pytest.approx(8.0)
+    odd = energy_by_component([energy("CPU Energy", 5, "kWh"), energy("GPU Energy", 1000)])
+    assert odd.components["cpu"].joules is None and "unknown energy unit 'kWh'" in odd.missing["cpu"]
+    assert odd.components["package"].joules == pytest.approx(1.0)  # the GPU alone, and it says so
+    assert "without cpu" in odd.components["package"].problems[-1]
+
+
+def test_a_counter_that_went_backwards_is_left_out_with_the_reason_not_subtracted():
+    reading = energy_by_component([energy("DIE_0_CPU Energy", 1000), energy("DIE_1_CPU Energy", -4_294_966_296),
+                                   energy("GPU Energy", 500)])
+    cpu = reading.components["cpu"]
+    assert cpu.joules == pytest.approx(1.0) and cpu.channels == ["DIE_0_CPU Energy"]
+    assert "DIE_1_CPU Energy: the counter went backwards" in cpu.problems[0] and "wrapped or reset" in cpu.problems[0]
+    assert reading.components["package"].joules == pytest.approx(1.5)
+    assert any("went backwards" in p for p in reading.components["package"].problems)
+
+
+def test_recorded_single_die_sample_by_component():
+    reading = energy_by_component(sample("single_die.json"))
+    joules = {name: c.joules for name, c in reading.components.items()}
+    # cluster channels (EACC_CPU, PACC0_CPU) are inside "CPU Energy" and the display is not the SoC's work
+    assert joules == pytest.approx({"cpu": 3.0, "gpu": 0.5, "gpu_sram": 0.02, "ane": 1.2, "dram": 0.8,
+                                    "package": 5.52})
+    assert reading.missing == {}
+
+
+def test_missing_ane_channel_is_unavailable_with_a_reason_and_the_rest_still_counts():
+    reading = energy_by_component(sample("no_ane.json"))
+    assert set(reading.missing) == {"ane", "dram"} and "ANE*" in reading.missing["ane"]
+    result = figures_for("no_ane.json", work="ane", seconds=1.0, calls=10)
+    ane = result.component("ane")
+    assert not ane.available and "ANE*" in ane.reason
+    assert result.available and result.joules == pytest.approx(2.1) and result.work_gbps_per_watt is None
+    assert not result.dram_traffic.available and "AMCC RD+WR" in result.dram_traffic.reason
+
+
+def test_bucket_names_give_their_upper_edge_in_gigabytes():
+    assert bucket_edge_gbps("32GB/s") == 32.0
+    assert bucket_edge_gbps("0-512 MB/s") == 0.512
+    assert bucket_edge_gbps("1.5 TB/s") == 1500.0
+    assert bucket_edge_gbps("IDLE") is None
+
+
+def test_multi_die_bandwidth_is_the_sum_of_the_dies_not_their_mean():
+    reading = dram_bandwidth(sample("two_die.json"))
+    assert [d.channel for d in reading.dies] == ["AMCC0 RD+WR", "AMCC1 RD+WR"]
+    assert [d.gbps for d in reading.dies] == pytest.approx([48.0, 32.0])
+    assert reading.gbps == pytest.approx(80.0)
+    assert reading.resolution_gbps == pytest.approx(64.0)  # one 32 GB/s bucket per die
+
+
+def test_single_die_ignores_per_agent_histograms():
+    reading = dram_bandwidth(sample("single_die.json"))
+    assert [d.channel for d in reading.dies] == ["AMCC RD+WR"] and reading.gbps == pytest.approx(128.0)
+
+
+def test_an_unreadable_die_makes_the_dram_view_unavailable_not_partial():
+    channels = sample("two_die.json")
+    broken = [c if c.name != "AMCC1 RD+WR" else Channel(c.group, c.subgroup, c.name, states=(("IDLE", 5),))
+              for c in channels]
+    result = figures_from(broken, work="gpu", seconds=1.0, calls=10, weight_bytes=8 * 10**9)
+    assert not result.dram_traffic.available and "would be partial" in result.dram_traffic.reason
+
+
+class NamedMeter:
+    source, scope, sampling = "IOReport (fake)", "the SoC", "two samples"
+
+
+def figures_from(channels, work, seconds, calls, weight_bytes=10**9, median_s=None) -> Energy:
+    reading = energy_by_component(channels)
+    counted = Counted(reading.components["package"].joules, reading, dram_bandwidth(channels))
+    median_s = median_s or seconds / calls
+    return energy_figures(NamedMeter(), "the timed calls", counted, seconds, calls, weight_bytes / median_s / 1e9,
+                          weight_bytes, work)
+
+
+def figures_for(name, **kwargs) -> Energy:
+    return figures_from(sample(name), **kwargs)
+
+
+def test_two_die_gpu_record_gb_per_watt_on_the_gpu_and_the_package():
+    # 1 s of 10 calls of 8 GB: 80 GB/s of weights; the controllers saw 80 GB/s: they agree
+    result = figures_for("two_die.json", work="gpu", seconds=1.0, calls=10, weight_bytes=8 * 10**9)
+    assert result.available and result.joules == pytest.approx(2.0 + 4.0 + 0.3 + 1.0)
+    gpu = result.component("gpu")
+    assert gpu.watts == pytest.approx(4.0) and gpu.joules_per_call == pytest.approx(0.4)
+    assert result.work_component == "gpu" and result.work_gbps_per_watt == pytest.approx(80.0 / 4.0)
+    assert result.gbps_per_watt == pytest.approx(80.0 / 7.3)
+    assert result.component("ane").channels == ["ANE0_0", "ANE0_1"]
+    dram = result.dram_traffic
+    assert dram.available and dram.agrees and dram.gbps == pytest.approx(80.0)
+    assert dram.per_die_gbps == pytest.approx([48.0, 32.0]) and dram.bucket_width_gbps == 32.0
+    assert dram.bytes_per_call == pytest.approx(8e9) and dram.weight_gbps == pytest.approx(80.0)
+    assert energy_warnings(result) == []
+    line = energy_line(result)
+    assert "gpu 4.00 W" in line and "GB/s per gpu W" in line and "DRAM 80.0 GB/s" in line
+
+
+def test_disagreement_beyond_the_resolution_warns_and_an_idle_work_component_too():
+    # 3 GB/s of weights against 80 GB/s of DRAM traffic: more than 64 GB/s apart
+    result = figures_for("two_die.json", work="gpu", seconds=1.0, calls=10, weight_bytes=3 * 10**8)
+    assert result.dram_traffic.agrees is False
+    assert any("DRAM traffic" in w and "resolution 64 GB/s" in w for w in energy_warnings(result))
+    idle = [c if not c.name.startswith("ANE") else Channel(c.group, c.subgroup, c.name, c.unit, 0)
+            for c in sample("two_die.json")]
+    on_ane = figures_from(idle, work="ane", seconds=1.0, calls=10, weight_bytes=8 * 10**9)
+    assert on_ane.work_gbps_per_watt is None and "did not advance" in on_ane.component("ane").reason
+    assert any("may not have run on the ane" in w for w in energy_warnings(on_ane))
+
+
+class CountingPrepared:
+    """Counts calls; the fake meter notes the count at each reading."""
+
+    weight_bytes = 1000
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def call(self) -> None:
+        self.calls += 1
+        t = 0
+        for i in range(20000):  # long enough for the timer's 20-tick rule
+            t += i
+
+    def device_seconds(self) -> None:
+        return None
+
+
+class CallCountMeter(power.ScalarMeter):
+    source, scope = "fake", "test"
+
+    def __init__(self, prepared: CountingPrepared) -> None:
+        self.prepared, self.seen = prepared, []
+
+    def read_joules(self) -> float:
+        self.seen.append(self.prepared.calls)
+        return float(self.prepared.calls)
+
+
+def test_the_window_opens_after_the_warmup_and_closes_after_the_last_timed_call():
+    prepared = CountingPrepared()
+    meter = CallCountMeter(prepared)
+    window = EnergyWindow(meter)
+    timing = time_calls(prepared, runs=7, warmup=WarmupPolicy(fixed=4), window=window)  # type: ignore[arg-type]
+    assert timing.warmup_runs == 4 and meter.seen == [4, 11]  # 4 warmup calls outside, the 7 timed inside
+    result = window.finish(len(timing.samples_s), 1000, sorted(timing.samples_s)[3], "timed")
+    assert result.calls == 7 and result.joules == 7.0
+
+
+def test_session_records_a_typed_energy_section_with_warnings(monkeypatch):
+    from anebench.engines import get_engine
+    from anebench.session import RunOptions, measure_workload
+    from anebench.workloads import Workload
+
+    class IOReportLike(power.ScalarMeter):
+        source, scope = "IOReport (fake)", "the SoC"
+
+        def read(self):
+            return None
+
+        def between(self, start, end):  # the recorded joules as nanojoules: a plausible power for a short run
+            channels = [Channel(c.group, c.subgroup, c.name, "nJ" if c.unit else "", c.value, c.states)
+                        for c in sample("single_die.json")]
+            reading = energy_by_component(channels)
+            return Counted(reading.components["package"].joules, reading, dram_bandwidth(channels))
+
+    monkeypatch.setattr(power, "energy_meter", lambda device: IOReportLike())
+    record = measure_workload(get_engine("numpy"), "cpu", Workload("t", 64, 512, "fp32"),
+                              RunOptions(runs=5, power=True, warmup=WarmupPolicy(fixed=1)))
+    assert record.energy.work_component == "cpu" and record.energy.component("cpu").available
+    assert record.energy.dram_traffic.agrees is False  # 128 GB/s of DRAM traffic for a 128 KB head
+    assert any(w.startswith("DRAM traffic") for w in record.warnings)
+    again = ResultRecord.model_validate_json(record.model_dump_json(by_alias=True))
+    assert again.energy == record.energy and again.id == again.content_id()
+
+
+def test_old_extras_energy_reads_as_the_typed_section():
+    old = {"available": True, "source": "Linux RAPL (powercap)", "scope": "CPU package(s)", "window": "x",
+           "calls": 305, "joules": 2.0, "seconds": 1.0, "watts": 2.0, "joules_per_call": 0.0066,
+           "gbps_per_watt": 3.0}
+    assert Energy.model_validate(old).watts == 2.0
+    assert not Energy.model_validate({"available": False, "reason": "no counter"}).available
+
+
+@pytest.mark.skipif(sys.platform == "darwin", reason="off macOS only")
+def test_ioreport_says_macos_only_here():
+    assert ioreport.ioreport_problem() == "macOS only"
+    assert power.ioreport_meter().reason == "IOReport: macOS only"
+
+
+@pytest.mark.macos
+def test_live_ioreport_window_gives_figures_or_clean_reasons():
+    meter = power.ioreport_meter()
+    if isinstance(meter, power.Unavailable):
+        assert meter.reason.startswith("IOReport")
+        return
+    window = EnergyWindow(meter, "cpu")
+    window.open()
+    total = 0
+    for i in range(3_000_000):
+        total += i
+    window.close()
+    result = window.finish(1, 10**6, 0.1, "a busy loop")
+    assert result.available or result.reason
+    for component in result.components:
+        assert component.available or component.reason
+
+
+class FakeSubscription:
+    """actop.ioreport.IOReportSubscription's surface (1.9.12): sample(), delta(s1, s2, extract_states), close()."""
+
+    released: ClassVar[list] = []
+
+    def __init__(self, channels):
+        self.groups = channels
+        self.samples = 0
+        self.filters: list = []
+        self.closed = False
+
+    def sample(self):
+        self.samples += 1
+        return f"sample {self.samples}"
+
+    def delta(self, s1, s2, extract_states=None):
+        from collections import namedtuple
+
+        item = namedtuple("IOReportItem", ["group", "subgroup", "channel", "unit", "integer_value",
+                                           "state_residencies"])
+        self.filters.append(extract_states)
+        return [item(c.group, c.subgroup, c.name, c.unit, c.value,
+                     list(c.states) if extract_states is None or extract_states(c.group, c.subgroup, c.name)
+                     else []) for c in sample("two_die.json")]
+
+    def close(self):
+        self.closed = True
+
+
+def test_the_thin_layer_drives_actop_and_hands_its_items_to_the_parser(monkeypatch):
+    import types
+
+    fake = types.SimpleNamespace(IOReportSubscription=FakeSubscription,
+                                 cf_release=lambda ref: FakeSubscription.released.append(ref))
+    monkeypatch.setitem(sys.modules, "actop", types.ModuleType("actop"))
+    monkeypatch.setitem(sys.modules, "actop.ioreport", fake)
+    monkeypatch.setattr(ioreport.sys, "platform", "darwin")
+    monkeypatch.setattr(ioreport.sys, "version_info", (3, 11, 0))
+    meter = power.ioreport_meter()
+    assert isinstance(meter, power.IOReportMeter)
+    assert meter.counters._subscription.groups == [("Energy Model", None), ("PMP", "DCS BW")]
+    window = EnergyWindow(meter, "ane", now_ns=iter([0, 0, 10**9, 10**9]).__next__)
+    window.open()
+    window.close()
+    result = window.finish(10, 8 * 10**9, 0.1, "the timed calls")
+    assert result.available and result.component("ane").joules == pytest.approx(0.3)
+    assert result.dram_traffic.gbps == pytest.approx(80.0)  # the AMCC histograms kept their states
+    keep = meter.counters._subscription.filters[0]
+    assert keep("PMP", "DCS BW", "AMCC0 RD+WR") and not keep("PMP", "DCS BW", "ANE RD+WR")
+    assert FakeSubscription.released == ["sample 1", "sample 2"] and meter.counters._subscription.closed

@@ -15,10 +15,21 @@ from .engines.base import Engine, Prepared
 from .errors import MeasurementError, UserError
 from .measure.check import check_output
 from .measure.clock import PERF_COUNTER, Clock
+from .measure.gpu import DEVICE_TIME, PER_CALL, GpuRun, gpu_warnings
 from .measure.stats import cache_warning, stability_warnings, summarize
 from .measure.timing import DEFAULT_RUNS, ProgressCallback, time_calls
 from .measure.warmup import WarmupPolicy
-from .model import EngineInfo, MethodInfo, ResultRecord, ToolInfo, WorkloadInfo, utc_now
+from .model import (
+    EngineInfo,
+    GpuReport,
+    MethodInfo,
+    PlausibilityBound,
+    ResultRecord,
+    ToolInfo,
+    WorkloadInfo,
+    utc_now,
+)
+from .system.bounds import Bound, check_plausible, plausibility_bound
 from .system.host import available_memory_bytes, describe_host
 from .workloads import Workload
 
@@ -86,12 +97,17 @@ def measure_workload(
         if on_prepared is not None:
             on_prepared(prepared)
         check = verify_output(prepared)
-        window = energy_window(device) if options.power else None
-        timing = time_calls(prepared, options.runs, options.warmup, options.clock, options.time_budget_s,
-                            progress)
+        gpu = GpuRun(device, prepared) if device.startswith("cuda") else None
+        window = (gpu.energy_window() if gpu else energy_window(device)) if options.power else None
+        warmup = gpu.warmup_policy(options.warmup) if gpu else options.warmup
+        timing = time_calls(prepared, options.runs, warmup, options.clock, options.time_budget_s, progress)
+        if gpu:
+            gpu.after_timing()
         if window is not None:
-            extras = {**(extras or {}), "energy": finish_energy(window, prepared, timing)}
-        return build_record(engine, device, workload, prepared, options, timing, check, extras)
+            more = gpu.fill_energy_window(prepared, window) if gpu else 0
+            extras = {**(extras or {}), "energy": finish_energy(window, prepared, timing, more)}
+        report = gpu.report(prepared, timing, record_bound(engine, device, prepared)) if gpu else None
+        return build_record(engine, device, workload, prepared, options, timing, check, extras, report)
 
 
 def energy_window(device: str):
@@ -100,13 +116,15 @@ def energy_window(device: str):
     return EnergyWindow(energy_meter(device))
 
 
-def finish_energy(window, prepared: Prepared, timing) -> dict:
-    calls = timing.warmup_runs + len(timing.samples_s)
+def finish_energy(window, prepared: Prepared, timing, more_calls: int = 0) -> dict:
+    calls = timing.warmup_runs + len(timing.samples_s) + more_calls
     median = sorted(timing.samples_s)[len(timing.samples_s) // 2]
-    return window.finish(calls, prepared.weight_bytes, median, "warmup and timed calls")
+    what = "warmup and timed calls" + (f", then {more_calls} calls to fill the window" if more_calls else "")
+    return window.finish(calls, prepared.weight_bytes, median, what)
 
 
-def build_record(engine, device, workload, prepared, options, timing, check, extras) -> ResultRecord:
+def build_record(engine, device, workload, prepared, options, timing, check, extras,
+                 gpu: GpuReport | None = None) -> ResultRecord:
     host = describe_host()
     summary = summarize(timing.samples_s)
     warnings = stability_warnings(timing.samples_s, summary)
@@ -124,6 +142,11 @@ def build_record(engine, device, workload, prepared, options, timing, check, ext
         gap = (summary.median - device_summary.median) / summary.median
         if gap > DEVICE_GAP_LIMIT:
             warnings.append(f"wall clock is {gap:.0%} above device time: host-side overhead in each call")
+    bound = record_bound(engine, device, prepared)
+    streaming = {f"streaming ({s.method}) figure": s.gbps for s in (gpu.streaming if gpu else [])}
+    check_plausible({PER_CALL: gbps, DEVICE_TIME: device_gbps, **streaming}, bound)
+    if gpu is not None:
+        warnings.extend(gpu_warnings(gpu))
     record = ResultRecord(
         tool=ToolInfo(version=__version__),
         created=utc_now(),
@@ -165,6 +188,15 @@ def build_record(engine, device, workload, prepared, options, timing, check, ext
         gbps=gbps,
         device_gbps=device_gbps,
         warnings=warnings,
+        plausibility=PlausibilityBound(gbps=bound.gbps, source=bound.source),
+        gpu=gpu,
         extras=extras or {},
     )
     return record.with_id()
+
+
+def record_bound(engine: Engine, device: str, prepared: Prepared) -> Bound:
+    gpu_name = prepared.details.get("gpu")
+    return plausibility_bound(device, gpu_name=gpu_name if isinstance(gpu_name, str) else None,
+                              host_chip=describe_host().chip, weight_bytes=prepared.weight_bytes,
+                              cache_bytes=engine.cache_bytes(device))

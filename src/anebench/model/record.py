@@ -14,7 +14,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-__all__ = ['DOCUMENT_SCHEMA', 'EngineInfo', 'GigabytesPerSecond', 'HostInfo', 'LongStr', 'MethodInfo', 'OutputCheck', 'PositiveFloat', 'ResultRecord', 'ResultsDocument', 'SCHEMA_VERSION', 'Scalar', 'Seconds', 'Sha256', 'ShortStr', 'Summary', 'ToolInfo', 'WorkloadInfo', 'utc_now']
+from .gpu import GpuReport, PlausibilityBound
+
+__all__ = ['DOCUMENT_SCHEMA', 'SCHEMA_VERSION', 'EngineInfo', 'GigabytesPerSecond', 'GpuReport', 'HostInfo', 'LongStr', 'MethodInfo', 'OutputCheck', 'PlausibilityBound', 'PositiveFloat', 'ResultRecord', 'ResultsDocument', 'Scalar', 'Seconds', 'Sha256', 'ShortStr', 'Summary', 'ToolInfo', 'WorkloadInfo', 'utc_now']
 
 SCHEMA_VERSION = "anebench.result/1"
 DOCUMENT_SCHEMA = "anebench.results/1"
@@ -148,11 +150,15 @@ class ResultRecord(_Model):
     gbps: GigabytesPerSecond | None
     device_gbps: GigabytesPerSecond | None = None
     warnings: list[LongStr] = Field(default_factory=list, max_length=64)
+    plausibility: PlausibilityBound | None = None  # the bound every measured figure was checked against
+    gpu: GpuReport | None = None  # GPU runs: streaming figures, NVML state, energy window
     extras: dict[ShortStr, Any] = Field(default_factory=dict)
 
     def content_id(self) -> str:
         """A stable id: the sha256 of the record's canonical JSON without its id."""
         body = self.model_dump(mode="json", by_alias=True, exclude={"id"})
+        # Sections added after schema 1 are left out while empty, so ids of older records still hold.
+        body = {k: v for k, v in body.items() if v is not None or k in _SCHEMA_1_FIELDS}
         canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()
 
@@ -162,6 +168,13 @@ class ResultRecord(_Model):
     def latency_s(self) -> float | None:
         """The latency the record's statistic names (median for measured records)."""
         return getattr(self.summary, self.method.statistic)
+
+
+_SCHEMA_1_FIELDS = frozenset({
+    "schema", "tool", "provenance", "provenance_note", "created", "suite", "host", "engine", "workload",
+    "method", "summary", "samples_s", "device_samples_s", "device_summary", "device_time", "gbps",
+    "device_gbps", "warnings", "extras",
+})
 
 
 class ResultsDocument(_Model):

@@ -58,7 +58,7 @@ class TorchPrepared(Prepared):
             self._index = cuda_index(torch, device)
             self._start = torch.cuda.Event(enable_timing=True)
             self._end = torch.cuda.Event(enable_timing=True)
-            self.device_time_note = "CUDA events around each call, on the device's current stream"
+            self.device_time_note = "CUDA events around each call"  # on the weights' device's current stream
             self.details.update(cuda_details(torch, self._index))
         self._last_device_s: float | None = None
         self.details["torch_threads"] = torch.get_num_threads()

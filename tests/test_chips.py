@@ -16,7 +16,8 @@ def test_lookup_by_common_names():
 
 def test_unknown_names_are_none_not_the_nearest_chip():
     assert lookup_chip("M4 Pro Max") is None
-    assert lookup_chip("H100 PCIe") is None  # a different bandwidth from the SXM part
+    assert lookup_chip("H800 PCIe") is None  # not the nearest part (H100 PCIe), whose bandwidth differs
+    assert lookup_chip("NVIDIA H100 PCIe").bandwidth_gbps_max == 2000  # its own entry, not the SXM's 3350
     assert lookup_chip("Intel(R) Xeon(R) CPU") is None
     assert lookup_chip(None) is None and lookup_chip("") is None
 

@@ -1,5 +1,4 @@
 import sys
-import types
 
 import pytest
 
@@ -49,36 +48,9 @@ def test_rapl_missing_or_unreadable_says_why(tmp_path, monkeypatch):
     assert "readable only by root" in rapl_meter(tmp_path).reason
 
 
-class FakeNvml:
-    def __init__(self):
-        self.mj = 1000
-
-    def nvmlInit(self):
-        pass
-
-    def nvmlDeviceGetHandleByIndex(self, index):
-        if index > 0:
-            raise RuntimeError("Invalid Argument")
-        return "handle"
-
-    def nvmlDeviceGetTotalEnergyConsumption(self, handle):
-        return self.mj
-
-
-def test_nvml_meter_reads_millijoules_and_reports_a_bad_index(monkeypatch):
-    fake = FakeNvml()
-    monkeypatch.setitem(sys.modules, "pynvml", types.SimpleNamespace(**{
-        name: getattr(fake, name) for name in dir(fake) if name.startswith("nvml")}))
-    meter = energy_meter("cuda:0")
-    assert meter.read_joules() == 1.0
-    fake.mj = 3500
-    assert meter.read_joules() == 3.5
-    assert "unavailable on cuda:1" in energy_meter("cuda:1").reason
-
-
 def test_nvml_not_installed_is_unavailable(monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", None)  # import fails
-    assert "nvidia-ml-py" in energy_meter("cuda:0").reason
+    assert "nvidia-ml-py" in power.nvml_meter("cuda:0", "aaaaaaaa-0000").reason
 
 
 def test_macos_without_ioreport_and_unknown_devices_are_unavailable_with_a_reason(monkeypatch):

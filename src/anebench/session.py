@@ -14,12 +14,25 @@ from .engines.base import Engine, Prepared
 from .errors import MeasurementError, UserError
 from .measure.check import check_output
 from .measure.clock import PERF_COUNTER, Clock
+from .measure.gpu import DEVICE_TIME, PER_CALL, GpuRun, gpu_warnings
 from .measure.stats import cache_warning, stability_warnings, summarize
 from .measure.timing import DEFAULT_RUNS, ProgressCallback, time_calls
 from .measure.warmup import WarmupPolicy
-from .model import Energy, EngineInfo, HostState, MethodInfo, ResultRecord, ToolInfo, WorkloadInfo, utc_now
+from .model import (
+    Energy,
+    EngineInfo,
+    GpuReport,
+    HostState,
+    MethodInfo,
+    PlausibilityBound,
+    ResultRecord,
+    ToolInfo,
+    WorkloadInfo,
+    utc_now,
+)
 from .model import gbps as gbps_of
 from .model import median as median_of
+from .system.bounds import Bound, check_plausible, plausibility_bound
 from .system.host import SYSTEM_HOST, Host, busy_warning
 from .workloads import Workload
 
@@ -90,16 +103,23 @@ def measure_workload(
             on_prepared(prepared)
         check = verify_output(prepared)
         state = options.host.state()
-        window = energy_window(device) if options.power else None
+        gpu = GpuRun(device, prepared) if device.startswith("cuda") else None
+        window = (gpu.energy_window() if gpu else energy_window(device)) if options.power else None
+        warmup = gpu.warmup_policy(options.warmup) if gpu else options.warmup
         try:
-            timing = time_calls(prepared, options.runs, options.warmup, options.clock, options.time_budget_s,
+            timing = time_calls(prepared, options.runs, warmup, options.clock, options.time_budget_s,
                                 progress, window)
+            if gpu:
+                gpu.after_timing()
+            more = gpu.fill_energy_window(prepared, window) if gpu and window is not None else 0
         except BaseException:
             if window is not None:  # finish() releases the counters otherwise
                 window.release()
             raise
-        energy = finish_energy(window, prepared, timing) if window is not None else None
-        sections = {"energy": energy} if energy is not None else None
+        energy = finish_energy(window, prepared, timing, more) if window is not None else None
+        sections: dict = {"energy": energy} if energy is not None else {}
+        if gpu:
+            sections["gpu"] = gpu.report(prepared, timing, record_bound(engine, device, prepared, options.host))
         return build_record(engine, device, workload, prepared, options, timing, check, sections, state)
 
 
@@ -109,13 +129,15 @@ def energy_window(device: str):
     return EnergyWindow(energy_meter(device), work_component(device))
 
 
-def finish_energy(window, prepared: Prepared, timing) -> Energy:
-    return window.finish(len(timing.samples_s), prepared.weight_bytes, median_of(timing.samples_s), WINDOW)
+def finish_energy(window, prepared: Prepared, timing, more_calls: int = 0) -> Energy:
+    what = WINDOW + (f", then {more_calls} calls to fill the window" if more_calls else "")
+    return window.finish(len(timing.samples_s) + more_calls, prepared.weight_bytes,
+                         median_of(timing.samples_s), what)
 
 
 def build_record(engine, device, workload, prepared, options, timing, check, sections=None,
                  state: HostState | None = None) -> ResultRecord:
-    """The record of one measurement; ``sections``: typed suite sections to carry (energy, concurrency)."""
+    """The record of one measurement; ``sections``: typed sections to carry (energy, gpu, concurrency)."""
     state = state or options.host.state()
     host = options.host.info().model_copy(update={"state": state})
     summary = summarize(timing.samples_s)
@@ -142,6 +164,12 @@ def build_record(engine, device, workload, prepared, options, timing, check, sec
         gap = (summary.median - device_summary.median) / summary.median
         if gap > DEVICE_GAP_LIMIT:
             warnings.append(f"wall clock is {gap:.0%} above device time: host-side overhead in each call")
+    bound = record_bound(engine, device, prepared, options.host)
+    gpu: GpuReport | None = (sections or {}).get("gpu")
+    streaming = {f"streaming ({s.method}) figure": s.gbps for s in (gpu.streaming if gpu else [])}
+    check_plausible({PER_CALL: gbps, DEVICE_TIME: device_gbps, **streaming}, bound)
+    if gpu is not None:
+        warnings.extend(gpu_warnings(gpu))
     record = ResultRecord(
         tool=ToolInfo(version=__version__),
         created=utc_now(),
@@ -183,6 +211,14 @@ def build_record(engine, device, workload, prepared, options, timing, check, sec
         gbps=gbps,
         device_gbps=device_gbps,
         warnings=warnings,
+        plausibility=PlausibilityBound(gbps=bound.gbps, source=bound.source),
         **(sections or {}),
     )
     return record.with_id()
+
+
+def record_bound(engine: Engine, device: str, prepared: Prepared, host: Host = SYSTEM_HOST) -> Bound:
+    gpu_name = prepared.details.get("gpu")
+    return plausibility_bound(device, gpu_name=gpu_name if isinstance(gpu_name, str) else None,
+                              host_chip=host.info().chip, weight_bytes=prepared.weight_bytes,
+                              cache_bytes=engine.cache_bytes(device))

@@ -65,6 +65,12 @@ class Prepared(ABC):
         """Device-side time of the last call, where the engine has device timestamps."""
         return None
 
+    def stream_seconds(self, n: int, graph: bool = False) -> float | None:
+        """Device seconds per call over ``n`` back-to-back calls timed as one window (no host sync
+        between them); ``graph``: the same with the call replayed as a captured graph. None where the
+        engine has no device timestamps or no graphs."""
+        return None
+
     @abstractmethod
     def output(self) -> np.ndarray:
         """The last call's logits as float32, shape (batch, vocab)."""

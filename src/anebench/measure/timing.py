@@ -43,7 +43,7 @@ def warm_up(prepared: Prepared, policy: WarmupPolicy, clock: Clock) -> tuple[lis
         call()
         t1 = now()
         samples.append((t1 - t0) / 1e9)
-        if policy.is_steady(samples):
+        if policy.is_steady(samples, (t1 - started) / 1e9):
             return samples, True
         if policy.must_stop(samples, (t1 - started) / 1e9):
             return samples, policy.fixed is not None

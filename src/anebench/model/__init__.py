@@ -31,13 +31,14 @@ from .record import (
     utc_now,
 )
 from .energy import ComponentEnergy, DramTraffic, Energy
+from .gpu import EnergyWindowCheck, GpuIdentity, GpuReport, GpuState, PlausibilityBound, StreamingFigure
 from .source import SourceFacts
 from .statistics import GB, MB, gbps, median, summary_fields
 from .suites import ComputeResult, LatencyResult, LineFitInfo, RooflinePoint, SweepPoint
 
 __all__ = [
     "DOCUMENT_SCHEMA", "GB", "MB", "OLD_DOCUMENT_SCHEMAS", "OLD_SCHEMA_VERSIONS", "SCHEMA_VERSION",
-    "ComponentEnergy", "ComputeResult", "DramTraffic", "Energy", "EngineInfo", "FiniteFloat", "GigabytesPerSecond", "HostInfo", "HostState", "LatencyResult",
+    "ComponentEnergy", "ComputeResult", "DramTraffic", "Energy", "EnergyWindowCheck", "EngineInfo", "GpuIdentity", "GpuReport", "GpuState", "PlausibilityBound", "StreamingFigure", "FiniteFloat", "GigabytesPerSecond", "HostInfo", "HostState", "LatencyResult",
     "LineFitInfo", "LongStr", "MethodInfo", "NonNegFloat", "OutputCheck", "PositiveFloat", "ResultRecord",
     "ResultsDocument", "RooflinePoint", "Scalar", "Seconds", "Sha256", "ShortStr", "SourceFacts",
     "StrictModel", "Suite", "Summary", "SweepPoint", "ToolInfo", "WorkloadInfo", "gbps", "median",

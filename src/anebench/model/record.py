@@ -29,6 +29,7 @@ from .statistics import gbps as gbps_of
 from .statistics import summary_fields
 from .suites import ComputeResult, LatencyResult, RooflinePoint, SweepPoint
 from .energy import Energy
+from .gpu import GpuReport, PlausibilityBound
 from .upgrade import upgrade_record
 
 SCHEMA_VERSION = "anebench.result/2"
@@ -185,6 +186,8 @@ class ResultRecord(_Model):
     latency: LatencyResult | None = None
     source: SourceFacts | None = None
     energy: Energy | None = None
+    plausibility: PlausibilityBound | None = None  # the bound every measured figure was checked against
+    gpu: GpuReport | None = None  # GPU runs: streaming figures, NVML state, energy window
     # Typed by its own model when the concurrency work lands (integration placeholder).
     concurrency: dict[ShortStr, Any] | None = None
 

@@ -123,17 +123,19 @@ class NvmlMeter(ScalarMeter):
         return self.nvml.nvmlDeviceGetTotalEnergyConsumption(self.handle) / 1e3  # millijoules
 
 
-def nvml_meter(device: str) -> NvmlMeter | Unavailable:
+def nvml_meter(device: str, cuda_uuid: str | None = None) -> NvmlMeter | Unavailable:
+    """The NVML energy counter of the board with ``cuda_uuid`` (a CUDA index is not an NVML index)."""
+    if not cuda_uuid:
+        return Unavailable(f"the NVML board of {device} is unknown without its CUDA UUID (NVML numbers GPUs "
+                           "in PCI order and ignores CUDA_VISIBLE_DEVICES)")
+    from .nvml import handle_by_uuid, load_nvml
+
+    nvml, why = load_nvml()
+    if nvml is None:
+        return Unavailable(why)
     try:
-        nvml = importlib.import_module("pynvml")
-    except ImportError:
-        return Unavailable("NVML is not importable: install nvidia-ml-py to read GPU energy")
-    index = int(device.split(":", 1)[1]) if ":" in device else 0
-    try:
-        nvml.nvmlInit()
-        handle = nvml.nvmlDeviceGetHandleByIndex(index)
-        meter = NvmlMeter(nvml, handle)
-        meter.read_joules()  # pre-Volta GPUs have no energy counter: fail here, not mid-run
+        meter = NvmlMeter(nvml, handle_by_uuid(nvml, cuda_uuid))
+        meter.read_joules()  # pre-Volta GPUs and MIG instances have no energy counter: fail here, not mid-run
         return meter
     except Exception as exc:  # noqa: BLE001 - NVMLError subclasses vary by version; optional library
         return Unavailable(f"NVML energy counter unavailable on {device}: {exc}")
@@ -205,6 +207,11 @@ class EnergyWindow:
     def close(self) -> None:
         if self._start is not None and not isinstance(self.meter, Unavailable):
             self._end = self._reading(self.meter)
+
+    @property
+    def opened_ns(self) -> int | None:
+        """When the window opened (the first timed call), on this window's clock; None until then."""
+        return self._start[1] if self._start is not None else None
 
     def _reading(self, meter: EnergyMeter) -> tuple[Any, int]:
         """The reading, timed at the middle of the read (a 100-channel IOReport sample takes a while)."""

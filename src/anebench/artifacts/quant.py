@@ -12,8 +12,8 @@ import importlib.util
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from functools import partial
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 

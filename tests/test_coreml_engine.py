@@ -203,7 +203,7 @@ class UnloadedModel:
         self._framework_error = error
 
     def get_compiled_model_path(self):  # as MLModel: a plain Exception, the first thing prepare asks
-        raise Exception("This model was not loaded or compiled with the Core ML Framework.")
+        raise Exception("This model was not loaded or compiled with the Core ML Framework.")  # noqa: TRY002
 
 
 def test_a_loaded_model_passes_the_check(tmp_path):
@@ -447,8 +447,8 @@ def test_placement_query_missing_before_macos_14_4_is_a_warning_not_a_failure(tm
     # The same failure with coremltools 8.0 is the version's fault, and the warning says so.
     monkeypatch.setattr(CoreMLEngine, "version", lambda self: "8.0")
     prepared = CoreMLEngine(cache_dir=tmp_path).prepare(TINY, "gpu")
-    assert prepared.warnings == ["placement: MLComputePlan unavailable (cannot import name 'MLComputePlan'); "
-                                 "needs coremltools 8.1+ (this is 8.0)"]
+    assert prepared.warnings == [("placement: MLComputePlan unavailable (cannot import name 'MLComputePlan'); "
+                                  "needs coremltools 8.1+ (this is 8.0)")]
 
 
 # --- macOS (the GitHub Actions Apple-silicon runner) -------------------------------------------------

@@ -252,7 +252,7 @@ class CoreMLPrepared(Prepared):
         if self._duration is None:
             return None
         nanoseconds = self._duration()
-        return nanoseconds / 1e9 if nanoseconds else None
+        return nanoseconds / 1e9 if nanoseconds is not None else None
 
     def output(self) -> np.ndarray:
         results = self._last if isinstance(self._last, list) else [self._last]

@@ -232,6 +232,13 @@ def test_a_model_that_did_not_load_is_one_line_naming_the_bundle(tmp_path, capsy
     assert " ".join(reason.replace("\\n", " ").split()) in text
 
 
+def test_a_specification_newer_than_core_ml_is_named_in_the_reason(tmp_path):
+    model = UnloadedModel()
+    model._spec = types.SimpleNamespace(specificationVersion=9)
+    with pytest.raises(UserError, match=r"no reason given\); the bundle is specification version 9"):
+        coreml_engine.check_loaded(model, tmp_path / "head.mlpackage", [])
+
+
 def test_prepare_of_a_bundle_that_does_not_load_exits_2_with_one_line(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(preflight, "coreml_problem", lambda: None)
     monkeypatch.setattr(preflight, "ane_problem", lambda: None)
@@ -469,15 +476,35 @@ def test_macos_predict_of_a_tiny_bundle_equals_numpy(tmp_path, device):
 
 
 @pytest.mark.macos
-def test_macos_placement_query_names_devices(tmp_path):
+@pytest.mark.parametrize("device", ["ane", "gpu", "cpu", "all"])
+def test_macos_placement_query_names_devices(tmp_path, device):
     engine = CoreMLEngine(cache_dir=tmp_path)
     artifact = engine.artifact(Workload("tiny_plan", 256, 4096, "fp16", seed=1))
-    model = coreml_engine.load_model(artifact.package, "CPU_AND_NE")
-    placements = coreml_engine.query_placement(model, "CPU_AND_NE")
+    units = coreml_engine.COMPUTE_UNITS[device]
+    model = coreml_engine.load_model(artifact.package, units)
+    placements = coreml_engine.query_placement(model, units)
     convs = [p for p in placements if p.op_type == "conv"]
     assert len(convs) == 1 and all(p.device in ("ane", "gpu", "cpu") for p in convs)
-    details, _ = summarize_placement(placements, "ane")
-    assert 0.0 <= details["ane_op_share"] <= 1.0
+    details, warnings = summarize_placement(placements, device)
+    assert 0.0 <= details["ane_op_share"] <= 1.0 and details["placement_asked"] == device
+    if device == "cpu":  # CPU_ONLY leaves Core ML no other device
+        assert details["ops_on_cpu"] >= 1 and details["ops_on_ane"] == details["ops_on_gpu"] == 0
+        assert warnings == []
+
+
+@pytest.mark.macos
+def test_macos_core_ml_prediction_duration_is_read_after_each_call(tmp_path):
+    prepared = CoreMLEngine(cache_dir=tmp_path).prepare(TINY, "cpu")
+    try:
+        if coreml_engine.predict_duration(prepared.model) is None:
+            pytest.skip(reason=f"coremltools {coreml_engine.CoreMLEngine().version()} records no predict duration")
+        start = time.perf_counter()
+        prepared.call()
+        wall = time.perf_counter() - start
+        assert 0 < prepared.device_seconds() <= wall
+        assert prepared.device_time_note.startswith("Core ML prediction duration")
+    finally:
+        prepared.close()
 
 
 @pytest.mark.macos

@@ -139,6 +139,9 @@ def check_loaded(model, package: Path, messages: list[str], import_messages: lis
         reason = f"coremltools cannot reach Core ML from this Python ({binding[0]})"
     else:
         reason = "coremltools returned it without a Core ML model (no reason given)"
+        version = getattr(getattr(model, "_spec", None), "specificationVersion", None)
+        if version:  # coremltools skips loading, silently, a spec newer than this Core ML supports
+            reason += f"; the bundle is specification version {version}, which this Core ML may not support"
     raise UserError(f"Core ML could not load the bundle {package}: {reason}")
 
 

@@ -260,6 +260,28 @@ def test_prepare_of_a_bundle_that_does_not_load_exits_2_with_one_line(tmp_path, 
     assert "Error in declaring network." in line
 
 
+def test_loading_a_bundle_where_coremltools_has_no_core_ml_is_one_line(cache):
+    """The real load_model and coremltools' MLModel, off macOS: MLModel returns a model without a proxy
+    (it does not raise), and the error names the bundle and the binding that did not load."""
+    if preflight.on_macos():
+        pytest.skip(reason="on macOS the bundle loads")
+    artifact = build_or_reuse(BuildSpec.for_workload(TINY, max_split_rows=SPLIT), cache)
+    with pytest.raises(UserError) as error:
+        coreml_engine.load_model(artifact.package, "CPU_ONLY", [])
+    assert str(error.value).startswith(f"Core ML could not load the bundle {artifact.package}: coremltools "
+                                       "cannot reach Core ML from this Python (Failed to load _MLModelProxy")
+
+
+def test_a_bundle_coremltools_cannot_read_is_one_line(tmp_path):
+    broken = tmp_path / "broken.mlpackage"
+    broken.mkdir()
+    (broken / "Manifest.json").write_text("{ not json")
+    with pytest.raises(UserError) as error:
+        coreml_engine.load_model(broken, "CPU_ONLY", [])
+    assert str(error.value).startswith(f"Core ML could not load the bundle {broken}: ")
+    assert "\n" not in str(error.value)
+
+
 def test_coremltools_import_messages_are_kept_not_printed_and_the_logger_is_not_muted():
     import logging
 

@@ -145,8 +145,7 @@ def check_loaded(model, package: Path, messages: list[str], import_messages: lis
     raise UserError(f"Core ML could not load the bundle {package}: {reason}")
 
 
-def load_model(package: Path, compute_units: str,
-               warnings_out: list[str] | None = None):  # pragma: no cover - macOS only
+def load_model(package: Path, compute_units: str, warnings_out: list[str] | None = None):
     """Load and compile the bundle for the compute units (macOS; compiling happens here, once).
 
     What coremltools says while loading is collected: the reason of a failure (a one-line UserError),
@@ -155,9 +154,16 @@ def load_model(package: Path, compute_units: str,
     from ..artifacts._coremltools import IMPORT_MESSAGES, captured_messages, coremltools
 
     ct = coremltools()
-    with captured_messages() as messages:
-        model = ct.models.MLModel(str(package), compute_units=getattr(ct.ComputeUnit, compute_units))
-    check_loaded(model, package, messages, IMPORT_MESSAGES)
+    said = list(IMPORT_MESSAGES)
+    if getattr(ct.models.model, "_MLModelProxy", True) is None and not any("_MLModelProxy" in m for m in said):
+        said.append("Failed to load _MLModelProxy, coremltools' binding to Core ML")  # imported before us
+    try:
+        with captured_messages() as messages:
+            model = ct.models.MLModel(str(package), compute_units=getattr(ct.ComputeUnit, compute_units))
+    except Exception as exc:  # coremltools raises plain Exceptions, and protobuf's own, for a bad bundle
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        raise UserError(f"Core ML could not load the bundle {package}: {reason}") from exc
+    check_loaded(model, package, messages, said)
     if warnings_out is not None:
         warnings_out.extend(f"coremltools, loading the bundle: {' '.join(m.split())}" for m in messages)
     return model

@@ -82,6 +82,32 @@ def test_names_with_colons_print_as_written(capsys, tmp_path):
     assert "hf:m:" in stdout  # the results table
 
 
+@pytest.mark.parametrize("hidden", [576, 1248])  # SmolLM's and just below coremltools' kmeans1d size
+def test_build_lut6_kmeans_from_a_small_checkpoint(capsys, tmp_path, monkeypatch, hidden):
+    """k-means tables for groups of 8 x hidden < 10,000 values, where coremltools needs scikit-learn."""
+    import sys
+
+    from anebench.artifacts import MLProgramBundle
+    from anebench.artifacts.quant import kmeans_available
+
+    if not kmeans_available():
+        pytest.skip(reason="k-means palettisation needs kmeans1d (anebench[coreml])")
+    monkeypatch.setitem(sys.modules, "sklearn", None)  # importing it fails here, installed or not
+    head = weights(16, hidden, seed=4)
+    model = single_file_model(tmp_path / f"small-{hidden}", {
+        "model.embed_tokens.weight": weights(16, hidden, seed=3), "lm_head.weight": head})
+    code, stdout, stderr = run_cli(capsys, "build", f"hf:{model}", "--quant", "lut6", "--json")
+    assert code == 0, stderr
+    document = json.loads(stdout)
+    assert document["quant"] == "lut6" and document["lut_mode"] == "kmeans" and document["group_size"] == 8
+    bundle = MLProgramBundle(document["bundle"])
+    decoded = np.concatenate([bundle.weight_of(conv).decode() for conv in bundle.convs()])
+    exact = head.astype(np.float32)
+    assert decoded.shape == (16, hidden)
+    assert np.abs(decoded - exact).max() < 0.02  # values of sd 0.05, 64 levels per group of 8 rows
+    assert np.sqrt(np.mean((decoded - exact) ** 2)) < 0.0015  # a linear table of these weights: 0.0017
+
+
 # --- bad input: one clear line naming the input, exit 2 ----------------------------------------------
 
 

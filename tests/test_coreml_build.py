@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -13,7 +14,7 @@ from hypothesis import strategies as st
 from anebench.artifacts import BuildSpec, BundleError, MLProgramBundle, build_or_reuse
 from anebench.artifacts.coreml import near_equal_splits, rotation
 from anebench.artifacts.mlprogram import unpack_bits
-from anebench.artifacts.quant import encode, kmeans_available
+from anebench.artifacts.quant import encode, kmeans_available, kmeans_table, palettize_kmeans
 from anebench.errors import UserError
 from anebench.workloads import Workload
 
@@ -222,7 +223,7 @@ def test_values_beyond_fp16_are_refused(tmp_path):
 
 
 @pytest.mark.skipif(not kmeans_available(), reason="k-means palettisation needs kmeans1d (anebench[coreml])")
-def test_kmeans_mode_is_coremltools_palettizer_and_beats_uniform_on_real_like_weights(tmp_path):
+def test_kmeans_mode_beats_uniform_on_real_like_weights(tmp_path):
     rng = np.random.default_rng(1)
     values = (rng.standard_normal((16, 2048), dtype=np.float32) * 0.02).astype(np.float16)  # bell-shaped
     workload = Workload("ckpt_head", 2048, 16, "fp16", source=ArraySource(values))
@@ -233,6 +234,43 @@ def test_kmeans_mode_is_coremltools_palettizer_and_beats_uniform_on_real_like_we
     uniform = encode(lambda lo, hi: values[lo:hi], 16, 2048, "lut4", "uniform").decode()
     exact = values.astype(np.float32)
     assert np.mean((kmeans - exact) ** 2) < np.mean((uniform - exact) ** 2)
+
+
+@pytest.mark.skipif(not kmeans_available(), reason="k-means palettisation needs kmeans1d (anebench[coreml])")
+def test_kmeans_tables_equal_coremltools_palettizer_where_it_uses_kmeans1d():
+    """Groups of 10,000+ fp16 values: coremltools clusters them with kmeans1d, and so do we, for every size."""
+    from anebench.artifacts._coremltools import coremltools
+
+    coremltools()
+    from coremltools.optimize.coreml._quantization_passes import palettize_weights
+
+    values = (np.random.default_rng(4).standard_normal((16, 1280)) * 0.02).astype(np.float16)  # 8 x 1280 >= 10k
+    ours = palettize_kmeans(lambda lo, hi: values[lo:hi], 16, 1280, 4, 8, workers=1)
+    theirs = palettize_weights.blockwise_compress(values.reshape(16, 1280, 1, 1), "KMEANS", 4, [8, 0, 0, 0])
+    assert np.array_equal(ours.table, np.asarray(theirs.lut, dtype=np.float16).reshape(2, 16))
+    assert np.array_equal(ours.values, np.asarray(theirs.indices, dtype=np.uint8).reshape(16, 1280))
+
+
+@pytest.mark.skipif(not kmeans_available(), reason="k-means palettisation needs kmeans1d (anebench[coreml])")
+def test_kmeans_needs_no_scikit_learn_for_small_groups(monkeypatch):
+    """Below 10,000 values per group coremltools falls back to scikit-learn; we never do."""
+    monkeypatch.setitem(sys.modules, "sklearn", None)  # importing it now fails, installed or not
+    values = (np.random.default_rng(5).standard_normal((32, 48)) * 0.05).astype(np.float16)  # 384 per group
+    one = palettize_kmeans(lambda lo, hi: values[lo:hi], 32, 48, 6, 8, workers=1)
+    threaded = palettize_kmeans(lambda lo, hi: values[lo:hi], 32, 48, 6, 8, workers=3)
+    assert np.array_equal(one.values, threaded.values) and np.array_equal(one.table, threaded.table)
+    decoded, exact = one.decode(), values.astype(np.float32)
+    uniform = encode(lambda lo, hi: values[lo:hi], 32, 48, "lut6", "uniform").decode()
+    assert np.abs(decoded - exact).max() < 0.01
+    assert np.mean((decoded - exact) ** 2) < np.mean((uniform - exact) ** 2)
+
+
+@pytest.mark.skipif(not kmeans_available(), reason="k-means palettisation needs kmeans1d (anebench[coreml])")
+def test_kmeans_group_with_fewer_values_than_entries_is_exact():
+    group = np.repeat(np.array([-0.5, 0.0, 0.25, 1.0], dtype=np.float16), 100).reshape(8, 50)
+    table, indices = kmeans_table(group, 6)
+    assert table.dtype == np.float16 and list(table[:4]) == [-0.5, 0.0, 0.25, 1.0] and not table[4:].any()
+    assert indices.shape == (8, 50) and np.array_equal(table[indices], group)  # every value decodes exactly
 
 
 def test_unpack_bits_is_lsb_first():

@@ -7,7 +7,11 @@ output check uses, the bytes a call reads, the placement arithmetic, the record 
 
 from __future__ import annotations
 
+import ctypes
 import platform
+import time
+import types
+import weakref
 
 import numpy as np
 import pytest
@@ -15,6 +19,7 @@ import pytest
 from anebench.artifacts import BuildSpec, MLProgramBundle, build_or_reuse
 from anebench.engines import coreml_engine, get_engine
 from anebench.engines.coreml_engine import CoreMLEngine, CoreMLPrepared, OpPlacement, summarize_placement
+from anebench.errors import UserError
 from anebench.measure.check import check_output
 from anebench.measure.warmup import WarmupPolicy
 from anebench.session import RunOptions, measure_workload
@@ -132,15 +137,261 @@ def test_lut6_catalog_workload_uses_its_own_quant(cache):
 
 def test_placement_summary():
     all_ane = [OpPlacement("const", None), OpPlacement("conv", "ane", 0.9), OpPlacement("transpose", "ane", 0.1)]
-    details, warnings = summarize_placement(all_ane)
+    details, warnings = summarize_placement(all_ane, "ane")
     assert details["ane_op_share"] == 1.0 and details["ane_cost_share"] == 1.0 and warnings == []
+    assert details["asked_op_share"] == 1.0 and details["placement_asked"] == "ane"
     mixed = [OpPlacement("conv", "ane", 0.8), OpPlacement("conv", "ane", 0.1), OpPlacement("transpose", "cpu", 0.1),
              OpPlacement("squeeze", "gpu", None)]
-    details, warnings = summarize_placement(mixed)
+    details, warnings = summarize_placement(mixed, "ane")
     assert details["ane_op_share"] == 0.5 and details["ane_cost_share"] == pytest.approx(0.9)
-    assert details["ops_on_cpu"] == 1 and details["ops_on_gpu"] == 1
+    assert details["ops_on_cpu"] == 1 and details["ops_on_gpu"] == 1 and details["ops_on_ane"] == 2
     assert len(warnings) == 1 and "2 of 4 ops fall back" in warnings[0] and "transpose on cpu" in warnings[0]
-    assert "did not say" in summarize_placement([OpPlacement("conv", None)])[1][0]
+    assert "did not say" in summarize_placement([OpPlacement("conv", None)], "ane")[1][0]
+    assert summarize_placement([OpPlacement("conv", None)], "ane")[0]["ops_unplaced"] == 1
+
+
+# A LUT bundle's plan: the decompression ops (constexpr_*) are placed on the CPU at load time.
+LUT_PLAN = [OpPlacement("const", None), OpPlacement("constexpr_lut_to_dense", "cpu", 0.0),
+            OpPlacement("constexpr_lut_to_dense", "cpu", 0.0), OpPlacement("conv", "ane", 0.45),
+            OpPlacement("conv", "ane", 0.45), OpPlacement("transpose", "ane", 0.1)]
+
+
+def test_constexpr_ops_do_not_count_against_the_asked_unit():
+    details, warnings = summarize_placement(LUT_PLAN, "ane")
+    assert warnings == [] and details["ops_constant"] == 3
+    assert details["ops_on_ane"] == 3 and details["ops_on_cpu"] == 0 and details["ane_op_share"] == 1.0
+
+
+@pytest.mark.parametrize("asked,name", [("gpu", "the GPU"), ("cpu", "the CPU"), ("ane", "the Neural Engine")])
+def test_placement_is_judged_against_the_unit_asked_for(asked, name):
+    plan = [OpPlacement("constexpr_lut_to_dense", "cpu"), OpPlacement("conv", "gpu", 0.6),
+            OpPlacement("conv", "cpu", 0.3), OpPlacement("transpose", "ane", 0.1)]
+    details, warnings = summarize_placement(plan, asked)
+    assert (details["ops_on_ane"], details["ops_on_gpu"], details["ops_on_cpu"]) == (1, 1, 1)
+    assert details["placement_asked"] == asked and details["asked_op_share"] == round(1 / 3, 4)
+    (warning,) = warnings
+    assert f"2 of 3 ops fall back from {name}" in warning and f"on {asked}" not in warning
+    assert "constexpr" not in warning
+
+
+def test_placement_for_all_keeps_the_counts_without_a_warning():
+    plan = [OpPlacement("conv", "gpu", 0.6), OpPlacement("conv", "cpu", 0.3), OpPlacement("transpose", "ane", 0.1)]
+    details, warnings = summarize_placement(plan, "all")
+    assert warnings == [] and "asked_op_share" not in details
+    assert (details["ops_on_ane"], details["ops_on_gpu"], details["ops_on_cpu"]) == (1, 1, 1)
+    assert details["ane_cost_share"] == pytest.approx(0.1)
+    with pytest.raises(ValueError, match="not a Core ML device"):
+        summarize_placement(plan, "npu")
+
+
+def test_placement_unavailable_names_the_cause():
+    error = ImportError("No module named 'coremltools.models.compute_plan'")
+    assert coreml_engine.placement_unavailable(error, "8.0").endswith("needs coremltools 8.1+ (this is 8.0)")
+    assert coreml_engine.placement_unavailable(error, "7.2b1").endswith("needs coremltools 8.1+ (this is 7.2b1)")
+    assert coreml_engine.placement_unavailable(error, "8.1").endswith("needs macOS 14.4+")
+    assert coreml_engine.placement_unavailable(error, "9.0").endswith("needs macOS 14.4+")
+
+
+# --- a model Core ML did not load ---------------------------------------------------------------------
+
+
+class UnloadedModel:
+    """What coremltools' MLModel returns when loading fails: no proxy; the error kept, a warning given."""
+
+    def __init__(self, error: Exception | None = None):
+        self.__proxy__ = None
+        self._framework_error = error
+
+    def get_compiled_model_path(self):  # as MLModel: a plain Exception, the first thing prepare asks
+        raise Exception("This model was not loaded or compiled with the Core ML Framework.")  # noqa: TRY002
+
+
+def test_a_loaded_model_passes_the_check(tmp_path):
+    loaded = UnloadedModel()
+    loaded.__proxy__ = object()
+    coreml_engine.check_loaded(loaded, tmp_path / "head.mlpackage", ["some warning"])
+
+
+@pytest.mark.parametrize("model,messages,imported,reason", [
+    (UnloadedModel(RuntimeError("Error compiling model: unsupported op 'constexpr_lut_to_dense'")),
+     ["You will not be able to run predict() on this Core ML model."], [],
+     "Error compiling model: unsupported op 'constexpr_lut_to_dense'"),
+    (UnloadedModel(), ["You will not be able to run predict() on this Core ML model. Underlying\nexception: x"], [],
+     "You will not be able to run predict() on this Core ML model. Underlying\nexception: x"),
+    (UnloadedModel(), [], ["Torch version 2.13 has not been tested", "Failed to load _MLModelProxy: no libcoremlpython"],
+     "coremltools cannot reach Core ML from this Python (Failed to load _MLModelProxy: no libcoremlpython)"),
+    (UnloadedModel(), [], [], "no reason given"),
+], ids=["framework error", "warning", "no binding", "nothing said"])
+def test_a_model_that_did_not_load_is_one_line_naming_the_bundle(tmp_path, capsys, model, messages, imported,
+                                                                    reason):
+    package = tmp_path / "tiny_head-fp16.mlpackage"
+    with pytest.raises(UserError) as error:
+        coreml_engine.check_loaded(model, package, [m.replace("\\n", "\n") for m in messages], imported)
+    text = str(error.value)
+    assert "\n" not in text and text.startswith(f"Core ML could not load the bundle {package}: ")
+    assert " ".join(reason.replace("\\n", " ").split()) in text
+
+
+def test_a_specification_newer_than_core_ml_is_named_in_the_reason(tmp_path):
+    model = UnloadedModel()
+    model._spec = types.SimpleNamespace(specificationVersion=9)
+    with pytest.raises(UserError, match=r"no reason given\); the bundle is specification version 9"):
+        coreml_engine.check_loaded(model, tmp_path / "head.mlpackage", [])
+
+
+def test_prepare_of_a_bundle_that_does_not_load_exits_2_with_one_line(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(preflight, "coreml_problem", lambda: None)
+    monkeypatch.setattr(preflight, "ane_problem", lambda: None)
+    monkeypatch.setenv("ANEBENCH_CACHE_DIR", str(tmp_path / "cache"))
+
+    def load(package, units, warnings_out=None):  # load_model's own check, on what MLModel would return
+        model = UnloadedModel(RuntimeError("Error in declaring network."))
+        coreml_engine.check_loaded(model, package, ["You will not be able to run predict()"])
+        return model
+
+    monkeypatch.setattr(coreml_engine, "load_model", load)
+    from anebench.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", "-e", "coreml", "-d", "gpu", "-w", "lm_head:64x1024", "--no-save"])
+    assert exit_info.value.code == 2
+    (line,) = [line for line in capsys.readouterr().err.splitlines() if "error" in line]  # below the progress
+    assert line.startswith("error: Core ML could not load the bundle") and ".mlpackage" in line
+    assert "Error in declaring network." in line
+
+
+def test_loading_a_bundle_where_coremltools_has_no_core_ml_is_one_line(cache):
+    """The real load_model and coremltools' MLModel, off macOS: MLModel returns a model without a proxy
+    (it does not raise), and the error names the bundle and the binding that did not load."""
+    if preflight.on_macos():
+        pytest.skip(reason="on macOS the bundle loads")
+    artifact = build_or_reuse(BuildSpec.for_workload(TINY, max_split_rows=SPLIT), cache)
+    with pytest.raises(UserError) as error:
+        coreml_engine.load_model(artifact.package, "CPU_ONLY", [])
+    assert str(error.value).startswith(f"Core ML could not load the bundle {artifact.package}: coremltools "
+                                       "cannot reach Core ML from this Python (Failed to load _MLModelProxy")
+
+
+def test_a_bundle_coremltools_cannot_read_is_one_line(tmp_path):
+    broken = tmp_path / "broken.mlpackage"
+    broken.mkdir()
+    (broken / "Manifest.json").write_text("{ not json")
+    with pytest.raises(UserError) as error:
+        coreml_engine.load_model(broken, "CPU_ONLY", [])
+    assert str(error.value).startswith(f"Core ML could not load the bundle {broken}: ")
+    assert "\n" not in str(error.value)
+
+
+def test_coremltools_import_messages_are_kept_not_printed_and_the_logger_is_not_muted():
+    import logging
+
+    from anebench.artifacts import _coremltools
+
+    _coremltools.coremltools()
+    assert logging.getLogger("coremltools").level in (logging.NOTSET, logging.WARNING)
+    assert logging.getLogger("coremltools").getEffectiveLevel() <= logging.WARNING
+    with _coremltools.captured_messages() as messages:
+        logging.getLogger("coremltools.models").warning("cannot load %s", "the model")
+        import warnings
+
+        warnings.warn("You will not be able to run predict()", RuntimeWarning, stacklevel=1)
+        warnings.warn("old API", DeprecationWarning, stacklevel=1)
+    assert messages == ["cannot load the model", "You will not be able to run predict()"]
+    assert logging.getLogger("coremltools").propagate
+
+
+# --- Core ML's own duration of each predict, beside wall clock -----------------------------------------
+
+
+class DurationProxy:
+    """coremltools' proxy (8.2+) as far as the engine uses it: the duration of the last predict."""
+
+    def __init__(self):
+        self.last_ns = None
+
+    def get_last_predict_duration_in_nano_seconds(self):
+        return self.last_ns
+
+
+class GilHoldingCoreML(NumpyCoreML):
+    """predict holds the GIL for ``hold_us`` as coremltools' binding does (usleep through ctypes.PyDLL), and
+    its proxy reports the duration of the predict body, scaled by ``reported`` (1: a truthful clock)."""
+
+    def __init__(self, package, hold_us: int = 3000, reported: float = 1.0, proxy: bool = True):
+        super().__init__(package)
+        self._usleep = ctypes.PyDLL(None).usleep
+        self._usleep.argtypes = [ctypes.c_uint]
+        self.hold_us, self.reported = hold_us, reported
+        # An older coremltools' proxy has no such method.
+        self.__proxy__ = DurationProxy() if proxy else types.SimpleNamespace()
+
+    def predict(self, data):
+        start = time.perf_counter_ns()
+        self._usleep(self.hold_us)
+        result = super().predict(data)
+        self.__proxy__.last_ns = int((time.perf_counter_ns() - start) * self.reported)
+        self.requests.clear()  # keep no reference to the inputs between calls
+        return result
+
+
+def stand_in_engine(monkeypatch, make_model):
+    monkeypatch.setattr(preflight, "coreml_problem", lambda: None)
+    monkeypatch.setattr(preflight, "ane_problem", lambda: None)
+    monkeypatch.setattr(coreml_engine, "load_model", lambda package, units, warnings_out=None: make_model(package))
+    monkeypatch.setattr(coreml_engine, "query_placement", lambda model, units: [OpPlacement("conv", "ane", 1.0)])
+
+
+def test_core_ml_duration_is_recorded_beside_wall_clock_for_every_sample(tmp_path, monkeypatch):
+    stand_in_engine(monkeypatch, lambda package: GilHoldingCoreML(package))
+    options = RunOptions(runs=12, warmup=WarmupPolicy(fixed=2))
+    record = measure_workload(CoreMLEngine(cache_dir=tmp_path), "ane", TINY, options)
+    assert len(record.device_samples_s) == len(record.samples_s) == 12
+    assert all(0.003 <= d <= w for d, w in zip(record.device_samples_s, record.samples_s, strict=True))
+    assert record.device_time.startswith("Core ML prediction duration (mach_absolute_time around "
+                                         "predictionFromFeatures")
+    assert "headline (summary, gbps) is wall clock" in record.device_time
+    assert record.engine.details["headline_clock"] == "wall clock of predict()"
+    assert record.engine.details["device_clock"] == "Core ML prediction duration"
+    assert record.method.timing == "wall clock per call"
+    assert record.gbps == pytest.approx(record.workload.weight_bytes / record.summary.median / 1e9)
+    assert record.device_gbps >= record.gbps
+    assert not any("above device time" in w for w in record.warnings)  # the clocks agree within 10%
+
+
+def test_a_wall_clock_over_10_percent_above_core_ml_time_is_a_warning(tmp_path, monkeypatch):
+    stand_in_engine(monkeypatch, lambda package: GilHoldingCoreML(package, reported=0.5))
+    record = measure_workload(CoreMLEngine(cache_dir=tmp_path), "ane", TINY,
+                              RunOptions(runs=8, warmup=WarmupPolicy(fixed=1)))
+    (gap,) = [w for w in record.warnings if "above device time" in w]
+    assert gap.startswith("wall clock is ") and "host-side overhead in each call" in gap
+
+
+def test_no_duration_from_an_older_coremltools_is_wall_clock_only(tmp_path, monkeypatch):
+    stand_in_engine(monkeypatch, lambda package: GilHoldingCoreML(package, proxy=False))
+    record = measure_workload(CoreMLEngine(cache_dir=tmp_path), "ane", TINY,
+                              RunOptions(runs=4, warmup=WarmupPolicy(fixed=1)))
+    assert record.device_samples_s is None and record.device_gbps is None
+    assert "no device timestamps" in record.device_time and "8.2+" in record.device_time
+    assert record.engine.details["device_clock"] is None
+
+
+# --- releasing a prepared model: the model first, then its inputs ----------------------------------
+
+
+def test_close_releases_the_model_before_the_inputs(cache):
+    prepared = prepared_for(cache, TINY.with_batch(2))
+    prepared.model = GilHoldingCoreML(prepared.artifact.package, hold_us=1)
+    prepared._predict, prepared._duration = prepared.model.predict, coreml_engine.predict_duration(prepared.model)
+    prepared.call()
+    assert prepared.device_seconds() is not None
+    released = []
+    weakref.finalize(prepared.model, released.append, "model")
+    for index, feed in enumerate(prepared._feeds):
+        weakref.finalize(feed["hidden_states"], released.append, f"input {index}")
+    del feed
+    prepared.close()
+    assert released[0] == "model" and sorted(released[1:]) == ["input 0", "input 1"]
+    assert prepared.model is None and prepared.device_seconds() is None
 
 
 def test_engine_on_linux_says_why_and_exits_2(capsys):
@@ -170,13 +421,19 @@ def test_prepare_and_measure_end_to_end_with_a_stand_in_model(tmp_path, monkeypa
     monkeypatch.setattr(preflight, "ane_problem", lambda: None)
     loaded = []
 
-    def load(package, units):
+    asked = []
+
+    def load(package, units, warnings_out=None):
         loaded.append(units)
+        warnings_out.append("coremltools, loading the bundle: a load-time warning")
         return NumpyCoreML(package)
 
+    def placement(model, units):
+        asked.append(units)
+        return [OpPlacement("conv", "ane", 0.95), OpPlacement("transpose", "cpu", 0.05)]
+
     monkeypatch.setattr(coreml_engine, "load_model", load)
-    monkeypatch.setattr(coreml_engine, "query_placement",
-                        lambda model, units: [OpPlacement("conv", "ane", 0.95), OpPlacement("transpose", "cpu", 0.05)])
+    monkeypatch.setattr(coreml_engine, "query_placement", placement)
     engine = CoreMLEngine(cache_dir=tmp_path, repeat=2)
     assert engine.devices() == ["ane", "gpu", "cpu", "all"]
     workload = Workload("tiny_e2e", HIDDEN, 4096, "fp16", seed=3)
@@ -188,21 +445,27 @@ def test_prepare_and_measure_end_to_end_with_a_stand_in_model(tmp_path, monkeypa
     assert record.workload.artifact_sha256 and len(record.workload.artifact_sha256) == 64
     assert record.engine.details["ane_op_share"] == 0.5 and record.engine.details["weight_sets"] == 2
     assert any("fall back from the Neural Engine" in w for w in record.warnings)
+    assert "coremltools, loading the bundle: a load-time warning" in record.warnings
     assert record.method.mitigations == ["repeat 2: test"] and record.method.output_check.passed
-    # The cpu device skips the placement query and loads with CPU_ONLY.
-    measure_workload(engine, "cpu", workload, options)
-    assert loaded[-1] == "CPU_ONLY"
+    # Every device asks where its ops run, judged against that device (the CPU here).
+    record = measure_workload(engine, "cpu", workload, options)
+    assert loaded[-1] == asked[-1] == "CPU_ONLY" and record.engine.details["placement_asked"] == "cpu"
+    assert record.engine.details["ops_on_ane"] == 1 and record.engine.details["ops_on_cpu"] == 1
+    assert any("1 of 2 ops fall back from the CPU" in w for w in record.warnings)
+    record = measure_workload(engine, "all", workload, options)
+    assert asked[-1] == "ALL" and not any("fall back" in w for w in record.warnings)
 
 
 def test_placement_query_missing_before_macos_14_4_is_a_warning_not_a_failure(tmp_path, monkeypatch):
     monkeypatch.setattr(preflight, "coreml_problem", lambda: None)
     monkeypatch.setattr(preflight, "ane_problem", lambda: None)
-    monkeypatch.setattr(coreml_engine, "load_model", lambda package, units: NumpyCoreML(package))
+    monkeypatch.setattr(coreml_engine, "load_model", lambda package, units, warnings_out=None: NumpyCoreML(package))
 
     def old_macos(model, units):
         raise ImportError("cannot import name 'MLComputePlan'")
 
     monkeypatch.setattr(coreml_engine, "query_placement", old_macos)
+    monkeypatch.setattr(CoreMLEngine, "version", lambda self: "8.3")
     prepared = CoreMLEngine(cache_dir=tmp_path).prepare(TINY, "ane")
     assert prepared.warnings == [
         "placement: MLComputePlan unavailable (cannot import name 'MLComputePlan'); needs macOS 14.4+"
@@ -210,6 +473,11 @@ def test_placement_query_missing_before_macos_14_4_is_a_warning_not_a_failure(tm
     assert "ane_op_share" not in prepared.details
     prepared.call()
     assert check_output(prepared).passed
+    # The same failure with coremltools 8.0 is the version's fault, and the warning says so.
+    monkeypatch.setattr(CoreMLEngine, "version", lambda self: "8.0")
+    prepared = CoreMLEngine(cache_dir=tmp_path).prepare(TINY, "gpu")
+    assert prepared.warnings == [("placement: MLComputePlan unavailable (cannot import name 'MLComputePlan'); "
+                                  "needs coremltools 8.1+ (this is 8.0)")]
 
 
 # --- macOS (the GitHub Actions Apple-silicon runner) -------------------------------------------------
@@ -230,15 +498,35 @@ def test_macos_predict_of_a_tiny_bundle_equals_numpy(tmp_path, device):
 
 
 @pytest.mark.macos
-def test_macos_placement_query_names_devices(tmp_path):
+@pytest.mark.parametrize("device", ["ane", "gpu", "cpu", "all"])
+def test_macos_placement_query_names_devices(tmp_path, device):
     engine = CoreMLEngine(cache_dir=tmp_path)
     artifact = engine.artifact(Workload("tiny_plan", 256, 4096, "fp16", seed=1))
-    model = coreml_engine.load_model(artifact.package, "CPU_AND_NE")
-    placements = coreml_engine.query_placement(model, "CPU_AND_NE")
+    units = coreml_engine.COMPUTE_UNITS[device]
+    model = coreml_engine.load_model(artifact.package, units)
+    placements = coreml_engine.query_placement(model, units)
     convs = [p for p in placements if p.op_type == "conv"]
     assert len(convs) == 1 and all(p.device in ("ane", "gpu", "cpu") for p in convs)
-    details, _ = summarize_placement(placements)
-    assert 0.0 <= details["ane_op_share"] <= 1.0
+    details, warnings = summarize_placement(placements, device)
+    assert 0.0 <= details["ane_op_share"] <= 1.0 and details["placement_asked"] == device
+    if device == "cpu":  # CPU_ONLY leaves Core ML no other device
+        assert details["ops_on_cpu"] >= 1 and details["ops_on_ane"] == details["ops_on_gpu"] == 0
+        assert warnings == []
+
+
+@pytest.mark.macos
+def test_macos_core_ml_prediction_duration_is_read_after_each_call(tmp_path):
+    prepared = CoreMLEngine(cache_dir=tmp_path).prepare(TINY, "cpu")
+    try:
+        if coreml_engine.predict_duration(prepared.model) is None:
+            pytest.skip(reason=f"coremltools {coreml_engine.CoreMLEngine().version()} records no predict duration")
+        start = time.perf_counter()
+        prepared.call()
+        wall = time.perf_counter() - start
+        assert 0 < prepared.device_seconds() <= wall
+        assert prepared.device_time_note.startswith("Core ML prediction duration")
+    finally:
+        prepared.close()
 
 
 @pytest.mark.macos

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import sys
 
 import pytest
@@ -12,15 +14,68 @@ from anebench.errors import UserError
 from anebench.system import host, preflight
 
 
-def fake_mac(monkeypatch, machine: str, translated: str | None, version=(15, 3)):
-    """A Mac as the preflight sees it: platform, machine name, sysctl answers, macOS version."""
+class FakeLibc:
+    """sysctlbyname as libSystem has it: fills an int buffer, or returns -1 with errno set."""
+
+    def __init__(self, translated: int | None = None, error: int = errno.ENOENT):
+        self.translated, self.error, self.calls = translated, error, []
+
+    def sysctlbyname(self, name, oldp, oldlenp, newp, newlen):
+        self.calls.append((name, oldlenp.contents.value, newp, newlen.value))
+        if self.translated is None:
+            ctypes.set_errno(self.error)
+            return -1
+        oldp.contents.value = self.translated
+        return 0
+
+
+def fake_mac(monkeypatch, machine: str, translated: str | None, version=(15, 3), libc=True):
+    """A Mac as the preflight sees it: platform, machine name, sysctl answers (the in-process
+    sysctlbyname unless ``libc`` is False, and the `sysctl` command), macOS version."""
     monkeypatch.setattr(preflight, "_system", lambda: "darwin")
     monkeypatch.setattr(preflight, "_machine", lambda: machine)
     monkeypatch.setattr(preflight, "_macos_version", lambda: version)
-    # host.running_under_rosetta checks sys.platform itself, then asks sysctl.
+    fake = FakeLibc(None if translated is None else int(translated))
+    monkeypatch.setattr(preflight, "_libc", (lambda: fake) if libc else (lambda: object()))
+    # host.running_under_rosetta (the fallback) checks sys.platform itself, then asks sysctl.
     monkeypatch.setattr(sys, "platform", "darwin")
     answers = {"sysctl.proc_translated": translated}
     monkeypatch.setattr(host, "sysctl", lambda name: answers.get(name))
+    return fake
+
+
+def no_child_process(name):
+    raise AssertionError(f"the sysctl command was run for {name}; sysctlbyname had answered")
+
+
+def test_rosetta_is_read_in_process_with_an_int_buffer(monkeypatch):
+    fake = fake_mac(monkeypatch, machine="x86_64", translated="1")
+    monkeypatch.setattr(host, "sysctl", no_child_process)
+    assert preflight.under_rosetta()
+    assert fake.calls == [(b"sysctl.proc_translated", ctypes.sizeof(ctypes.c_int), None, 0)]
+    assert preflight.proc_translated(FakeLibc(0)) == 0 and preflight.proc_translated(FakeLibc(1)) == 1
+
+
+def test_no_such_sysctl_is_native_without_asking_the_command(monkeypatch):
+    fake_mac(monkeypatch, machine="x86_64", translated=None)  # ENOENT: a kernel without Rosetta
+    monkeypatch.setattr(host, "sysctl", no_child_process)
+    assert preflight.proc_translated() == 0 and not preflight.under_rosetta() and preflight.intel_mac()
+
+
+@pytest.mark.parametrize("libc", [FakeLibc(None, error=errno.EPERM), object()], ids=["EPERM", "no sysctlbyname"])
+def test_the_sysctl_command_answers_where_sysctlbyname_cannot(monkeypatch, libc):
+    fake_mac(monkeypatch, machine="x86_64", translated="1")
+    monkeypatch.setattr(preflight, "_libc", lambda: libc)
+    assert preflight.proc_translated() is None
+    assert preflight.under_rosetta()  # from `sysctl -n sysctl.proc_translated`, the child process
+    monkeypatch.setattr(host, "sysctl", lambda name: None)  # the command cannot run either: not translated
+    assert not preflight.under_rosetta()
+
+
+def test_real_libc_off_macos_has_no_answer():
+    if preflight.on_macos():
+        pytest.skip(reason="this checks a libc without sysctlbyname")
+    assert preflight.proc_translated() is None and preflight.under_rosetta() is False
 
 
 def test_not_macos(monkeypatch):
@@ -89,6 +144,7 @@ def test_macos_rosetta_signal_is_the_kernel_flag(monkeypatch):
     import subprocess
 
     assert host.sysctl("sysctl.proc_translated") in ("0", None)  # this (native) interpreter
+    assert preflight.proc_translated() == 0  # and in process, through sysctlbyname
     rosetta = shutil.which("arch") and subprocess.run(["arch", "-x86_64", "/usr/bin/true"], check=False).returncode == 0
     if not rosetta:
         pytest.skip(reason="Rosetta 2 is not installed on this runner")
@@ -99,4 +155,12 @@ def test_macos_rosetta_signal_is_the_kernel_flag(monkeypatch):
     machine, translated = out.stdout.split()
     assert (machine, translated) == ("x86_64", "1")
     monkeypatch.setattr(host, "sysctl", lambda name: translated if name == "sysctl.proc_translated" else None)
+    monkeypatch.setattr(preflight, "proc_translated", lambda libc=None: None)  # as if sysctlbyname failed
     assert preflight.under_rosetta() and "Rosetta" in preflight.coreml_problem()
+    probe = ("import ctypes, ctypes.util; v = ctypes.c_int(0); s = ctypes.c_size_t(4); "
+             "lib = ctypes.CDLL(ctypes.util.find_library('c')); "
+             "print(lib.sysctlbyname(b'sysctl.proc_translated', ctypes.pointer(v), ctypes.pointer(s), None, "
+             "ctypes.c_size_t(0)), v.value)")
+    out = subprocess.run(["arch", "-x86_64", "/usr/bin/python3", "-c", probe], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.split() == ["0", "1"]  # Apple's in-process recipe sees translation too

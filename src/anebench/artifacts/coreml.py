@@ -24,7 +24,7 @@ from ..errors import UserError
 from ..workloads import GEN_BLOCK_ROWS, SyntheticWeights, Workload
 from ._coremltools import coremltools as import_coremltools
 from ._coremltools import no_pass_progress_bars
-from .quant import LUT_NBITS, EncodedWeight, check_palettizable, encode, kmeans_available
+from .quant import KMEANS_MISSING, LUT_NBITS, EncodedWeight, check_palettizable, encode, kmeans_available
 
 BUILDER_VERSION = "anebench-coreml-v1"
 QUANTS = ("fp16", "int8", "lut4", "lut6")
@@ -102,10 +102,7 @@ class BuildSpec:
         if self.max_split_rows < 1 or self.group_size < 1:
             raise UserError("max split rows and LUT group size must be positive")
         if self.resolved_lut_mode == "kmeans" and self.is_lut and not kmeans_available():
-            raise UserError(
-                "lut mode 'kmeans' needs kmeans1d or scikit-learn (pip install kmeans1d); "
-                "use --lut-mode uniform for a fast linear table"
-            )
+            raise UserError(KMEANS_MISSING)
         for index, (start, stop) in enumerate(self.splits):
             if self.is_lut:
                 check_palettizable(stop - start, self.workload.hidden, LUT_NBITS[self.quant],

@@ -11,7 +11,9 @@ from __future__ import annotations
 import importlib.util
 import os
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -130,30 +132,79 @@ def palettize_uniform(read: RowReader, rows: int, hidden: int, nbits: int, group
     return EncodedWeight("lut", indices, tables, nbits, group_size)
 
 
+KMEANS_MISSING = (
+    "lut mode 'kmeans' needs kmeans1d (pip install 'anebench[coreml]', or pip install kmeans1d); "
+    "use --lut-mode uniform for a fast linear table"
+)
+
+
 def kmeans_available() -> bool:
-    return any(importlib.util.find_spec(name) for name in ("kmeans1d", "sklearn"))
+    return importlib.util.find_spec("kmeans1d") is not None
 
 
-def palettize_kmeans(read: RowReader, rows: int, hidden: int, nbits: int, group_size: int) -> EncodedWeight:
-    """coremltools' own palettizer (k-means per channel group), for real weights where tables matter."""
+def kmeans_table(group: np.ndarray, nbits: int) -> tuple[np.ndarray, np.ndarray]:
+    """(table, indices) of one channel group: optimal 1-D k-means over its fp16 values (kmeans1d).
+
+    This is coremltools' own k-means palettisation for fp16 groups of 10,000 values or more, done for
+    every group size: below that size coremltools switches to scikit-learn (Lloyd's k-means, a heuristic,
+    and a dependency nothing here declares). kmeans1d finds the optimum, so the tables are the same as
+    coremltools' wherever it uses kmeans1d. Clustering all of a group's values equals coremltools'
+    clustering of the distinct values weighted by their counts (the optimum is the same problem); the
+    tables are fp16 and zero past the number of distinct values, as coremltools writes them.
+    """
+    import kmeans1d
+
+    flat = np.asarray(group, dtype=np.float16).reshape(-1)
+    order = np.argsort(flat, kind="stable")
+    ordered = flat[order].astype(np.float64)
+    distinct = int(np.count_nonzero(np.diff(ordered))) + 1
+    size = 1 << nbits
+    clustered = kmeans1d.cluster(ordered.tolist(), min(distinct, size))
+    table = np.zeros(size, dtype=np.float16)
+    table[:len(clustered.centroids)] = np.asarray(clustered.centroids, dtype=np.float64).astype(np.float16)
+    indices = np.empty(flat.size, dtype=np.uint8)
+    indices[order] = np.asarray(clustered.clusters, dtype=np.uint8)
+    return table, indices.reshape(np.shape(group))
+
+
+def kmeans_workers() -> int:
+    return min(os.cpu_count() or 1, 8)
+
+
+def palettize_kmeans(read: RowReader, rows: int, hidden: int, nbits: int, group_size: int,
+                     workers: int | None = None) -> EncodedWeight:
+    """k-means per channel group, for real weights where the table values matter (see ``kmeans_table``).
+
+    kmeans1d runs in C through ctypes, which releases the GIL, so the groups of a chunk are clustered
+    on ``workers`` threads (coremltools used a process pool of up to 8 for the same work).
+    """
     if not kmeans_available():
-        raise UserError(
-            "lut mode 'kmeans' needs kmeans1d or scikit-learn (pip install kmeans1d); "
-            "or use --lut-mode uniform"
-        )
-    from ._coremltools import coremltools
+        raise UserError(KMEANS_MISSING)
+    workers = kmeans_workers() if workers is None else max(1, workers)
+    indices = np.empty((rows, hidden), dtype=np.uint8)
+    tables = np.empty((rows // group_size, 1 << nbits), dtype=np.float16)
+    step = _chunk_rows(hidden, group_size)
 
-    coremltools()
-    from coremltools.optimize.coreml._quantization_passes import palettize_weights
+    def one(block: np.ndarray, first_row: int, group: int) -> None:
+        start = group * group_size
+        table, group_indices = kmeans_table(block[start:start + group_size], nbits)
+        tables[(first_row + start) // group_size] = table
+        indices[first_row + start:first_row + start + group_size] = group_indices
 
-    dense = encode_fp16(read, rows, hidden).values.reshape(rows, hidden, 1, 1)
-    params = palettize_weights.blockwise_compress(
-        dense, "KMEANS", nbits, [group_size, 0, 0, 0], num_kmeans_workers=min(os.cpu_count() or 1, 8)
-    )
-    if params is None:  # coremltools declined (it only warns); check_palettizable should prevent this
-        raise UserError(f"coremltools could not palettise a {rows} x {hidden} split with group size {group_size}")
-    indices = np.asarray(params.indices, dtype=np.uint8).reshape(rows, hidden)
-    tables = np.asarray(params.lut, dtype=np.float16).reshape(rows // group_size, 1 << nbits)
+    pool = ThreadPoolExecutor(workers) if workers > 1 and rows > group_size else None
+    try:
+        for lo in range(0, rows, step):
+            hi = min(rows, lo + step)
+            block = np.asarray(read(lo, hi), dtype=np.float16)
+            groups = range((hi - lo) // group_size)
+            if pool is None:
+                for group in groups:
+                    one(block, lo, group)
+            else:
+                list(pool.map(partial(one, block, lo), groups))  # list(): a worker's exception raises here
+    finally:
+        if pool is not None:
+            pool.shutdown()
     return EncodedWeight("lut", indices, tables, nbits, group_size)
 
 

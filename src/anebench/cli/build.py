@@ -69,8 +69,9 @@ def summary_table(manifest: dict, package: Path, reused: bool) -> Table:
 @click.option("--quant", type=click.Choice(QUANTS), default=None,
               help="Weight storage (default: the workload's own, e.g. lut6 for llama_lm_head_lut6, else fp16).")
 @click.option("--lut-mode", type=click.Choice(LUT_MODES), default="auto", show_default=True,
-              help="LUT tables: uniform (fast, for synthetic weights), kmeans (coremltools' palettizer, for "
-                   "real weights); auto picks by the weights' source.")
+              help="LUT tables: uniform (fast, for synthetic weights), kmeans (optimal 1-D k-means per "
+                   "group with kmeans1d, as coremltools' palettizer; for real weights); auto picks by the "
+                   "weights' source.")
 @click.option("--repeat", type=click.IntRange(1, MAX_REPEAT), default=1, show_default=True,
               help="Distinct weight sets one prediction reads (longer Neural Engine tasks).")
 @click.option("--max-split-rows", type=click.IntRange(min=1), default=MAX_SPLIT_ROWS, show_default=True,

@@ -9,6 +9,7 @@ functions; everything around them (outputs, references, bytes, placement arithme
 from __future__ import annotations
 
 import importlib.util
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,8 +25,26 @@ from .base import Availability, DtypeChoice, Engine, Prepared
 
 COMPUTE_UNITS = {"ane": "CPU_AND_NE", "gpu": "CPU_AND_GPU", "cpu": "CPU_ONLY", "all": "ALL"}
 DEVICE_CLASSES = {"MLNeuralEngineComputeDevice": "ane", "MLGPUComputeDevice": "gpu", "MLCPUComputeDevice": "cpu"}
-# Ops that only name constants: Core ML places no work for them, so they do not count for placement.
+DEVICE_NAMES = {"ane": "the Neural Engine", "gpu": "the GPU", "cpu": "the CPU"}
+DEVICE_OWNERS = {"ane": "ANE's", "gpu": "GPU's", "cpu": "CPU's"}
+# Ops that only name constants: Core ML places no work for them in a prediction (const; constexpr_* ops
+# such as constexpr_lut_to_dense decompress weights when the model loads), so they do not count for
+# placement, whatever device the plan names for them.
 CONSTANT_OPS = {"const"}
+CONSTANT_PREFIX = "constexpr_"
+PLACEMENT_COREMLTOOLS = (8, 1)  # MLComputePlan first appears in coremltools 8.1
+DURATION_METHOD = "get_last_predict_duration_in_nano_seconds"  # on the proxy, coremltools 8.2+
+DURATION_NOTE = (
+    "Core ML prediction duration (mach_absolute_time around predictionFromFeatures, or "
+    "predictionsFromBatch for a batch predict), read from coremltools after every timed call; the "
+    "headline (summary, gbps) is wall clock of predict(), which adds the Python binding's input checks "
+    "and output conversions"
+)
+NO_DURATION_NOTE = (
+    "Core ML has no device timestamps and this coremltools records no prediction duration (8.2+ does): "
+    "wall clock of predict(); method.mitigations says which of keep-awake / batch / repeat were used"
+)
+HEADLINE_CLOCK = "wall clock of predict()"
 
 
 @dataclass(frozen=True)
@@ -35,40 +54,124 @@ class OpPlacement:
     cost: float | None = None  # Core ML's estimated share of the model's work, 0..1
 
 
-def summarize_placement(ops: list[OpPlacement]) -> tuple[dict[str, Any], list[str]]:
-    """(details, warnings): the share of ops Core ML prefers to run on the Neural Engine."""
-    counted = [op for op in ops if op.op_type not in CONSTANT_OPS and op.device is not None]
-    by_device = {device: sum(op.device == device for op in counted) for device in ("ane", "gpu", "cpu")}
-    details: dict[str, Any] = {f"ops_on_{device}": count for device, count in by_device.items()}
-    details["ane_op_share"] = round(by_device["ane"] / len(counted), 4) if counted else None
+def is_constant_op(op_type: str) -> bool:
+    return op_type in CONSTANT_OPS or op_type.startswith(CONSTANT_PREFIX)
+
+
+def _share(counted: list[OpPlacement], device: str) -> tuple[float | None, float | None]:
+    """(share of ops, share of Core ML's estimated cost) that run on ``device``."""
+    ops = round(sum(op.device == device for op in counted) / len(counted), 4) if counted else None
     costs = [op for op in counted if op.cost is not None]
-    total_cost = sum(op.cost for op in costs)
-    if total_cost > 0:
-        details["ane_cost_share"] = round(sum(op.cost for op in costs if op.device == "ane") / total_cost, 4)
+    total = sum(op.cost for op in costs)
+    cost = round(sum(op.cost for op in costs if op.device == device) / total, 4) if total > 0 else None
+    return ops, cost
+
+
+def summarize_placement(ops: list[OpPlacement], asked: str) -> tuple[dict[str, Any], list[str]]:
+    """(details, warnings): where Core ML will run each op, for the compute unit that was asked for.
+
+    Every device's op count is kept; ops that will run off the asked device are a warning (for ``all``,
+    which lets Core ML choose, there is no wrong device: the counts only). Constant ops do not count.
+    """
+    if asked not in COMPUTE_UNITS:
+        raise ValueError(f"placement for {asked!r}: not a Core ML device ({', '.join(COMPUTE_UNITS)})")
+    work = [op for op in ops if not is_constant_op(op.op_type)]
+    counted = [op for op in work if op.device is not None]
+    details: dict[str, Any] = {"placement_asked": asked}
+    details.update({f"ops_on_{device}": sum(op.device == device for op in counted) for device in DEVICE_NAMES})
+    details["ops_unplaced"] = len(work) - len(counted)
+    details["ops_constant"] = len(ops) - len(work)
+    details["ane_op_share"], ane_cost = _share(counted, "ane")
+    if ane_cost is not None:
+        details["ane_cost_share"] = ane_cost
+    if asked != "all":
+        details["asked_op_share"], asked_cost = _share(counted, asked)
+        if asked_cost is not None:
+            details["asked_cost_share"] = asked_cost
     warnings = []
-    fallen = [op for op in counted if op.device != "ane"]
-    if fallen:
-        kinds = sorted({f"{op.op_type} on {op.device}" for op in fallen})
-        warnings.append(
-            f"placement: {len(fallen)} of {len(counted)} ops fall back from the Neural Engine "
-            f"({', '.join(kinds[:6])}); the figure is not the ANE's alone"
-        )
     if not counted:
         warnings.append("placement: Core ML did not say where any operation runs")
+    elif asked != "all":
+        fallen = [op for op in counted if op.device != asked]
+        if fallen:
+            kinds = sorted({f"{op.op_type} on {op.device}" for op in fallen})
+            warnings.append(
+                f"placement: {len(fallen)} of {len(counted)} ops fall back from {DEVICE_NAMES[asked]} "
+                f"({', '.join(kinds[:6])}); the figure is not the {DEVICE_OWNERS[asked]} alone"
+            )
     return details, warnings
 
 
-def load_model(package: Path, compute_units: str):  # pragma: no cover - macOS only
-    """Load and compile the bundle for the compute units (macOS; compiling happens here, once)."""
-    from ..artifacts._coremltools import coremltools
+def version_tuple(version: str) -> tuple[int, ...]:
+    parts = []
+    for part in version.split("."):
+        digits = "".join(itertools.takewhile(str.isdigit, part))
+        if not digits:
+            break
+        parts.append(int(digits))
+    return tuple(parts)
+
+
+def placement_unavailable(exc: BaseException, coremltools_version: str) -> str:
+    """The warning when MLComputePlan cannot answer: too old a coremltools, else too old a macOS."""
+    reason = " ".join(str(exc).split()) or type(exc).__name__
+    if version_tuple(coremltools_version) < PLACEMENT_COREMLTOOLS:
+        return (f"placement: MLComputePlan unavailable ({reason}); needs coremltools 8.1+ "
+                f"(this is {coremltools_version})")
+    return f"placement: MLComputePlan unavailable ({reason}); needs macOS 14.4+"
+
+
+def check_loaded(model, package: Path, messages: list[str], import_messages: list[str] = ()) -> None:
+    """Refuse, in one line naming the bundle and the reason, a model Core ML did not load.
+
+    coremltools' MLModel does not raise when loading fails: it warns, keeps ``__proxy__`` None and
+    returns a model whose first predict (or get_compiled_model_path) raises a plain Exception.
+    """
+    if getattr(model, "__proxy__", None) is not None:
+        return
+    error = getattr(model, "_framework_error", None)
+    binding = [m for m in import_messages if "_MLModelProxy" in m]
+    if error is not None:
+        reason = str(error)
+    elif messages:
+        reason = "; ".join(messages)
+    elif binding:
+        reason = f"coremltools cannot reach Core ML from this Python ({binding[0]})"
+    else:
+        reason = "coremltools returned it without a Core ML model (no reason given)"
+        version = getattr(getattr(model, "_spec", None), "specificationVersion", None)
+        if version:  # coremltools skips loading, silently, a spec newer than this Core ML supports
+            reason += f"; the bundle is specification version {version}, which this Core ML may not support"
+    raise UserError(f"Core ML could not load the bundle {package}: {reason}")
+
+
+def load_model(package: Path, compute_units: str, warnings_out: list[str] | None = None):
+    """Load and compile the bundle for the compute units (macOS; compiling happens here, once).
+
+    What coremltools says while loading is collected: the reason of a failure (a one-line UserError),
+    or, when the model loads, warnings that ``warnings_out`` receives for the record.
+    """
+    from ..artifacts._coremltools import IMPORT_MESSAGES, captured_messages, coremltools
 
     ct = coremltools()
-
-    return ct.models.MLModel(str(package), compute_units=getattr(ct.ComputeUnit, compute_units))
+    said = list(IMPORT_MESSAGES)
+    if getattr(ct.models.model, "_MLModelProxy", True) is None and not any("_MLModelProxy" in m for m in said):
+        said.append("Failed to load _MLModelProxy, coremltools' binding to Core ML")  # imported before us
+    try:
+        with captured_messages() as messages:
+            model = ct.models.MLModel(str(package), compute_units=getattr(ct.ComputeUnit, compute_units))
+    except Exception as exc:  # coremltools raises plain Exceptions, and protobuf's own, for a bad bundle
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        raise UserError(f"Core ML could not load the bundle {package}: {reason}") from exc
+    check_loaded(model, package, messages, said)
+    if warnings_out is not None:
+        warnings_out.extend(f"coremltools, loading the bundle: {' '.join(m.split())}" for m in messages)
+    return model
 
 
 def query_placement(model, compute_units: str) -> list[OpPlacement]:  # pragma: no cover - macOS only
-    """Ask Core ML (MLComputePlan, macOS 14.4+) where each operation of the main function will run."""
+    """Ask Core ML (MLComputePlan: coremltools 8.1+, macOS 14.4+) where each operation of the main function
+    will run with these compute units."""
     from ..artifacts._coremltools import coremltools
 
     ct = coremltools()
@@ -86,13 +189,17 @@ def query_placement(model, compute_units: str) -> list[OpPlacement]:  # pragma: 
     return placements
 
 
+def predict_duration(model) -> Callable[[], Any] | None:
+    """coremltools' reader of Core ML's duration of the last predict, where this coremltools has one."""
+    proxy = getattr(model, "__proxy__", None)
+    reader = getattr(proxy, DURATION_METHOD, None) if proxy is not None else None
+    return reader if callable(reader) else None
+
+
 class CoreMLPrepared(Prepared):
     """A loaded bundle. ``model`` is anything with Core ML's ``predict`` (tests pass a numpy stand-in)."""
 
-    device_time_note = (
-        "Core ML has no device timestamps: wall clock of predict(); method.mitigations says which of "
-        "keep-awake / batch / repeat were used"
-    )
+    device_time_note = NO_DURATION_NOTE
 
     def __init__(self, workload: Workload, device: str, artifact, model, repeat: int = 1,
                  placement: list[OpPlacement] | None = None):
@@ -125,7 +232,10 @@ class CoreMLPrepared(Prepared):
         inputs = workload.inputs().astype(np.float16)
         self._feeds = [{INPUT_NAME: np.ascontiguousarray(row.reshape(1, 1, hidden))} for row in inputs]
         self._request: Any = self._feeds[0] if workload.batch == 1 else self._feeds
-        self._predict: Callable[[Any], Any] = model.predict
+        self._predict: Callable[[Any], Any] | None = model.predict
+        self._duration = predict_duration(model)
+        if self._duration is not None:
+            self.device_time_note = DURATION_NOTE
         self._last: Any = None
         self.details.update(
             bundle_weight_bytes=self.bundle.weight_bytes,
@@ -135,14 +245,23 @@ class CoreMLPrepared(Prepared):
             batch_predict=workload.batch,
             lut_mode=manifest.get("lut_mode"),
             coremltools=manifest.get("coremltools"),
+            headline_clock=HEADLINE_CLOCK,
+            device_clock="Core ML prediction duration" if self._duration is not None else None,
         )
         if placement is not None:
-            details, warnings = summarize_placement(placement)
+            details, warnings = summarize_placement(placement, device)
             self.details.update(details)
             self.warnings.extend(warnings)
 
     def call(self) -> None:
         self._last = self._predict(self._request)
+
+    def device_seconds(self) -> float | None:
+        """Core ML's own duration of the last predict (coremltools 8.2+), or None."""
+        if self._duration is None:
+            return None
+        nanoseconds = self._duration()
+        return nanoseconds / 1e9 if nanoseconds is not None else None
 
     def output(self) -> np.ndarray:
         results = self._last if isinstance(self._last, list) else [self._last]
@@ -166,7 +285,11 @@ class CoreMLPrepared(Prepared):
         return np.concatenate(pieces) if pieces else np.empty((0, self.workload.hidden))
 
     def close(self) -> None:
-        self.model = self._predict = self._last = self._feeds = self._request = None
+        """Release the model first, then the inputs: Core ML may still hold the input arrays until the
+        model is gone, and freeing them under it can crash (coremltools PR #2827)."""
+        self.model = self._predict = self._duration = None  # every reference to the model and its proxy
+        self._last = None
+        self._request = self._feeds = None
 
 
 def stored_bytes(workload: Workload, repeat: int = 1) -> int:
@@ -225,14 +348,15 @@ class CoreMLEngine(Engine):
             raise UserError(f"device {device!r} is not a Core ML device; valid: {', '.join(COMPUTE_UNITS)}")
         artifact = self.artifact(workload)
         units = COMPUTE_UNITS[device]
-        model = load_model(artifact.package, units)
+        load_warnings: list[str] = []
+        model = load_model(artifact.package, units, load_warnings)
         placement, unavailable = None, None
-        if device == "ane":
-            try:
-                placement = query_placement(model, units)
-            except (ImportError, AttributeError, RuntimeError, TypeError) as exc:
-                unavailable = f"placement: MLComputePlan unavailable ({exc}); needs macOS 14.4+"
+        try:
+            placement = query_placement(model, units)
+        except (ImportError, AttributeError, RuntimeError, TypeError) as exc:
+            unavailable = placement_unavailable(exc, self.version())
         prepared = CoreMLPrepared(workload, device, artifact, model, self.repeat, placement)
+        prepared.warnings.extend(load_warnings)
         if unavailable:
             prepared.warnings.append(unavailable)
         return prepared

@@ -1,11 +1,14 @@
 """Can this host reach the Neural Engine? Clear answers before any work: macOS, Rosetta, Intel Mac.
 
 The published tool compares two machine names that both read x86_64 under Rosetta and so never
-notices translation; the kernel's own flag (sysctl.proc_translated) does, so that is what we ask.
+notices translation; the kernel's own flag (sysctl.proc_translated) does, so that is what we ask: in
+process through sysctlbyname (Apple's recipe), or, where that cannot answer, with the `sysctl` command.
 """
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import platform
 import sys
 
@@ -45,8 +48,42 @@ def on_macos() -> bool:
     return _system() == "darwin"
 
 
+def _libc():
+    """The C library, for sysctlbyname (macOS's libSystem; elsewhere a libc without that function)."""
+    import ctypes.util
+
+    return ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+
+
+def proc_translated(libc=None) -> int | None:
+    """sysctl.proc_translated read in-process, as Apple documents it ("About the Rosetta translation
+    environment"): sysctlbyname with an int buffer. 1: translated, 0: native (ENOENT: a kernel without
+    Rosetta, an Intel Mac), None: could not be read here (no sysctlbyname, another error).
+    """
+    try:
+        function = (libc or _libc()).sysctlbyname
+    except (OSError, AttributeError):
+        return None
+    value, size = ctypes.c_int(0), ctypes.c_size_t(ctypes.sizeof(ctypes.c_int))
+    ctypes.set_errno(0)
+    try:
+        status = function(b"sysctl.proc_translated", ctypes.pointer(value), ctypes.pointer(size), None,
+                          ctypes.c_size_t(0))
+    except (OSError, ctypes.ArgumentError):
+        return None
+    if status == -1:
+        return 0 if ctypes.get_errno() == errno.ENOENT else None
+    return value.value
+
+
 def under_rosetta() -> bool:
-    return bool(on_macos() and host.running_under_rosetta())
+    """The in-process sysctlbyname first; where it cannot answer, the `sysctl` command (a child process)."""
+    if not on_macos():
+        return False
+    translated = proc_translated()
+    if translated is None:
+        return bool(host.running_under_rosetta())
+    return translated == 1
 
 
 def apple_silicon() -> bool:

@@ -12,7 +12,8 @@ import platform
 import numpy as np
 import pytest
 
-from anebench.artifacts import BuildSpec, MLProgramBundle, build_or_reuse
+from anebench.artifacts import BuildSpec, build_or_reuse
+from anebench.artifacts.reference import ReferenceProgram
 from anebench.engines import coreml_engine, get_engine
 from anebench.engines.coreml_engine import CoreMLEngine, CoreMLPrepared, OpPlacement, summarize_placement
 from anebench.measure.check import check_output
@@ -26,23 +27,19 @@ TINY = Workload("tiny_head", HIDDEN, VOCAB, "fp16", seed=7)
 
 
 class NumpyCoreML:
-    """Stands in for MLModel: predicts in float64 from the weights stored in the bundle, returns fp16."""
+    """Stands in for MLModel: runs the bundle's own program in float64 (anebench.artifacts.reference) from
+    the weights it stores, and returns fp16 outputs of the declared shapes."""
 
     def __init__(self, package, swap_outputs: bool = False):
-        bundle = MLProgramBundle(package)
-        self.names = [t.name for t in bundle.outputs]
-        self.weights = [sum(bundle.weight_of(c).decode().astype(np.float64) for c in bundle.convs_for_output(n))
-                        for n in self.names]
-        if swap_outputs:  # a broken model: logits1 and logits2 exchanged
-            self.weights[0], self.weights[1] = self.weights[1], self.weights[0]
+        self.program = ReferenceProgram(package)
+        self.swap_outputs = swap_outputs  # a broken model: logits1 and logits2 exchanged
         self.requests: list = []
 
     def _one(self, feed: dict) -> dict:
-        x = feed["hidden_states"]
-        assert x.dtype == np.float16 and x.shape == (1, 1, HIDDEN)
-        vector = x.reshape(-1).astype(np.float64)
-        return {n: (w @ vector).astype(np.float16).reshape(1, 1, -1) for n, w in zip(self.names, self.weights,
-                                                                                      strict=True)}
+        result = self.program.predict(feed)
+        if self.swap_outputs:
+            result["logits1"], result["logits2"] = result["logits2"], result["logits1"]
+        return result
 
     def predict(self, data):
         self.requests.append(data)

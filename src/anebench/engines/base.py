@@ -83,6 +83,7 @@ class Prepared(ABC):
 @dataclass
 class Engine(ABC):
     name: str = field(init=False, default="")
+    token_batched = False  # runs Workload.tokens > 1 as one call (Core ML's token-batched bundle)
 
     @abstractmethod
     def available(self) -> Availability: ...

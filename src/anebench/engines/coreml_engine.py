@@ -97,7 +97,7 @@ class CoreMLPrepared(Prepared):
     def __init__(self, workload: Workload, device: str, artifact, model, repeat: int = 1,
                  placement: list[OpPlacement] | None = None):
         super().__init__()
-        from ..artifacts.coreml import INPUT_NAME
+        from ..artifacts.coreml import INPUT_NAME, pack_tokens
 
         self.workload, self.device, self.artifact = workload, device, artifact
         self.model = model
@@ -119,11 +119,15 @@ class CoreMLPrepared(Prepared):
         self._split_starts = np.cumsum([0, *self._split_rows])
         if self._split_starts[-1] != workload.vocab:
             raise ValueError(f"bundle outputs cover {self._split_starts[-1]} rows, the workload has {workload.vocab}")
-        # One call reads every blob of the program once per input: K batched predicts read it K times.
+        # One call reads every blob of the program once per predict: K predicts read it K times (T tokens
+        # of one predict share one read).
         self.weight_bytes = self.bundle.weight_bytes * workload.batch
-        hidden = workload.hidden
+        self.tokens = int(manifest.get("tokens", 1))
+        if self.tokens != workload.tokens:
+            raise ValueError(f"bundle takes {self.tokens} tokens per predict, the workload {workload.tokens}")
         inputs = workload.inputs().astype(np.float16)
-        self._feeds = [{INPUT_NAME: np.ascontiguousarray(row.reshape(1, 1, hidden))} for row in inputs]
+        self._feeds = [{INPUT_NAME: pack_tokens(inputs[k * self.tokens:(k + 1) * self.tokens], self.tokens)}
+                       for k in range(workload.batch)]
         self._request: Any = self._feeds[0] if workload.batch == 1 else self._feeds
         self._predict: Callable[[Any], Any] = model.predict
         self._last: Any = None
@@ -133,6 +137,7 @@ class CoreMLPrepared(Prepared):
             splits=len(self.output_names),
             weight_sets=repeat,
             batch_predict=workload.batch,
+            tokens=self.tokens,
             lut_mode=manifest.get("lut_mode"),
             coremltools=manifest.get("coremltools"),
         )
@@ -145,11 +150,13 @@ class CoreMLPrepared(Prepared):
         self._last = self._predict(self._request)
 
     def output(self) -> np.ndarray:
+        from ..artifacts.coreml import unpack_logits
+
         results = self._last if isinstance(self._last, list) else [self._last]
-        return np.stack([
-            np.concatenate([np.asarray(result[name], dtype=np.float32).reshape(-1) for name in self.output_names])
+        return np.concatenate([
+            np.concatenate([unpack_logits(result[name], self.tokens) for name in self.output_names], axis=1)
             for result in results
-        ])
+        ]).astype(np.float32)
 
     def reference_rows(self, start: int, stop: int) -> np.ndarray:
         """Rows of the weights the bundle holds, decoded, summed over its weight sets (what one call applies)."""
@@ -177,6 +184,7 @@ def stored_bytes(workload: Workload, repeat: int = 1) -> int:
 
 @dataclass
 class CoreMLEngine(Engine):
+    token_batched = True  # builds a bundle that takes a workload's T tokens in one predict
     repeat: int = 1  # weight sets per call (the --repeat mitigation)
     cache_dir: Path | None = None
     lut_mode: str = "auto"

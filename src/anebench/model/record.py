@@ -67,6 +67,7 @@ class WorkloadInfo(_Model):
     shape: list[Annotated[int, Field(gt=0)]] = Field(min_length=2, max_length=2)  # [vocab, hidden]
     dtype: ShortStr
     batch: Annotated[int, Field(ge=1)] = 1
+    tokens: Annotated[int, Field(ge=1)] = 1  # input vectors one predict multiplies (token-batched bundle)
     quant: ShortStr | None = None
     weight_bytes: Annotated[int, Field(gt=0)]  # bytes one call reads, as the engine stores them
     fingerprint: Sha256
@@ -82,7 +83,7 @@ class WorkloadInfo(_Model):
         """The record's view of a ``workloads.Workload``: what it is, plus the bytes one call read."""
         base = {
             "name": workload.name, "shape": list(workload.shape), "dtype": workload.dtype,
-            "batch": workload.batch, "quant": workload.quant, "weight_bytes": weight_bytes,
+            "batch": workload.batch, "tokens": workload.tokens, "quant": workload.quant, "weight_bytes": weight_bytes,
             "fingerprint": workload.fingerprint, "note": workload.note,
         }
         return cls(**{**base, **fields})
@@ -153,6 +154,8 @@ class ResultRecord(_Model):
     def content_id(self) -> str:
         """A stable id: the sha256 of the record's canonical JSON without its id."""
         body = self.model_dump(mode="json", by_alias=True, exclude={"id"})
+        if body["workload"].get("tokens") == 1:  # ids made before the field existed stay valid
+            del body["workload"]["tokens"]
         canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()
 

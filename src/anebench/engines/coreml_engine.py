@@ -115,16 +115,16 @@ class CoreMLPrepared(Prepared):
         self.repeat = repeat
         self.output_names = [t.name for t in self.bundle.outputs]
         self._split_convs = [self.bundle.convs_for_output(name) for name in self.output_names]
-        self._split_rows = [t.shape[-1] for t in self.bundle.outputs]
+        self.tokens = int(manifest.get("tokens", 1))
+        if self.tokens != workload.tokens:
+            raise ValueError(f"bundle takes {self.tokens} tokens per predict, the workload {workload.tokens}")
+        self._split_rows = [t.shape[-1] if self.tokens == 1 else t.shape[1] for t in self.bundle.outputs]
         self._split_starts = np.cumsum([0, *self._split_rows])
         if self._split_starts[-1] != workload.vocab:
             raise ValueError(f"bundle outputs cover {self._split_starts[-1]} rows, the workload has {workload.vocab}")
         # One call reads every blob of the program once per predict: K predicts read it K times (T tokens
         # of one predict share one read).
         self.weight_bytes = self.bundle.weight_bytes * workload.batch
-        self.tokens = int(manifest.get("tokens", 1))
-        if self.tokens != workload.tokens:
-            raise ValueError(f"bundle takes {self.tokens} tokens per predict, the workload {workload.tokens}")
         inputs = workload.inputs().astype(np.float16)
         self._feeds = [{INPUT_NAME: pack_tokens(inputs[k * self.tokens:(k + 1) * self.tokens], self.tokens)}
                        for k in range(workload.batch)]

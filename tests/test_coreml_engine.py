@@ -86,7 +86,7 @@ def test_input_is_preallocated_once(cache):
     assert np.array_equal(first["hidden_states"].reshape(-1).astype(np.float32), TINY.inputs()[0])
 
 
-def test_batch_is_one_batch_predict_of_k_inputs(cache):
+def test_predicts_per_call_is_one_request_of_k_inputs(cache):
     workload = TINY.with_batch(3)
     prepared = prepared_for(cache, workload)
     prepared.call()
@@ -95,7 +95,7 @@ def test_batch_is_one_batch_predict_of_k_inputs(cache):
     assert prepared.output().shape == (3, VOCAB)
     assert check_output(prepared).passed
     assert prepared.weight_bytes == 3 * VOCAB * HIDDEN * 2  # each of the K predicts reads every weight
-    assert prepared.details["batch_predict"] == 3
+    assert prepared.details["predicts_per_call"] == 3
     # The memory preflight counts the bundle once: a batch predict does not load K copies.
     assert CoreMLEngine().bytes_for(workload, "ane") == VOCAB * HIDDEN * 2
     assert CoreMLEngine(repeat=2).bytes_for(workload, "ane") == 2 * VOCAB * HIDDEN * 2

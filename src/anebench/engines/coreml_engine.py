@@ -1,7 +1,7 @@
 """Core ML: the LM-head bundle on the Neural Engine (``ane``), GPU, CPU or all of them.
 
 Building (or reusing) the bundle, loading and compiling happen once in ``prepare``, outside timing;
-``call()`` is one predict with a preallocated input (or one batch predict of K inputs). Only two things
+``call()`` is one predict with a preallocated input (T tokens for a token-batched bundle), or K predicts. Only two things
 here need macOS: loading the model and asking Core ML where each operation will run. Both are thin
 functions; everything around them (outputs, references, bytes, placement arithmetic) runs anywhere.
 """
@@ -91,7 +91,7 @@ class CoreMLPrepared(Prepared):
 
     device_time_note = (
         "Core ML has no device timestamps: wall clock of predict(); method.mitigations says which of "
-        "keep-awake / batch / repeat were used"
+        "keep-awake / predicts-per-call / repeat were used"
     )
 
     def __init__(self, workload: Workload, device: str, artifact, model, repeat: int = 1,
@@ -136,7 +136,7 @@ class CoreMLPrepared(Prepared):
             bundle_key=manifest["key"],
             splits=len(self.output_names),
             weight_sets=repeat,
-            batch_predict=workload.batch,
+            predicts_per_call=workload.batch,
             tokens=self.tokens,
             lut_mode=manifest.get("lut_mode"),
             coremltools=manifest.get("coremltools"),

@@ -185,6 +185,7 @@ def stored_bytes(workload: Workload, repeat: int = 1) -> int:
 @dataclass
 class CoreMLEngine(Engine):
     token_batched = True  # builds a bundle that takes a workload's T tokens in one predict
+    quantized_storage = ("int8", "lut4", "lut6")
     repeat: int = 1  # weight sets per call (the --repeat mitigation)
     cache_dir: Path | None = None
     lut_mode: str = "auto"

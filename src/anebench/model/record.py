@@ -14,7 +14,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-__all__ = ['DOCUMENT_SCHEMA', 'EngineInfo', 'GigabytesPerSecond', 'HostInfo', 'LongStr', 'MethodInfo', 'OutputCheck', 'PositiveFloat', 'ResultRecord', 'ResultsDocument', 'SCHEMA_VERSION', 'Scalar', 'Seconds', 'Sha256', 'ShortStr', 'Summary', 'ToolInfo', 'WorkloadInfo', 'utc_now']
+from .quant import QuantSection
+
+__all__ = ['DOCUMENT_SCHEMA', 'QuantSection', 'EngineInfo', 'GigabytesPerSecond', 'HostInfo', 'LongStr', 'MethodInfo', 'OutputCheck', 'PositiveFloat', 'ResultRecord', 'ResultsDocument', 'SCHEMA_VERSION', 'Scalar', 'Seconds', 'Sha256', 'ShortStr', 'Summary', 'ToolInfo', 'WorkloadInfo', 'utc_now']
 
 SCHEMA_VERSION = "anebench.result/1"
 DOCUMENT_SCHEMA = "anebench.results/1"
@@ -149,13 +151,17 @@ class ResultRecord(_Model):
     gbps: GigabytesPerSecond | None
     device_gbps: GigabytesPerSecond | None = None
     warnings: list[LongStr] = Field(default_factory=list, max_length=64)
+    quant: QuantSection | None = None  # the quantisation suite's comparison with fp16
     extras: dict[ShortStr, Any] = Field(default_factory=dict)
 
     def content_id(self) -> str:
         """A stable id: the sha256 of the record's canonical JSON without its id."""
         body = self.model_dump(mode="json", by_alias=True, exclude={"id"})
-        if body["workload"].get("tokens") == 1:  # ids made before the field existed stay valid
+        # Fields added later are left out at their defaults, so ids made before they existed stay valid.
+        if body["workload"].get("tokens") == 1:
             del body["workload"]["tokens"]
+        if body.get("quant") is None:
+            body.pop("quant", None)
         canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()
 

@@ -9,7 +9,7 @@ import pytest
 
 from anebench.artifacts import BuildSpec, build_or_reuse
 from anebench.artifacts.reference import ReferenceProgram
-from anebench.engines import coreml_engine
+from anebench.engines import coreml_engine, get_engine
 from anebench.measure.quant import (
     COMPRESSED,
     COMPUTE_BOUND,
@@ -22,7 +22,6 @@ from anebench.measure.quant import (
 )
 from anebench.model import ResultRecord
 from anebench.suites.quant import as_stored, measurable, variant_workload
-from anebench.engines import get_engine
 from anebench.system import preflight
 from anebench.workloads import resolve_workload
 from clitools import run_cli

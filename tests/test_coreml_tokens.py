@@ -11,6 +11,7 @@ import json
 
 import numpy as np
 import pytest
+from tests.clitools import run_cli
 
 from anebench.artifacts import BuildSpec, BundleError, build_or_reuse, lookup
 from anebench.artifacts.coreml import pack_tokens, unpack_logits
@@ -22,7 +23,6 @@ from anebench.measure.check import check_output
 from anebench.model import ResultRecord, WorkloadInfo
 from anebench.session import RunOptions, measure_workload
 from anebench.workloads import Workload, resolve_workload
-from tests.clitools import run_cli
 
 HIDDEN, VOCAB, SPLIT = 64, 1024, 128
 TINY = Workload("tiny_tokens", HIDDEN, VOCAB, "fp16", seed=11)

@@ -48,7 +48,7 @@ def show_plan(plan: CoreMLPlan, as_json: bool) -> None:
                       "cached" if b.cached else "to build", b.calls)
     (err_console if as_json else out_console()).print(table)
     to_build = plan.to_build
-    lines = [*plan.notes, f"{len(plan.bundles)} bundle(s), {len(to_build)} to build "
-             f"({sum(b.weight_bytes for b in to_build) / 1e9:.2f} GB of weights to write)"]
+    total = sum(b.weight_bytes for b in to_build) / 1e9
+    lines = [*plan.notes, f"{len(plan.bundles)} bundle(s), {len(to_build)} to build ({total:.2f} GB of weights to write)"]
     for line in lines:
         err_console.print(line, highlight=False, soft_wrap=True, markup=False)

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from .quant import QuantSection
 
-__all__ = ['DOCUMENT_SCHEMA', 'QuantSection', 'EngineInfo', 'GigabytesPerSecond', 'HostInfo', 'LongStr', 'MethodInfo', 'OutputCheck', 'PositiveFloat', 'ResultRecord', 'ResultsDocument', 'SCHEMA_VERSION', 'Scalar', 'Seconds', 'Sha256', 'ShortStr', 'Summary', 'ToolInfo', 'WorkloadInfo', 'utc_now']
+__all__ = ['DOCUMENT_SCHEMA', 'SCHEMA_VERSION', 'EngineInfo', 'GigabytesPerSecond', 'HostInfo', 'LongStr', 'MethodInfo', 'OutputCheck', 'PositiveFloat', 'QuantSection', 'ResultRecord', 'ResultsDocument', 'Scalar', 'Seconds', 'Sha256', 'ShortStr', 'Summary', 'ToolInfo', 'WorkloadInfo', 'utc_now']
 
 SCHEMA_VERSION = "anebench.result/1"
 DOCUMENT_SCHEMA = "anebench.results/1"

@@ -9,16 +9,18 @@ each engine can run as stored, and measures only where fp16 and at least one qua
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import cast
 
 from ..engines.base import Engine
 from ..errors import UserError
 from ..measure.quant import QuantInference, VariantPoint, infer_streaming
 from ..model import QuantSection, ResultRecord
+from ..model.quant import Verdict
 from ..session import RunOptions
 from ..workloads import Workload
 from .common import ProgressFactory, no_progress, synthetic_only
 from .coreml_plan import CoreMLPlan, calls_text, plan_bundle
-from .tokens import measure
+from .tokens import latency_of, measure
 
 VARIANTS = ("fp16", "int8", "lut6", "lut4")
 
@@ -81,7 +83,7 @@ def run_quant(engine, device: str, plan: CoreMLPlan, options: RunOptions,
               progress: ProgressFactory = no_progress) -> QuantResult:
     records = [measure(engine, device, bundle, options, progress, "quant") for bundle in plan.bundles]
     fp16_bytes = next(r.workload.weight_bytes for r, b in zip(records, plan.bundles) if b.quant == "fp16")
-    inference = infer_streaming([VariantPoint(b.quant, r.workload.weight_bytes, r.latency_s())
+    inference = infer_streaming([VariantPoint(b.quant, r.workload.weight_bytes, latency_of(r))
                                  for r, b in zip(records, plan.bundles)], fp16_bytes)
     updated = []
     for record, verdict in zip(records, inference.variants):
@@ -89,7 +91,7 @@ def run_quant(engine, device: str, plan: CoreMLPlan, options: RunOptions,
                                gbps_as_stored=verdict.gbps_as_stored,
                                gbps_fp16_equivalent=verdict.gbps_fp16_equivalent,
                                latency_ratio=verdict.latency_ratio, bytes_ratio=verdict.bytes_ratio,
-                               verdict=verdict.verdict, inference=inference.inference, rule=inference.rule,
+                               verdict=cast(Verdict | None, verdict.verdict), inference=inference.inference, rule=inference.rule,
                                tolerance=inference.tolerance)
         updated.append(record.model_copy(update={"quant": section}).with_id())
     return QuantResult(updated, inference)

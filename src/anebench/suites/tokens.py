@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..engines.coreml_engine import CoreMLEngine
-from ..errors import UserError
+from ..errors import MeasurementError, UserError
 from ..measure.roofline import (
     RIDGE_RULE,
     analyse_roofline,
@@ -29,6 +29,13 @@ from .roofline import COMPUTE_BOUND_CHECK, RooflineResult
 DEFAULT_MAX_TOKENS = 512
 ALIGNMENT_TOKENS = 32  # Apple: the last axis is padded to 64 bytes = 32 fp16 values
 TOKEN_RULE = f"{RIDGE_RULE} (Core ML: batch = tokens per predict of a token-batched bundle)"
+
+
+def latency_of(record: ResultRecord) -> float:
+    value = record.latency_s()
+    if value is None:
+        raise MeasurementError(f"{record.workload.name}: a measured record without its latency")
+    return value
 
 
 def token_counts(engine: CoreMLEngine, device: str, base: Workload, max_tokens: int) -> tuple[list[int], list[str]]:
@@ -71,10 +78,10 @@ def run_token_roofline(engine: CoreMLEngine, device: str, plan: CoreMLPlan, opti
         label = f"roofline {engine.name}:{device} {bundle.tokens} tokens"
         records.append(measure_workload(engine, device, bundle.workload, options, progress(label, options.runs)))
         counts.append(bundle.tokens)
-        if clearly_compute_bound(counts, [r.latency_s() for r in records]):
+        if clearly_compute_bound(counts, [latency_of(r) for r in records]):
             break
     base = plan.bundles[0].workload
-    analysis = analyse_roofline(counts, [r.latency_s() for r in records], base.vocab, base.hidden,
+    analysis = analyse_roofline(counts, [latency_of(r) for r in records], base.vocab, base.hidden,
                                 records[0].workload.weight_bytes, 2)  # fp16 activations whatever the storage
     analysis = replace(analysis, rule=TOKEN_RULE)
     shared = {k: v for k, v in analysis.as_dict().items() if k != "points"}
@@ -119,13 +126,13 @@ def run_token_compute(engine: CoreMLEngine, device: str, plan: CoreMLPlan, optio
     full = measure(engine, device, full_bundle, options, progress, "compute")
     workload, half_tokens = full_bundle.workload, half_bundle.tokens
     flops = flops_per_call(workload.vocab, workload.hidden, workload.tokens)
-    growth = full.latency_s() / half.latency_s() * (half_tokens * 2 / workload.tokens)
+    growth = latency_of(full) / latency_of(half) * (half_tokens * 2 / workload.tokens)
     compute = {
         "flops_per_call": flops,
-        "tflop_per_s": flops / full.latency_s() / 1e12,
+        "tflop_per_s": flops / latency_of(full) / 1e12,
         "half_batch": half_tokens,
         "half_batch_tflop_per_s": flops_per_call(workload.vocab, workload.hidden, half_tokens)
-        / half.latency_s() / 1e12,
+        / latency_of(half) / 1e12,
         "growth_from_half": growth,
         "compute_bound": growth >= COMPUTE_BOUND_CHECK,
         "rule": f"compute-bound when doubling the tokens per predict grows latency >= {COMPUTE_BOUND_CHECK}x",

@@ -107,7 +107,7 @@ class ReferenceProgram:
             hi = min(shape[0], lo + CHUNK_ROWS)
             rows = (self._weight(source, weight_name).reshape(shape[0], channels)[lo:hi] if small
                     else self._rows(source, lo, hi))
-            out[:, lo:hi] = np.einsum("oc,ncp->nop", rows, columns)
+            out[:, lo:hi] = np.matmul(rows, columns)
         if "bias" in op.inputs:
             out += self._arg(op, "bias", env).reshape(1, -1, 1)
         return out.reshape(batch, shape[0], height, width)

@@ -16,7 +16,8 @@ import weakref
 import numpy as np
 import pytest
 
-from anebench.artifacts import BuildSpec, MLProgramBundle, build_or_reuse
+from anebench.artifacts import BuildSpec, build_or_reuse
+from anebench.artifacts.reference import ReferenceProgram
 from anebench.engines import coreml_engine, get_engine
 from anebench.engines.coreml_engine import CoreMLEngine, CoreMLPrepared, OpPlacement, summarize_placement
 from anebench.errors import UserError
@@ -31,23 +32,19 @@ TINY = Workload("tiny_head", HIDDEN, VOCAB, "fp16", seed=7)
 
 
 class NumpyCoreML:
-    """Stands in for MLModel: predicts in float64 from the weights stored in the bundle, returns fp16."""
+    """Stands in for MLModel: runs the bundle's own program in float64 (anebench.artifacts.reference) from
+    the weights it stores, and returns fp16 outputs of the declared shapes."""
 
     def __init__(self, package, swap_outputs: bool = False):
-        bundle = MLProgramBundle(package)
-        self.names = [t.name for t in bundle.outputs]
-        self.weights = [sum(bundle.weight_of(c).decode().astype(np.float64) for c in bundle.convs_for_output(n))
-                        for n in self.names]
-        if swap_outputs:  # a broken model: logits1 and logits2 exchanged
-            self.weights[0], self.weights[1] = self.weights[1], self.weights[0]
+        self.program = ReferenceProgram(package)
+        self.swap_outputs = swap_outputs  # a broken model: logits1 and logits2 exchanged
         self.requests: list = []
 
     def _one(self, feed: dict) -> dict:
-        x = feed["hidden_states"]
-        assert x.dtype == np.float16 and x.shape == (1, 1, HIDDEN)
-        vector = x.reshape(-1).astype(np.float64)
-        return {n: (w @ vector).astype(np.float16).reshape(1, 1, -1) for n, w in zip(self.names, self.weights,
-                                                                                      strict=True)}
+        result = self.program.predict(feed)
+        if self.swap_outputs:
+            result["logits1"], result["logits2"] = result["logits2"], result["logits1"]
+        return result
 
     def predict(self, data):
         self.requests.append(data)
@@ -94,7 +91,7 @@ def test_input_is_preallocated_once(cache):
     assert np.array_equal(first["hidden_states"].reshape(-1).astype(np.float32), TINY.inputs()[0])
 
 
-def test_batch_is_one_batch_predict_of_k_inputs(cache):
+def test_predicts_per_call_is_one_request_of_k_inputs(cache):
     workload = TINY.with_batch(3)
     prepared = prepared_for(cache, workload)
     prepared.call()
@@ -103,7 +100,7 @@ def test_batch_is_one_batch_predict_of_k_inputs(cache):
     assert prepared.output().shape == (3, VOCAB)
     assert check_output(prepared).passed
     assert prepared.weight_bytes == 3 * VOCAB * HIDDEN * 2  # each of the K predicts reads every weight
-    assert prepared.details["batch_predict"] == 3
+    assert prepared.details["predicts_per_call"] == 3
     # The memory preflight counts the bundle once: a batch predict does not load K copies.
     assert CoreMLEngine().bytes_for(workload, "ane") == VOCAB * HIDDEN * 2
     assert CoreMLEngine(repeat=2).bytes_for(workload, "ane") == 2 * VOCAB * HIDDEN * 2

@@ -88,23 +88,23 @@ def steps():
 
 def test_mitigations_change_only_core_ml_steps_and_say_so():
     coreml, numpy_step = steps()
-    mitigations = Mitigations(keep_awake=True, batch=4, repeat=3)
+    mitigations = Mitigations(keep_awake=True, predicts=4, repeat=3)
     applied = mitigations.apply(coreml)
     assert applied.engine.repeat == 3 and applied.workload.batch == 4 and applied.engine.name == "coreml"
     assert coreml.engine.repeat == 1  # the original engine is untouched
     assert mitigations.apply(numpy_step) is numpy_step
     used = mitigations.describe(applied)
-    assert used[0] == runplan.KEEP_AWAKE and used[1].startswith("batch 4:") and used[2].startswith("repeat 3:")
+    assert used[0] == runplan.KEEP_AWAKE and used[1].startswith("predicts-per-call 4:") and used[2].startswith("repeat 3:")
     assert mitigations.describe(numpy_step) == [runplan.KEEP_AWAKE]
     options = mitigations.options(RunOptions(), applied)
-    assert options.mitigations == used and options.timing == "wall clock per call of 4 batched predicts"
+    assert options.mitigations == used and options.timing == "wall clock per call of 4 predicts"
     assert Mitigations().options(RunOptions(), applied).mitigations == []
 
 
 def test_batch_or_repeat_without_core_ml_is_refused():
     _, numpy_step = steps()
-    with pytest.raises(UserError, match="--batch is a Core ML mitigation"):
-        Mitigations(batch=2).check([numpy_step], explicit_engines=True)
+    with pytest.raises(UserError, match="--predicts-per-call is a Core ML mitigation"):
+        Mitigations(predicts=2).check([numpy_step], explicit_engines=True)
     with pytest.raises(UserError, match="--repeat is a Core ML mitigation"):
         Mitigations(repeat=2).check([numpy_step], explicit_engines=True)
     Mitigations(keep_awake=True).check([numpy_step], explicit_engines=True)
@@ -135,3 +135,19 @@ def test_keep_awake_hook_starts_only_once_prepared():
         on_prepared(None)
         assert any(t.name == "anebench-keep-awake" for t in threading.enumerate())
     assert not any(t.name == "anebench-keep-awake" for t in threading.enumerate())
+
+
+def test_predicts_per_call_flag_and_its_hidden_deprecated_alias(capsys):
+    for flag in ("--predicts-per-call", "--batch"):
+        with pytest.raises(SystemExit) as exited:
+            main(["run", "-e", "numpy", "-w", "lm_head:64x1024", "--no-save", flag, "2"])
+        assert exited.value.code == 2
+        err = capsys.readouterr().err
+        assert "--predicts-per-call is a Core ML mitigation" in err
+        assert ("--batch is deprecated" in err) == (flag == "--batch")
+    try:
+        main(["run", "--help"])
+    except SystemExit:
+        pass
+    shown = capsys.readouterr().out
+    assert "--predicts-per-call" in shown and "--batch" not in shown

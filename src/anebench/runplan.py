@@ -3,7 +3,7 @@
 On a Mac, a run with no engine, device or workload is the published campaign: the three published
 heads on the Neural Engine, then the same fp16 head on the GPU and CPU through Core ML, MLX and torch
 MPS — the same-model, same-machine comparison no published source has — with energy read around every
-step (IOReport: ANE, GPU, CPU, DRAM and the package; `--no-power` to skip). The mitigations (--keep-awake, --batch,
+step (IOReport: ANE, GPU, CPU, DRAM and the package; `--no-power` to skip). The mitigations (--keep-awake, --predicts-per-call,
 --repeat) are recorded in every record they touched, with what they change in the bytes per call.
 """
 
@@ -109,31 +109,33 @@ def concurrency_hint(chip: str | None) -> str | None:
 
 @dataclass(frozen=True)
 class Mitigations:
-    """The idle-state mitigations asked for; --batch/--repeat apply to Core ML, --keep-awake to all."""
+    """The idle-state mitigations asked for; --predicts-per-call/--repeat apply to Core ML, --keep-awake to
+    all. K predicts per call each re-read every weight: repeated reads, not a batch (a token-batched
+    bundle, ``Workload.tokens``, is the batch)."""
 
     keep_awake: bool = False
-    batch: int = 1
+    predicts: int = 1
     repeat: int = 1
 
     def check(self, steps: list[Step], explicit_engines: bool) -> None:
-        if (self.batch > 1 or self.repeat > 1) and not any(s.engine.name == CORE_ML for s in steps):
-            flag = "--batch" if self.batch > 1 else "--repeat"
+        if (self.predicts > 1 or self.repeat > 1) and not any(s.engine.name == CORE_ML for s in steps):
+            flag = "--predicts-per-call" if self.predicts > 1 else "--repeat"
             message = f"{flag} is a Core ML mitigation (K predicts / R weight sets per call); add --engine coreml"
             raise UserError(message if explicit_engines else f"{message} on a Mac")
 
     def apply(self, step: Step) -> Step:
-        """The step as measured: K batched inputs and R weight sets for Core ML, unchanged otherwise."""
-        if step.engine.name != CORE_ML or (self.batch == 1 and self.repeat == 1):
+        """The step as measured: K predicts and R weight sets for Core ML, unchanged otherwise."""
+        if step.engine.name != CORE_ML or (self.predicts == 1 and self.repeat == 1):
             return step
         engine = replace(step.engine, repeat=self.repeat)
-        return Step(engine, step.device, step.workload.with_batch(self.batch))
+        return Step(engine, step.device, step.workload.with_batch(self.predicts))
 
     def describe(self, step: Step) -> list[str]:
         used = [KEEP_AWAKE] if self.keep_awake else []
         if step.engine.name == CORE_ML:
-            if self.batch > 1:
-                used.append(f"batch {self.batch}: one batch predict of {self.batch} inputs per call; "
-                            f"weight_bytes counts {self.batch} reads of every weight")
+            if self.predicts > 1:
+                used.append(f"predicts-per-call {self.predicts}: {self.predicts} predicts of one input each per "
+                            f"call; weight_bytes counts {self.predicts} reads of every weight")
             if self.repeat > 1:
                 used.append(f"repeat {self.repeat}: the bundle reads {self.repeat} distinct weight sets per "
                             f"call (logits summed); weight_bytes counts all {self.repeat}")
@@ -142,8 +144,8 @@ class Mitigations:
     def options(self, base: RunOptions, step: Step) -> RunOptions:
         used = self.describe(step)
         timing = base.timing
-        if step.engine.name == CORE_ML and self.batch > 1:
-            timing = f"wall clock per call of {self.batch} batched predicts"
+        if step.engine.name == CORE_ML and self.predicts > 1:
+            timing = f"wall clock per call of {self.predicts} predicts"
         return replace(base, mitigations=[*base.mitigations, *used], timing=timing)
 
     @contextmanager

@@ -67,9 +67,16 @@ def preflight_memory(engine: Engine, device: str, workload: Workload, host: Host
         )
 
 
+def check_tokens(engine: Engine, workload: Workload) -> None:
+    if workload.tokens > 1 and not engine.token_batched:
+        raise UserError(f"workload {workload.name!r} takes {workload.tokens} tokens per call, a Core ML "
+                        f"token-batched bundle; {engine.name} multiplies several vectors with --batch instead")
+
+
 @contextmanager
 def prepared_workload(engine: Engine, device: str, workload: Workload,
                       host: Host = SYSTEM_HOST) -> Iterator[Prepared]:
+    check_tokens(engine, workload)
     preflight_memory(engine, device, workload, host)
     prepared = engine.prepare(workload, device)
     try:

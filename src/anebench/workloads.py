@@ -121,6 +121,9 @@ class Workload:
     seed: int = 0
     batch: int = 1
     quant: str | None = None  # artifact-level quantization (Core ML lut/int8); None = as dtype
+    # Input vectors one Core ML predict multiplies (a token-batched bundle); 1 is the published layout.
+    # ``batch`` stays what it was: vectors per call on matmul engines, separate predicts per call on Core ML.
+    tokens: int = 1
     source: WeightSource | None = field(default=None, compare=False, repr=False)
     note: str = ""
 
@@ -130,8 +133,8 @@ class Workload:
         if self.quant not in QUANTS:
             raise UserError(f"workload {self.name!r}: quant {self.quant!r} is not supported; valid: "
                             f"{', '.join(q for q in QUANTS if q)} or none")
-        if self.hidden < 1 or self.vocab < 1 or self.batch < 1:
-            raise UserError(f"workload {self.name!r}: hidden, vocab and batch must be positive")
+        if self.hidden < 1 or self.vocab < 1 or self.batch < 1 or self.tokens < 1:
+            raise UserError(f"workload {self.name!r}: hidden, vocab, batch and tokens must be positive")
 
     @property
     def weights(self) -> WeightSource:
@@ -162,8 +165,12 @@ class Workload:
         return self.vocab * self.hidden * DTYPE_BYTES[dtype]
 
     def description(self) -> dict:
-        """The canonical description hashed into the fingerprint: everything that changes the bytes."""
-        return {
+        """The canonical description hashed into the fingerprint: everything that changes the bytes.
+
+        ``tokens`` appears only when it is not 1, so every fingerprint made before it existed (and every
+        published record matched by one) is unchanged.
+        """
+        described = {
             "kind": "lm_head",
             "shape": [self.vocab, self.hidden],
             "dtype": self.dtype,
@@ -171,6 +178,9 @@ class Workload:
             "quant": self.quant,
             "weights": self.weights.description(),
         }
+        if self.tokens != 1:
+            described["tokens"] = self.tokens
+        return described
 
     @cached_property
     def fingerprint(self) -> str:
@@ -179,6 +189,14 @@ class Workload:
 
     def with_batch(self, batch: int) -> Workload:
         return replace(self, batch=batch)
+
+    def with_tokens(self, tokens: int) -> Workload:
+        return replace(self, tokens=tokens)
+
+    @property
+    def vectors(self) -> int:
+        """Input vectors one call multiplies: ``batch`` predicts (or matmul rows) of ``tokens`` each."""
+        return self.batch * self.tokens
 
     def row_blocks(self, start: int = 0, stop: int | None = None) -> Iterator[tuple[int, int, np.ndarray]]:
         """(lo, hi, rows [lo, hi)) over [start, stop) in blocks of FILL_BLOCK_ROWS, so an engine fills
@@ -194,9 +212,10 @@ class Workload:
             out[lo - row_start:hi - row_start] = rows
 
     def inputs(self) -> np.ndarray:
-        """The call's input vectors, (batch, hidden) float32, exactly representable in fp16."""
+        """The call's input vectors, (vectors, hidden) float32, exactly representable in fp16; predict k
+        of a token-batched call takes rows [k * tokens, (k + 1) * tokens). A prefix of a longer call's."""
         rng = np.random.default_rng((self.seed, 0x1A7E, self.hidden))
-        values = rng.standard_normal((self.batch, self.hidden), dtype=np.float32)
+        values = rng.standard_normal((self.vectors, self.hidden), dtype=np.float32)
         return values.astype(np.float16).astype(np.float32)
 
 

@@ -4,7 +4,7 @@ coremltools is imported only when a bundle is built or read, so importing this p
 works where coremltools is missing.
 """
 
-from .cache import Artifact, build_or_reuse, default_cache_dir
+from .cache import Artifact, build_or_reuse, default_cache_dir, lookup
 from .coreml import LUT_MODES, MAX_SPLIT_ROWS, QUANTS, BuildSpec
 from .mlprogram import BundleError, MLProgramBundle
 
@@ -18,4 +18,5 @@ __all__ = [
     "MLProgramBundle",
     "build_or_reuse",
     "default_cache_dir",
+    "lookup",
 ]

@@ -93,6 +93,7 @@ def describe_bundle(spec: BuildSpec, package: Path, seconds: float) -> dict:
         "lut_mode": spec.resolved_lut_mode if spec.is_lut else None,
         "group_size": spec.group_size if spec.is_lut else None,
         "repeat": spec.repeat,
+        "tokens": spec.tokens,
         "splits": [stop - start for start, stop in spec.splits],
         "inputs": [{"name": t.name, "shape": list(t.shape), "dtype": t.dtype} for t in bundle.inputs],
         "outputs": [{"name": t.name, "shape": list(t.shape), "dtype": t.dtype} for t in bundle.outputs],
@@ -121,6 +122,12 @@ def _cached(entry: Path, key: str) -> Artifact | None:
         and weight_file.stat().st_size == manifest.get("weight_file_bytes")
     )
     return Artifact(package, manifest, reused=True) if complete else None
+
+
+def lookup(spec: BuildSpec, cache_dir: Path | None = None) -> Artifact | None:
+    """The complete cached bundle for ``spec``, or None; builds nothing (what a dry run asks)."""
+    cache_dir = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    return _cached(cache_dir / spec.key, spec.key)
 
 
 def build_or_reuse(spec: BuildSpec, cache_dir: Path | None = None,

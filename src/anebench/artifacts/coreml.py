@@ -1,7 +1,11 @@
 """Build the Core ML LM-head bundle the way the published ones are shaped for the Neural Engine.
 
 Input ``hidden_states`` fp16 [1, 1, hidden]; the vocabulary projection split into 1x1 convolutions of at
-most 16384 output channels (128256 = 8 x 16032), one output ``logitsN`` per split, in order. The program
+most 16384 output channels (128256 = 8 x 16032), one output ``logitsN`` per split, in order. A
+token-batched bundle (T > 1 tokens) takes ``hidden_states`` fp16 [1, hidden, 1, T] and returns each
+``logitsN`` as [1, rows, 1, T]: channels first, tokens on the last axis, the layout Apple's
+ane_transformers gives its 1x1 convolutions, with no transpose around them; its weights (and weight.bin)
+are byte for byte those of the T = 1 bundle. The program
 is written with the coremltools MIL builder (no torch), targets iOS18 / macOS 15 and computes in fp16.
 Weights come split by split from the workload's WeightSource (synthetic or a checkpoint), so no full
 fp32 matrix ever exists. With ``repeat`` R the program reads R distinct weight sets per call and sums
@@ -31,6 +35,7 @@ QUANTS = ("fp16", "int8", "lut4", "lut6")
 LUT_MODES = ("auto", "uniform", "kmeans")
 MAX_SPLIT_ROWS = 16384  # the largest conv the ANE compiler takes as one task in the published bundles
 MAX_REPEAT = 64
+MAX_TOKENS = 4096
 INPUT_NAME = "hidden_states"
 FP16_MAX = 65504.0
 SplitProgress = Callable[[int, int], None]  # (splits encoded, total)
@@ -54,6 +59,28 @@ def near_equal_splits(rows: int, max_rows: int, unit: int = 1) -> list[tuple[int
         bounds.append((start, stop))
         start = stop
     return bounds
+
+
+def input_shape(hidden: int, tokens: int) -> tuple[int, ...]:
+    """``hidden_states``: the published [1, 1, hidden] at T = 1, channels-first [1, hidden, 1, T] above."""
+    return (1, 1, hidden) if tokens == 1 else (1, hidden, 1, tokens)
+
+
+def pack_tokens(vectors: np.ndarray, tokens: int) -> np.ndarray:
+    """One predict's input: ``tokens`` rows of (tokens, hidden) as fp16 in ``input_shape``."""
+    if vectors.shape[0] != tokens:
+        raise ValueError(f"{vectors.shape[0]} vectors for a {tokens}-token bundle")
+    hidden = vectors.shape[1]
+    packed = vectors.astype(np.float16).T if tokens > 1 else vectors.astype(np.float16)
+    return np.ascontiguousarray(packed.reshape(input_shape(hidden, tokens)))
+
+
+def unpack_logits(array: np.ndarray, tokens: int) -> np.ndarray:
+    """One output of one predict, [1, 1, rows] or [1, rows, 1, T], as (tokens, rows)."""
+    values = np.asarray(array)
+    if tokens == 1:
+        return values.reshape(1, -1)
+    return values.reshape(-1, tokens).T
 
 
 def rotation(weight_set: int, vocab: int) -> int:
@@ -99,6 +126,8 @@ class BuildSpec:
         if len({rotation(r, self.workload.vocab) for r in range(self.repeat)}) < self.repeat:
             raise UserError(f"repeat {self.repeat} with a vocabulary of {self.workload.vocab} rows would repeat a "
                             "weight set (its rotations coincide); use fewer weight sets")
+        if not 1 <= self.tokens <= MAX_TOKENS:
+            raise UserError(f"tokens {self.tokens} must be between 1 and {MAX_TOKENS}")
         if self.max_split_rows < 1 or self.group_size < 1:
             raise UserError("max split rows and LUT group size must be positive")
         if self.resolved_lut_mode == "kmeans" and self.is_lut and not kmeans_available():
@@ -107,6 +136,10 @@ class BuildSpec:
             if self.is_lut:
                 check_palettizable(stop - start, self.workload.hidden, LUT_NBITS[self.quant],
                                    self.group_size, f"{self.workload.name} split {index + 1} (rows {start}-{stop})")
+
+    @property
+    def tokens(self) -> int:
+        return self.workload.tokens
 
     @property
     def is_lut(self) -> bool:
@@ -131,7 +164,8 @@ class BuildSpec:
         return f"{self.workload.dtype} weights converted to fp16 for Core ML (it stores and computes in fp16)"
 
     def description(self) -> dict:
-        """What the bytes depend on; the workload's name and batch do not change them."""
+        """What the bytes depend on; the workload's name and batch do not change them. Tokens change the
+        program (not the weights) and appear only above 1, so a T = 1 bundle keeps its published key."""
         coremltools = import_coremltools()
 
         described = {
@@ -146,6 +180,8 @@ class BuildSpec:
             "splits": [stop - start for start, stop in self.splits],
             "repeat": self.repeat,
         }
+        if self.tokens != 1:
+            described["tokens"] = self.tokens
         if self.is_lut:
             described.update(lut_mode=self.resolved_lut_mode, group_size=self.group_size,
                              granularity="per_grouped_channel")
@@ -158,8 +194,22 @@ class BuildSpec:
         canonical = json.dumps(self.description(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()
 
+    def expected_weight_bytes(self) -> int:
+        """The bytes the program will read, from the layout alone (what a plan shows before building)."""
+        hidden, total = self.workload.hidden, 0
+        for start, stop in self.splits:
+            rows = stop - start
+            if self.quant == "fp16":
+                total += rows * hidden * 2
+            elif self.quant == "int8":
+                total += rows * hidden + rows * 2
+            else:
+                nbits = LUT_NBITS[self.quant]
+                total += (rows * hidden * nbits + 7) // 8 + rows // self.group_size * (1 << nbits) * 2
+        return total * self.repeat
+
     def bundle_name(self) -> str:
-        suffix = "" if self.repeat == 1 else f"_x{self.repeat}"
+        suffix = ("" if self.repeat == 1 else f"_x{self.repeat}") + ("" if self.tokens == 1 else f"_t{self.tokens}")
         quant = "" if self.workload.name.endswith(self.quant) else f"_{self.quant}"
         safe = "".join(c if c.isalnum() or c in "_-." else "_" for c in self.workload.name)
         return f"{safe}{quant}{suffix}.mlpackage"
@@ -218,22 +268,34 @@ def build_program(spec: BuildSpec, encoded: list[list[EncodedWeight]]):
     from coremltools.converters.mil import Builder as mb
     from coremltools.converters.mil.mil import types
 
-    hidden = spec.workload.hidden
+    hidden, tokens = spec.workload.hidden, spec.tokens
 
-    @mb.program(input_specs=[mb.TensorSpec(shape=(1, 1, hidden), dtype=types.fp16)],
+    @mb.program(input_specs=[mb.TensorSpec(shape=input_shape(hidden, tokens), dtype=types.fp16)],
                 opset_version=ct.target.iOS18)
     def program(hidden_states):
-        # [1, 1, hidden] -> NCHW [1, hidden, 1, 1]: the layout the ANE runs 1x1 convolutions in.
-        x = mb.transpose(x=hidden_states, perm=[0, 2, 1], name="hidden_channels")
-        x = mb.expand_dims(x=x, axes=[3], name="hidden_nchw")
+        if tokens == 1:
+            # [1, 1, hidden] -> NCHW [1, hidden, 1, 1]: the layout the ANE runs 1x1 convolutions in.
+            x = mb.transpose(x=hidden_states, perm=[0, 2, 1], name="hidden_channels")
+            x = mb.expand_dims(x=x, axes=[3], name="hidden_nchw")
+        else:
+            x = hidden_states  # already NCHW [1, hidden, 1, T]
         outputs = []
         for s in range(len(spec.splits)):
             total = None
             for r in range(spec.repeat):
                 tag = f"{s + 1}" if spec.repeat == 1 else f"{s + 1}_set{r + 1}"
+                # A token-batched program returns the last op of each split as it is: name it the output.
+                final = tokens > 1 and r == spec.repeat - 1
                 weight = _weight_var(mb, types, encoded[r][s], f"lm_head_weight{tag}")
-                y = mb.conv(x=x, weight=weight, name=f"lm_head_conv{tag}")
-                total = y if total is None else mb.add(x=total, y=y, name=f"lm_head_sum{tag}")
+                conv_name = output_name(s) if final and total is None else f"lm_head_conv{tag}"
+                y = mb.conv(x=x, weight=weight, name=conv_name)
+                if total is None:
+                    total = y
+                else:
+                    total = mb.add(x=total, y=y, name=output_name(s) if final else f"lm_head_sum{tag}")
+            if tokens > 1:
+                outputs.append(total)  # [1, rows, 1, T]: no transpose of T x vocab logits per call
+                continue
             y = mb.squeeze(x=total, axes=[3], name=f"logits{s + 1}_nc")
             outputs.append(mb.transpose(x=y, perm=[0, 2, 1], name=output_name(s)))
         return tuple(outputs)
@@ -273,6 +335,7 @@ def make_reproducible(package: Path, spec: BuildSpec) -> None:
     metadata.shortDescription = (
         f"anebench LM head {spec.workload.vocab} x {spec.workload.hidden}, {spec.quant}, "
         f"{len(spec.splits)} splits" + (f", {spec.repeat} weight sets" if spec.repeat > 1 else "")
+        + (f", {spec.tokens} tokens per predict" if spec.tokens > 1 else "")
     )
     model_file.write_bytes(model.SerializeToString(deterministic=True))
     namespace = uuid.UUID(spec.key[:32])

@@ -231,6 +231,26 @@ class MLProgramBundle:
                 pending.extend(bound)
         return sorted(found, key=self.ops.index)
 
+    def immediate(self, name: str) -> np.ndarray:
+        """A small constant stored in the program itself (a perm, axes, pad type), as numpy."""
+        value = self._values.get(name)
+        if value is None or value.WhichOneof("value") != "immediateValue":
+            raise BundleError(f"value {name!r} is not an immediate constant")
+        _dtype, shape = _tensor(value.type)
+        tensor = value.immediateValue.tensor
+        kind = tensor.WhichOneof("value")
+        items = list(getattr(tensor, kind).values) if kind else []
+        if kind == "bytes":
+            return np.frombuffer(tensor.bytes.values, dtype=np.uint8)
+        if kind == "strings":
+            return np.array(items[0] if not shape else items, dtype=object)
+        array = np.array(items)
+        return array.reshape(shape) if shape else array.reshape(())
+
+    def is_immediate(self, name: str) -> bool:
+        value = self._values.get(name)
+        return value is not None and value.WhichOneof("value") == "immediateValue"
+
     def _array(self, name: str) -> np.ndarray:
         blob = self.blobs.get(name)
         if blob is None:
@@ -245,7 +265,11 @@ class MLProgramBundle:
         Only the bytes of those rows are read, so a slice of a 1 GB bundle costs a slice of memory.
         A LUT slice must start on a group boundary (``decoded_rows`` aligns it).
         """
-        source = self.producer(conv.inputs["weight"][0])
+        return self.encoded_value(self.producer(conv.inputs["weight"][0]), start, stop, conv.outputs[0])
+
+    def encoded_value(self, source: Op, start: int = 0, stop: int | None = None,
+                      consumer: str = "") -> EncodedWeight:
+        """Rows [start, stop) of the weight a const or constexpr op holds, as stored (see ``weight_of``)."""
         if source.type == "const":
             return EncodedWeight("fp16", self._rows(source.outputs[0], start, stop))
         if source.type == "constexpr_blockwise_shift_scale":
@@ -269,7 +293,7 @@ class MLProgramBundle:
             indices = unpack_bits(packed, nbits, (stop - start) * per_row, bit_lo % 8)
             tables = lut.reshape(lut.shape[0], -1)[start // group:(stop + group - 1) // group]
             return EncodedWeight("lut", indices.reshape(stop - start, per_row), tables, nbits, group)
-        raise BundleError(f"{conv.outputs[0]}: weight comes from an unsupported op {source.type}")
+        raise BundleError(f"{consumer or source.outputs[0]}: weight comes from an unsupported op {source.type}")
 
     def decoded_rows(self, conv: Op, start: int, stop: int) -> np.ndarray:
         """Rows [start, stop) of the dense float32 weight Core ML computes with for this conv."""

@@ -22,7 +22,7 @@ def _register_commands() -> None:
     from . import run as run_commands
 
     run_commands.register(app)
-    for module in ("build", "suites", "results"):  # each concern adds its commands when present
+    for module in ("build", "suites", "quant", "results"):  # each concern adds its commands when present
         try:
             imported = __import__(f"anebench.cli.{module}", fromlist=["register"])
         except ModuleNotFoundError as exc:

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from ..artifacts.coreml import LUT_MODES, MAX_REPEAT, MAX_SPLIT_ROWS, QUANTS
+from ..artifacts.coreml import LUT_MODES, MAX_REPEAT, MAX_SPLIT_ROWS, MAX_TOKENS, QUANTS
 from ..errors import UserError
 from ..workloads import resolve_workload
 from .common import err_console, out_console, progress_bar
@@ -50,6 +50,7 @@ def summary_table(manifest: dict, package: Path, reused: bool) -> Table:
         ("splits", f"{len(manifest['splits'])} x {manifest['splits'][0]}"
          + ("" if len(set(manifest["splits"])) == 1 else f" .. {manifest['splits'][-1]}")),
         ("weight sets", str(manifest["repeat"])),
+        ("tokens per predict", str(manifest.get("tokens", 1))),
         ("input", ", ".join(f"{t['name']} {t['shape']} {t['dtype']}" for t in manifest["inputs"])),
         ("outputs", f"{manifest['outputs'][0]['name']} .. {manifest['outputs'][-1]['name']}"),
         ("weight bytes", f"{manifest['weight_bytes']:,} ({manifest['weight_bytes'] / 1e6:.2f} MB, from the program)"),
@@ -74,6 +75,9 @@ def summary_table(manifest: dict, package: Path, reused: bool) -> Table:
                    "weights' source.")
 @click.option("--repeat", type=click.IntRange(1, MAX_REPEAT), default=1, show_default=True,
               help="Distinct weight sets one prediction reads (longer Neural Engine tasks).")
+@click.option("--tokens", "-t", type=click.IntRange(1, MAX_TOKENS), default=1, show_default=True,
+              help="Hidden states one prediction takes (input [1, hidden, 1, T], logits for all T); "
+                   "1 is the published [1, 1, hidden] layout. The weights are the same bytes for every T.")
 @click.option("--max-split-rows", type=click.IntRange(min=1), default=MAX_SPLIT_ROWS, show_default=True,
               help="Largest 1x1 convolution (output channels) per split.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -81,23 +85,24 @@ def summary_table(manifest: dict, package: Path, reused: bool) -> Table:
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Bundle cache (default: the platform cache dir, or $ANEBENCH_CACHE_DIR).")
 @click.option("--json", "as_json", is_flag=True, help="Print the build manifest as one JSON document.")
-def build(workload: str, quant: str | None, lut_mode: str, repeat: int, max_split_rows: int,
+def build(workload: str, quant: str | None, lut_mode: str, repeat: int, tokens: int, max_split_rows: int,
           out: Path | None, cache_dir: Path | None, as_json: bool) -> None:
     """Write WORKLOAD as a Core ML .mlpackage shaped for the Neural Engine (cached; reused next time)."""
     from ..artifacts import BuildSpec, build_or_reuse
     from ..artifacts._coremltools import coremltools as require_coremltools
 
-    spec = BuildSpec.for_workload(resolve_workload(workload), quant, lut_mode=lut_mode, repeat=repeat,
+    spec = BuildSpec.for_workload(resolve_workload(workload).with_tokens(tokens), quant, lut_mode=lut_mode, repeat=repeat,
                                   max_split_rows=max_split_rows)
     require_coremltools()  # a missing install is refused before the progress bar is drawn
     with progress_bar() as progress:
-        task = progress.add_task(f"building {spec.workload.name} ({spec.quant})", total=None)
+        label = f"{spec.workload.name} ({spec.quant}" + (f", {tokens} tokens)" if tokens > 1 else ")")
+        task = progress.add_task(f"building {label}", total=None)
 
         def advance(done: int, total: int) -> None:
             progress.update(task, completed=done, total=total)
 
         artifact = build_or_reuse(spec, cache_dir, advance)
-        progress.update(task, description=f"{spec.workload.name} ({spec.quant}) ready")
+        progress.update(task, description=f"{label} ready")
     package = copy_bundle(artifact.package, out) if out is not None else artifact.package
     table = summary_table(artifact.manifest, package, artifact.reused)
     if as_json:

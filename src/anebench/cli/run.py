@@ -83,8 +83,12 @@ def mitigation_options(func):
     """The idle-state mitigations of a Core ML run; each is recorded in method.mitigations."""
     func = click.option("--repeat", type=click.IntRange(1, 64), default=1, show_default=True,
                         help="Core ML: the bundle reads R distinct weight sets per call (longer ANE tasks).")(func)
-    func = click.option("--batch", type=click.IntRange(min=1), default=1, show_default=True,
-                        help="Core ML: one batch predict of K inputs per call (each reads every weight).")(func)
+    func = click.option("--batch", "deprecated_batch", type=click.IntRange(min=1), default=None, hidden=True,
+                        help="Deprecated name of --predicts-per-call.")(func)
+    func = click.option("--predicts-per-call", "predicts", type=click.IntRange(min=1), default=1,
+                        show_default=True,
+                        help="Core ML: K predicts per call, each re-reading every weight (longer calls; not "
+                             "a batch: for several tokens per weight read build with --tokens).")(func)
     func = click.option("--keep-awake", is_flag=True,
                         help="A helper thread keeps one CPU core busy while calls are timed.")(func)
     return func
@@ -116,7 +120,8 @@ def plan_steps(engines, device, workloads, mitigations: Mitigations) -> tuple[li
                    "campaign with every engine, power on).")
 def run(engines, device, workloads, out: Path | None, no_save: bool, as_json: bool, runs: int,
         time_budget: float | None, warmup: int | None, power: bool | None = None, keep_awake: bool = False,
-        batch: int = 1, repeat: int = 1, dry_run: bool = False, plan_for: str | None = None) -> None:
+        predicts: int = 1, deprecated_batch: int | None = None, repeat: int = 1, dry_run: bool = False,
+        plan_for: str | None = None) -> None:
     """Measure weight-read bandwidth (default: llama_lm_head on the best engine here; on a Mac, the
     published campaign with energy: ANE heads, then the same head on GPU and CPU)."""
     if plan_for is not None:
@@ -127,7 +132,11 @@ def run(engines, device, workloads, out: Path | None, no_save: bool, as_json: bo
                             "drop --engine, --device and --workload")
         show_plan(mac_campaign_plan(power is not False), "anebench run on a Mac (every engine installed)", as_json)
         return
-    mitigations = Mitigations(keep_awake, batch, repeat)
+    if deprecated_batch is not None:
+        err_console.print("--batch is deprecated: it is --predicts-per-call (K predicts, each re-reading every "
+                          "weight)", highlight=False, soft_wrap=True)
+        predicts = deprecated_batch if predicts == 1 else predicts
+    mitigations = Mitigations(keep_awake, predicts, repeat)
     steps, campaign = plan_steps(engines, device, workloads, mitigations)
     power = campaign if power is None else power  # the Mac campaign reads energy unless --no-power
     if dry_run:

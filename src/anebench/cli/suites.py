@@ -31,7 +31,18 @@ from .common import (
     resolve_targets,
     resolve_workloads,
 )
+from .plans import coreml_only_target, dry_run_option, measuring_targets, show_plan
 from .run import options_from, power_option
+
+
+def max_tokens_option(func):
+    from ..artifacts.coreml import MAX_TOKENS
+    from ..suites.tokens import DEFAULT_MAX_TOKENS
+
+    return click.option("--max-tokens", type=click.IntRange(2, MAX_TOKENS), default=DEFAULT_MAX_TOKENS,
+                        show_default=True,
+                        help="Core ML: most tokens per predict (token-batched bundles; fewer when memory is "
+                             "short).")(func)
 
 
 def timing_options(runs: int, budget: float | None):
@@ -99,30 +110,41 @@ def suite_options(runs, time_budget, warmup, suite, power) -> RunOptions:
               help="The device's last-level cache in MiB for the knee (default: detected; 0: unknown, "
                    "the knee is found from the data).")
 @click.option("--quick", is_flag=True, help="7 sizes, 15 runs and 0.5 s each: a first look.")
+@dry_run_option
 def sweep(engines, device, workloads, out, no_save, as_json, plot_stem, runs, time_budget, warmup, power,
-          min_mb, max_mb, points, cache_mb, quick):
-    """Latency and GB/s over weight sizes; fit latency = overhead + bytes / bandwidth past the cache knee."""
+          min_mb, max_mb, points, cache_mb, quick, dry_run):
+    """Latency and GB/s over weight sizes; fit latency = overhead + bytes / bandwidth past the cache knee.
+    Core ML: heads from 4 MiB to the full head (--max-mb), one bundle per size, built or reused."""
     from ..report.suite_plots import plot_sweep
+    from ..suites.coreml_sweep import ORION_CONTEXT, plan_coreml_sweep, plan_coreml_sweep_bundles
     from ..suites.sweep import plan_sweep, run_sweep, sweep_workloads
 
-    targets, bases = resolve_targets(engines, device), resolve_workloads(workloads)
-    check_out_path(out)
+    bases = resolve_workloads(workloads)
     if quick:
         runs, time_budget, points = min(runs, 15), min(time_budget or 0.5, 0.5), points or 7
-    options = suite_options(runs, time_budget, warmup, "sweep", power)
     to_bytes = (lambda mb: int(mb * MiB) if mb else None)
-    plans = [(target, plan_sweep(target.engine, target.device, to_bytes(min_mb), to_bytes(max_mb),
-                                 points or 12, -1 if cache_mb is None else to_bytes(cache_mb)))
-             for target in targets]
-    for target, plan in plans:  # every refusal before anything is measured
+    if dry_run:
+        engine, device = coreml_only_target(engines, device, "sweep")
         for base in bases:
-            sweep_workloads(target.engine, target.device, base, plan)
+            plan = plan_coreml_sweep(engine, device, base, to_bytes(min_mb), to_bytes(max_mb), points)
+            show_plan(plan_coreml_sweep_bundles(engine, device, base, plan, runs, time_budget), as_json)
+        return
+    targets = measuring_targets(engines, device, "sweep")
+    check_out_path(out)
+    options = suite_options(runs, time_budget, warmup, "sweep", power)
+    plans = [(target, base, plan_coreml_sweep(target.engine, target.device, base, to_bytes(min_mb),
+                                              to_bytes(max_mb), points)
+              if target.engine.name == "coreml" else
+              plan_sweep(target.engine, target.device, to_bytes(min_mb), to_bytes(max_mb),
+                         points or 12, -1 if cache_mb is None else to_bytes(cache_mb)))
+             for target in targets for base in bases]
+    for target, base, plan in plans:  # every refusal before anything is measured
+        sweep_workloads(target.engine, target.device, base, plan)
     results = []
     with progress_bar() as progress:
-        for target, plan in plans:
-            for base in bases:
-                result = run_sweep(target.engine, target.device, base, plan, options, progress_factory(progress))
-                results.append((target, base, result))
+        for target, base, plan in plans:
+            result = run_sweep(target.engine, target.device, base, plan, options, progress_factory(progress))
+            results.append((target, base, result))
     saved = emit([r for *_, res in results for r in res.records], "sweep", out, no_save, as_json, "sweep")
     table = Table(title="sweep fit: latency = overhead + bytes / bandwidth")
     for column in ("engine", "device", "workload hidden", "knee MiB", "fit points", "overhead us",
@@ -142,6 +164,8 @@ def sweep(engines, device, workloads, out, no_save, as_json, plot_stem, runs, ti
     show(table, as_json)
     for i, (target, base, result) in enumerate(results):
         a = result.analysis
+        if target.engine.name == "coreml":
+            say(f"{target.engine.name}:{target.device}: {ORION_CONTEXT}")
         if a is None:
             continue
         say(f"{target.engine.name}:{target.device}: knee: {a.knee.rule}; fit: {a.fit.method}")
@@ -164,25 +188,41 @@ def sweep(engines, device, workloads, out, no_save, as_json, plot_stem, runs, ti
 @power_option
 @click.option("--max-batch", type=click.IntRange(min=2), default=1024, show_default=True,
               help="Largest batch; the sweep stops earlier once clearly compute-bound.")
+@max_tokens_option
+@dry_run_option
 def roofline(engines, device, workloads, out, no_save, as_json, plot_stem, runs, time_budget, warmup, power,
-             max_batch):
-    """Batch sweep of the same weights: the ridge, achieved FLOP/s and bytes/FLOP, as a roofline."""
+             max_batch, max_tokens, dry_run):
+    """Batch sweep of the same weights: the ridge, achieved FLOP/s and bytes/FLOP, as a roofline.
+    Core ML: tokens per predict of token-batched bundles (1, 2, 4, ... --max-tokens)."""
     from ..measure.roofline import RIDGE_RULE
     from ..report.suite_plots import plot_roofline
     from ..suites.roofline import run_roofline
+    from ..suites.tokens import alignment_note, plan_token_roofline, run_token_roofline
 
-    targets, bases = resolve_targets(engines, device), resolve_workloads(workloads)
+    bases = resolve_workloads(workloads)
+    if dry_run:
+        engine, device = coreml_only_target(engines, device, "roofline")
+        for base in bases:
+            show_plan(plan_token_roofline(engine, device, base, max_tokens, runs, time_budget), as_json)
+        return
+    targets = measuring_targets(engines, device, "roofline")
     check_out_path(out)
     options = suite_options(runs, time_budget, warmup, "roofline", power)
     results = []
     with progress_bar() as progress:
         for target in targets:
             for base in bases:
-                results.append((target, base, run_roofline(target.engine, target.device, base, max_batch, options,
-                                                           progress_factory(progress))))
+                if target.engine.name == "coreml":
+                    plan = plan_token_roofline(target.engine, target.device, base, max_tokens, runs, time_budget)
+                    result = run_token_roofline(target.engine, target.device, plan, options,
+                                                progress_factory(progress))
+                else:
+                    result = run_roofline(target.engine, target.device, base, max_batch, options,
+                                          progress_factory(progress))
+                results.append((target, base, result))
     saved = emit([r for *_, res in results for r in res.records], "roofline", out, no_save, as_json, "roofline")
     table = Table(title="roofline")
-    for column in ("engine", "device", "workload", "batch", "median ms", "GFLOP/s", "bytes/FLOP",
+    for column in ("engine", "device", "workload", "batch (Core ML: tokens)", "median ms", "GFLOP/s", "bytes/FLOP",
                    "weight GB/s"):
         table.add_column(column)
     for target, base, result in results:
@@ -193,6 +233,9 @@ def roofline(engines, device, workloads, out, no_save, as_json, plot_stem, runs,
     say(f"rule: {RIDGE_RULE}")
     for i, (target, base, result) in enumerate(results):
         a = result.analysis
+        note = alignment_note([(p.batch, p.latency_s) for p in a.points]) if target.engine.name == "coreml" else None
+        if note:
+            say(f"{target.engine.name}:{target.device} {base.name}: {note}")
         model = (f"; the baseline meets the compute slope at batch {a.model_ridge_batch:.1f}"
                  if a.model_ridge_batch else "")
         say(f"{target.engine.name}:{target.device} {base.name}: ridge at batch {a.ridge_batch or '(not reached)'}"
@@ -270,19 +313,33 @@ def latency(engines, device, workloads, out, no_save, as_json, plot_stem, runs, 
               help="Input vectors per call: large enough to be compute-bound.")
 @click.option("--dtype", "dtypes", multiple=True, type=click.Choice(["fp32", "fp16", "bf16"]),
               help="Weight dtype (repeatable; default: the workload's).")
+@max_tokens_option
+@dry_run_option
 def compute(engines, device, workloads, out, no_save, as_json, plot_stem, runs, time_budget, warmup, power,
-            batch, dtypes):
-    """Peak matrix throughput (TFLOP/s) per engine, device and dtype (default workload lm_head:4096x4096)."""
+            batch, dtypes, max_tokens, dry_run):
+    """Peak matrix throughput (TFLOP/s) per engine, device and dtype (default workload lm_head:4096x4096).
+    Core ML: at the largest tokens per predict that fits (up to --max-tokens), against half of it."""
     from ..suites.roofline import run_compute
+    from ..suites.tokens import plan_token_compute, run_token_compute
 
-    targets = resolve_targets(engines, device)
     bases = resolve_workloads(workloads, default="lm_head:4096x4096")
+    if dry_run:
+        engine, device = coreml_only_target(engines, device, "compute")
+        for base in bases:
+            show_plan(plan_token_compute(engine, device, base, max_tokens, runs, time_budget), as_json)
+        return
+    targets = measuring_targets(engines, device, "compute")
     check_out_path(out)
     options = suite_options(runs, time_budget, warmup, "compute", power)
     records = []
     with progress_bar() as progress:
         for target in targets:
             for base in bases:
+                if target.engine.name == "coreml":
+                    plan = plan_token_compute(target.engine, target.device, base, max_tokens, runs, time_budget)
+                    records.append(run_token_compute(target.engine, target.device, plan, options,
+                                                     progress_factory(progress)))
+                    continue
                 for dtype in dtypes or (base.dtype,):
                     workload = with_dtype(base, dtype).with_batch(batch)
                     records.append(run_compute(target.engine, target.device, workload, options,
@@ -296,7 +353,8 @@ def compute(engines, device, workloads, out, no_save, as_json, plot_stem, runs, 
         c = record.compute
         assert c is not None  # run_compute always fills it
         table.add_row(record.engine.name, record.engine.device, record.workload.name,
-                      f"{record.workload.dtype} ({record.engine.run_dtype})", str(record.workload.batch),
+                      f"{record.workload.dtype} ({record.engine.run_dtype})",
+                      str(record.workload.batch) if record.workload.tokens == 1 else f"{record.workload.tokens} tokens",
                       f"{(record.summary.median or 0) * 1e3:.3f}", f"{c.tflop_per_s:.4f}",
                       f"{c.half_batch_tflop_per_s:.4f}", "yes" if c.compute_bound else "NO")
     show(table, as_json)

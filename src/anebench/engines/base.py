@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
@@ -89,6 +90,8 @@ class Prepared(ABC):
 @dataclass
 class Engine(ABC):
     name: str = field(init=False, default="")
+    token_batched: ClassVar[bool] = False  # runs Workload.tokens > 1 as one call (a token-batched bundle)
+    quantized_storage: ClassVar[tuple[str, ...]] = ()  # Workload.quant values it stores and streams as such
 
     @abstractmethod
     def available(self) -> Availability: ...

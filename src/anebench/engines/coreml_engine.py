@@ -1,7 +1,7 @@
 """Core ML: the LM-head bundle on the Neural Engine (``ane``), GPU, CPU or all of them.
 
 Building (or reusing) the bundle, loading and compiling happen once in ``prepare``, outside timing;
-``call()`` is one predict with a preallocated input (or one batch predict of K inputs). Only two things
+``call()`` is one predict with a preallocated input (T tokens for a token-batched bundle), or K predicts. Only two things
 here need macOS: loading the model and asking Core ML where each operation will run. Both are thin
 functions; everything around them (outputs, references, bytes, placement arithmetic) runs anywhere.
 """
@@ -204,7 +204,7 @@ class CoreMLPrepared(Prepared):
     def __init__(self, workload: Workload, device: str, artifact, model, repeat: int = 1,
                  placement: list[OpPlacement] | None = None):
         super().__init__()
-        from ..artifacts.coreml import INPUT_NAME
+        from ..artifacts.coreml import INPUT_NAME, pack_tokens
 
         self.workload, self.device, self.artifact = workload, device, artifact
         self.model = model
@@ -222,15 +222,19 @@ class CoreMLPrepared(Prepared):
         self.repeat = repeat
         self.output_names = [t.name for t in self.bundle.outputs]
         self._split_convs = [self.bundle.convs_for_output(name) for name in self.output_names]
-        self._split_rows = [t.shape[-1] for t in self.bundle.outputs]
+        self.tokens = int(manifest.get("tokens", 1))
+        if self.tokens != workload.tokens:
+            raise ValueError(f"bundle takes {self.tokens} tokens per predict, the workload {workload.tokens}")
+        self._split_rows = [t.shape[-1] if self.tokens == 1 else t.shape[1] for t in self.bundle.outputs]
         self._split_starts = np.cumsum([0, *self._split_rows])
         if self._split_starts[-1] != workload.vocab:
             raise ValueError(f"bundle outputs cover {self._split_starts[-1]} rows, the workload has {workload.vocab}")
-        # One call reads every blob of the program once per input: K batched predicts read it K times.
+        # One call reads every blob of the program once per predict: K predicts read it K times (T tokens
+        # of one predict share one read).
         self.weight_bytes = self.bundle.weight_bytes * workload.batch
-        hidden = workload.hidden
         inputs = workload.inputs().astype(np.float16)
-        self._feeds = [{INPUT_NAME: np.ascontiguousarray(row.reshape(1, 1, hidden))} for row in inputs]
+        self._feeds = [{INPUT_NAME: pack_tokens(inputs[k * self.tokens:(k + 1) * self.tokens], self.tokens)}
+                       for k in range(workload.batch)]
         self._request: Any = self._feeds[0] if workload.batch == 1 else self._feeds
         self._predict: Callable[[Any], Any] | None = model.predict
         self._duration = predict_duration(model)
@@ -242,7 +246,8 @@ class CoreMLPrepared(Prepared):
             bundle_key=manifest["key"],
             splits=len(self.output_names),
             weight_sets=repeat,
-            batch_predict=workload.batch,
+            predicts_per_call=workload.batch,
+            tokens=self.tokens,
             lut_mode=manifest.get("lut_mode"),
             coremltools=manifest.get("coremltools"),
             headline_clock=HEADLINE_CLOCK,
@@ -264,11 +269,13 @@ class CoreMLPrepared(Prepared):
         return nanoseconds / 1e9 if nanoseconds is not None else None
 
     def output(self) -> np.ndarray:
+        from ..artifacts.coreml import unpack_logits
+
         results = self._last if isinstance(self._last, list) else [self._last]
-        return np.stack([
-            np.concatenate([np.asarray(result[name], dtype=np.float32).reshape(-1) for name in self.output_names])
+        return np.concatenate([
+            np.concatenate([unpack_logits(result[name], self.tokens) for name in self.output_names], axis=1)
             for result in results
-        ])
+        ]).astype(np.float32)
 
     def reference_rows(self, start: int, stop: int) -> np.ndarray:
         """Rows of the weights the bundle holds, decoded, summed over its weight sets (what one call applies)."""
@@ -300,6 +307,8 @@ def stored_bytes(workload: Workload, repeat: int = 1) -> int:
 
 @dataclass
 class CoreMLEngine(Engine):
+    token_batched = True  # builds a bundle that takes a workload's T tokens in one predict
+    quantized_storage = ("int8", "lut4", "lut6")
     repeat: int = 1  # weight sets per call (the --repeat mitigation)
     cache_dir: Path | None = None
     lut_mode: str = "auto"

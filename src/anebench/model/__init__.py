@@ -32,6 +32,7 @@ from .record import (
 )
 from .energy import ComponentEnergy, DramTraffic, Energy
 from .gpu import EnergyWindowCheck, GpuIdentity, GpuReport, GpuState, PlausibilityBound, StreamingFigure
+from .quant import QuantSection
 from .source import SourceFacts
 from .statistics import GB, MB, gbps, median, summary_fields
 from .suites import ComputeResult, LatencyResult, LineFitInfo, RooflinePoint, SweepPoint
@@ -39,7 +40,7 @@ from .suites import ComputeResult, LatencyResult, LineFitInfo, RooflinePoint, Sw
 __all__ = [
     "DOCUMENT_SCHEMA", "GB", "MB", "OLD_DOCUMENT_SCHEMAS", "OLD_SCHEMA_VERSIONS", "SCHEMA_VERSION",
     "ComponentEnergy", "ComputeResult", "DramTraffic", "Energy", "EnergyWindowCheck", "EngineInfo", "GpuIdentity", "GpuReport", "GpuState", "PlausibilityBound", "StreamingFigure", "FiniteFloat", "GigabytesPerSecond", "HostInfo", "HostState", "LatencyResult",
-    "LineFitInfo", "LongStr", "MethodInfo", "NonNegFloat", "OutputCheck", "PositiveFloat", "ResultRecord",
+    "LineFitInfo", "LongStr", "MethodInfo", "NonNegFloat", "OutputCheck", "PositiveFloat", "QuantSection", "ResultRecord",
     "ResultsDocument", "RooflinePoint", "Scalar", "Seconds", "Sha256", "ShortStr", "SourceFacts",
     "StrictModel", "Suite", "Summary", "SweepPoint", "ToolInfo", "WorkloadInfo", "gbps", "median",
     "summary_fields", "utc_now",

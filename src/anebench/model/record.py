@@ -30,6 +30,7 @@ from .statistics import summary_fields
 from .suites import ComputeResult, LatencyResult, RooflinePoint, SweepPoint
 from .energy import Energy
 from .gpu import GpuReport, PlausibilityBound
+from .quant import QuantSection
 from .upgrade import upgrade_record
 
 SCHEMA_VERSION = "anebench.result/2"
@@ -88,7 +89,7 @@ class WorkloadInfo(_Model):
     shape: list[Annotated[int, Field(gt=0)]] = Field(min_length=2, max_length=2)  # [vocab, hidden]
     dtype: ShortStr
     batch: Annotated[int, Field(ge=1)] = 1
-    tokens: Annotated[int, Field(ge=1)] = 1
+    tokens: Annotated[int, Field(ge=1)] = 1  # input vectors one predict multiplies (token-batched bundle)
     quant: ShortStr | None = None
     weight_bytes: Annotated[int, Field(gt=0)]  # bytes one call reads, as the engine stores them
     fingerprint: Sha256
@@ -104,7 +105,7 @@ class WorkloadInfo(_Model):
         """The record's view of a ``workloads.Workload``: what it is, plus the bytes one call read."""
         base = {
             "name": workload.name, "shape": list(workload.shape), "dtype": workload.dtype,
-            "batch": workload.batch, "quant": workload.quant, "weight_bytes": weight_bytes,
+            "batch": workload.batch, "tokens": workload.tokens, "quant": workload.quant, "weight_bytes": weight_bytes,
             "fingerprint": workload.fingerprint, "note": workload.note,
         }
         return cls(**{**base, **fields})
@@ -188,6 +189,7 @@ class ResultRecord(_Model):
     energy: Energy | None = None
     plausibility: PlausibilityBound | None = None  # the bound every measured figure was checked against
     gpu: GpuReport | None = None  # GPU runs: streaming figures, NVML state, energy window
+    quant: QuantSection | None = None  # the quantisation suite's comparison with fp16
     # Typed by its own model when the concurrency work lands (integration placeholder).
     concurrency: dict[ShortStr, Any] | None = None
 

@@ -67,6 +67,15 @@ def run_roofline(engine: Engine, device: str, base: Workload, max_batch: int, op
     first = records[0]
     analysis = analyse_roofline(batches, [r.latency_s() for r in records], base.vocab, base.hidden,
                                 first.workload.weight_bytes, activation_element_bytes(base, first.engine.run_dtype))
+    updated = with_roofline_sections(records, analysis)
+    if not analysis.compute_bound:
+        note = (f"not clearly compute-bound by batch {batches[-1]} ({RIDGE_RULE}); raise --max-batch")
+        updated[-1] = updated[-1].model_copy(update={"warnings": [*updated[-1].warnings, note]}).with_id()
+    return RooflineResult(updated, analysis)
+
+
+def with_roofline_sections(records: list[ResultRecord], analysis: RooflineAnalysis) -> list[ResultRecord]:
+    """Each point's record with its typed roofline section (its batch or tokens, and the shared analysis)."""
     updated = []
     for record, point in zip(records, analysis.points):
         section = RooflineSection(
@@ -76,10 +85,23 @@ def run_roofline(engine: Engine, device: str, base: Workload, max_batch: int, op
             memory_gbps=analysis.memory_gbps, compute_bound=analysis.compute_bound, rule=analysis.rule,
         )
         updated.append(record.model_copy(update={"roofline": section}).with_id())
-    if not analysis.compute_bound:
-        note = (f"not clearly compute-bound by batch {batches[-1]} ({RIDGE_RULE}); raise --max-batch")
-        updated[-1] = updated[-1].model_copy(update={"warnings": [*updated[-1].warnings, note]}).with_id()
-    return RooflineResult(updated, analysis)
+    return updated
+
+
+def compute_result(vocab: int, hidden: int, count: int, half_count: int, full_s: float, half_s: float,
+                   unit: str = "batch") -> ComputeResult:
+    """Peak FLOP/s at ``count`` vectors per call, checked against half as many (doubling must cost)."""
+    flops = flops_per_call(vocab, hidden, count)
+    growth = full_s / half_s * (half_count * 2 / count)
+    return ComputeResult(
+        flops_per_call=flops,
+        tflop_per_s=flops / full_s / 1e12,
+        half_batch=half_count,
+        half_batch_tflop_per_s=flops_per_call(vocab, hidden, half_count) / half_s / 1e12,
+        growth_from_half=growth,
+        compute_bound=growth >= COMPUTE_BOUND_CHECK,
+        rule=f"compute-bound when doubling the {unit} grows latency >= {COMPUTE_BOUND_CHECK}x",
+    )
 
 
 def run_compute(engine: Engine, device: str, workload: Workload, options: RunOptions,
@@ -94,21 +116,11 @@ def run_compute(engine: Engine, device: str, workload: Workload, options: RunOpt
                             progress(f"compute {engine.name}:{device} batch {half_workload.batch}", options.runs))
     full = measure_workload(engine, device, workload, options,
                             progress(f"compute {engine.name}:{device} batch {workload.batch}", options.runs))
-    flops = flops_per_call(workload.vocab, workload.hidden, workload.batch)
-    full_s, half_s = _latency(full), _latency(half)
-    growth = full_s / half_s * (half_workload.batch * 2 / workload.batch)
-    compute = ComputeResult(
-        flops_per_call=flops,
-        tflop_per_s=flops / full_s / 1e12,
-        half_batch=half_workload.batch,
-        half_batch_tflop_per_s=flops_per_call(workload.vocab, workload.hidden, half_workload.batch) / half_s / 1e12,
-        growth_from_half=growth,
-        compute_bound=growth >= COMPUTE_BOUND_CHECK,
-        rule=f"compute-bound when doubling the batch grows latency >= {COMPUTE_BOUND_CHECK}x",
-    )
+    compute = compute_result(workload.vocab, workload.hidden, workload.batch, half_workload.batch,
+                             _latency(full), _latency(half))
     warnings = list(full.warnings)
     if not compute.compute_bound:
-        warnings.append(f"not clearly compute-bound: latency grew only {growth:.2f}x from batch "
+        warnings.append(f"not clearly compute-bound: latency grew only {compute.growth_from_half:.2f}x from batch "
                         f"{half_workload.batch} to {workload.batch}; raise --batch")
     return full.model_copy(update={"compute": compute, "warnings": warnings}).with_id()
 

@@ -1,0 +1,54 @@
+"""Core ML suites on the command line: --dry-run's listing, and which engines take the Core ML path."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+from rich.table import Table
+
+from ..engines.coreml_engine import CoreMLEngine
+from ..errors import UserError
+from ..suites.coreml_plan import CORE_ML, CoreMLPlan, coreml_device, require_measurable
+from .common import Target, err_console, out_console, resolve_targets
+
+
+def dry_run_option(func):
+    return click.option("--dry-run", is_flag=True,
+                        help="Core ML: list the bundles (workload, quant, tokens, weight bytes, cached or to "
+                             "build) and the calls it would make; build and measure nothing (works on any OS).")(func)
+
+
+def coreml_only_target(engines: tuple[str, ...], device: str | None, suite: str) -> tuple[CoreMLEngine, str]:
+    """--dry-run plans Core ML bundles, available here or not."""
+    if tuple(engines) != (CORE_ML,):
+        raise UserError(f"{suite} --dry-run plans Core ML bundles: give -e coreml alone")
+    return CoreMLEngine(), coreml_device(device)
+
+
+def measuring_targets(engines: tuple[str, ...], device: str | None, suite: str) -> list[Target]:
+    """The targets to measure; a Core ML one that cannot predict here is refused first, in one line."""
+    if CORE_ML in engines:
+        require_measurable(CoreMLEngine(), coreml_device(device), suite)
+    return resolve_targets(engines, device)
+
+
+def show_plan(plan: CoreMLPlan, as_json: bool) -> None:
+    if as_json:
+        document = {"suite": plan.suite, "device": plan.device, "notes": plan.notes,
+                    "bundles": [b.as_dict() for b in plan.bundles]}
+        sys.stdout.write(json.dumps(document, indent=1) + "\n")
+        sys.stdout.flush()
+    table = Table(title=f"{plan.suite} -e coreml -d {plan.device}: dry run (nothing built or measured)")
+    for column in ("workload", "quant", "tokens", "weight bytes", "bundle", "calls"):
+        table.add_column(column, justify="right" if column in ("tokens", "weight bytes") else "left")
+    for b in plan.bundles:
+        table.add_row(b.workload.name, b.quant, str(b.tokens), f"{b.weight_bytes:,}",
+                      "cached" if b.cached else "to build", b.calls)
+    (err_console if as_json else out_console()).print(table)
+    to_build = plan.to_build
+    total = sum(b.weight_bytes for b in to_build) / 1e9
+    lines = [*plan.notes, f"{len(plan.bundles)} bundle(s), {len(to_build)} to build ({total:.2f} GB of weights to write)"]
+    for line in lines:
+        err_console.print(line, highlight=False, soft_wrap=True, markup=False)

@@ -16,7 +16,7 @@ from .errors import MeasurementError, UserError
 from .measure.check import check_output
 from .measure.clock import PERF_COUNTER, Clock
 from .measure.stats import cache_warning, stability_warnings, summarize
-from .measure.timing import DEFAULT_RUNS, ProgressCallback, time_calls
+from .measure.timing import DEFAULT_RUNS, PhaseCallback, ProgressCallback, time_calls
 from .measure.warmup import WarmupPolicy
 from .model import EngineInfo, MethodInfo, ResultRecord, ToolInfo, WorkloadInfo, utc_now
 from .system.host import available_memory_bytes, describe_host
@@ -80,6 +80,7 @@ def measure_workload(
     progress: ProgressCallback | None = None,
     extras: dict[str, Any] | None = None,
     on_prepared: Callable[[Prepared], None] | None = None,
+    phase: PhaseCallback | None = None,
 ) -> ResultRecord:
     options = options or RunOptions()
     with prepared_workload(engine, device, workload) as prepared:
@@ -88,7 +89,7 @@ def measure_workload(
         check = verify_output(prepared)
         window = energy_window(device) if options.power else None
         timing = time_calls(prepared, options.runs, options.warmup, options.clock, options.time_budget_s,
-                            progress)
+                            progress, phase)
         if window is not None:
             extras = {**(extras or {}), "energy": finish_energy(window, prepared, timing)}
         return build_record(engine, device, workload, prepared, options, timing, check, extras)

@@ -61,7 +61,8 @@ def mitigation_options(func):
     func = click.option("--batch", type=click.IntRange(min=1), default=1, show_default=True,
                         help="Core ML: one batch predict of K inputs per call (each reads every weight).")(func)
     func = click.option("--keep-awake", is_flag=True,
-                        help="A helper thread keeps one CPU core busy while calls are timed.")(func)
+                        help="A separate process keeps one CPU core busy during warmup and timing; its CPU share is "
+                             "recorded.")(func)
     return func
 
 
@@ -105,10 +106,11 @@ def run(engines, device, workloads, out: Path | None, no_save: bool, as_json: bo
             def advance(done: int, total: int, task=task, label=label) -> None:
                 progress.update(task, completed=done, description=label)
 
-            with mitigations.awake() as on_prepared:
-                records.append(measure_workload(step.engine, step.device, step.workload,
-                                                mitigations.options(options, step), advance,
-                                                on_prepared=on_prepared))
+            with mitigations.awake() as awake:
+                record = measure_workload(step.engine, step.device, step.workload,
+                                          mitigations.options(options, step), advance,
+                                          on_prepared=awake.on_prepared, phase=awake.phase)
+                records.append(awake.annotate(record))
     emit(records, "run", out, no_save, as_json)
     finish_run(records, as_json)  # --store, and the figure beside the published ones
     hint = concurrency_hint(describe_host().chip) if campaign else None

@@ -7,7 +7,9 @@ tested on numpy holds for every engine.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
@@ -83,6 +85,17 @@ class Prepared(ABC):
 @dataclass
 class Engine(ABC):
     name: str = field(init=False, default="")
+    # Whether call() releases the Python GIL while the device works. An engine that holds it (Core ML's
+    # predict) cannot overlap with anything else in its process: copies and helpers must be processes.
+    releases_gil: ClassVar[bool] = True
+    # Whether two threads may call into the engine at once (MLX's is not thread-safe).
+    thread_safe: ClassVar[bool] = True
+    # How the threads of one call are limited (None: the engine has no such setting).
+    thread_control: ClassVar[str | None] = None
+
+    def thread_limit(self, threads: int) -> AbstractContextManager[bool]:
+        """Limit the CPU threads one call uses, process-wide, while entered; yields whether it could."""
+        return nullcontext(False)
 
     @abstractmethod
     def available(self) -> Availability: ...

@@ -12,7 +12,7 @@ import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -177,6 +177,8 @@ def stored_bytes(workload: Workload, repeat: int = 1) -> int:
 
 @dataclass
 class CoreMLEngine(Engine):
+    # coremltools' predict (CoreMLPython.mm) runs the whole prediction with the GIL held.
+    releases_gil: ClassVar[bool] = False
     repeat: int = 1  # weight sets per call (the --repeat mitigation)
     cache_dir: Path | None = None
     lut_mode: str = "auto"

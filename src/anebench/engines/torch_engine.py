@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import ClassVar
 
 import numpy as np
 
@@ -37,6 +40,10 @@ class TorchPrepared(Prepared):
         self._cuda = device.startswith("cuda")
         self._mps = device == "mps"
         if self._cuda:
+            # A stream of its own: copies on one GPU (threads of one process) never share the default
+            # stream, so each copy's events time its own work. Work and events run under the device.
+            torch.cuda.synchronize(device)  # the weights were filled on the default stream
+            self._stream = torch.cuda.Stream(device=device)
             self._start = torch.cuda.Event(enable_timing=True)
             self._end = torch.cuda.Event(enable_timing=True)
             self.device_time_note = "CUDA events around each call"
@@ -47,9 +54,10 @@ class TorchPrepared(Prepared):
     def call(self) -> None:
         torch = _torch()
         if self._cuda:
-            self._start.record()
-            self._matvec(torch)
-            self._end.record()
+            with torch.cuda.device(self.device), torch.cuda.stream(self._stream):
+                self._start.record(self._stream)
+                self._matvec(torch)
+                self._end.record(self._stream)
             self._end.synchronize()
             self._last_device_s = self._start.elapsed_time(self._end) / 1e3
         else:
@@ -79,6 +87,17 @@ class TorchPrepared(Prepared):
 
 class TorchEngine(Engine):
     name = "torch"
+    thread_control: ClassVar[str | None] = "torch.set_num_threads"
+
+    @contextmanager
+    def thread_limit(self, threads: int) -> Iterator[bool]:
+        torch = _torch()
+        before = torch.get_num_threads()
+        torch.set_num_threads(threads)
+        try:
+            yield True
+        finally:
+            torch.set_num_threads(before)
 
     def available(self) -> Availability:
         if importlib.util.find_spec("torch") is None:

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-__all__ = ['DOCUMENT_SCHEMA', 'EngineInfo', 'GigabytesPerSecond', 'HostInfo', 'LongStr', 'MethodInfo', 'OutputCheck', 'PositiveFloat', 'ResultRecord', 'ResultsDocument', 'SCHEMA_VERSION', 'Scalar', 'Seconds', 'Sha256', 'ShortStr', 'Summary', 'ToolInfo', 'WorkloadInfo', 'utc_now']
+__all__ = ['DOCUMENT_SCHEMA', 'SCHEMA_VERSION', 'EngineInfo', 'GigabytesPerSecond', 'HostInfo', 'LongStr', 'MethodInfo', 'OutputCheck', 'PositiveFloat', 'ResultRecord', 'ResultsDocument', 'Scalar', 'Seconds', 'Sha256', 'ShortStr', 'Summary', 'ToolInfo', 'WorkloadInfo', 'utc_now']
 
 SCHEMA_VERSION = "anebench.result/1"
 DOCUMENT_SCHEMA = "anebench.results/1"
@@ -128,6 +128,11 @@ class ToolInfo(_Model):
     version: ShortStr
 
 
+# Typed sections live in their own modules and use the types above, so they are imported here, after
+# those types exist (importing them at the top would be a cycle).
+from .concurrency import Concurrency, KeepAwake
+
+
 class ResultRecord(_Model):
     schema_: Literal["anebench.result/1"] = Field(SCHEMA_VERSION, alias="schema")
     id: Sha256 | None = None
@@ -148,6 +153,8 @@ class ResultRecord(_Model):
     gbps: GigabytesPerSecond | None
     device_gbps: GigabytesPerSecond | None = None
     warnings: list[LongStr] = Field(default_factory=list, max_length=64)
+    concurrency: Concurrency | None = None
+    keep_awake: KeepAwake | None = None
     extras: dict[ShortStr, Any] = Field(default_factory=dict)
 
     def content_id(self) -> str:

@@ -37,7 +37,7 @@ def family_comparison(records: list[ResultRecord],
             continue
         peers = [p for p in published
                  if p.workload.fingerprint == record.workload.fingerprint
-                 and "concurrency" not in p.extras
+                 and p.concurrency is None
                  and (peer := lookup_chip(p.host.chip)) is not None and peer.family == chip.family]
         latency = record.latency_s()
         rows.append(ComparisonRow(chip.key, "this run", f"{record.engine.name}:{record.engine.device}",

@@ -36,14 +36,24 @@ def test_published_rows_keep_what_the_source_states(published):
     assert m5max[0].gbps == pytest.approx(1050.673152 / 7.08, abs=0.01) and m5max[0].facts.gbps_derived
 
 
-def test_m5_max_concurrency_verdict_is_shared_ceiling(agg):
+def test_published_dual_runs_were_threads_of_one_process_so_their_verdict_is_inconclusive(agg, published):
+    """anemll-bench ran both models in threads of one process, and predict() holds the GIL: the figures
+    are kept, the verdict cannot be 'shared ceiling'."""
+    from anebench.model import THREADS_OF_ONE_PROCESS
+
+    dual = [r for r in published if r.concurrency is not None]
+    assert dual and all(r.concurrency.mode == "threads" and r.concurrency.call_releases_gil is False
+                        and r.concurrency.flags == [THREADS_OF_ONE_PROCESS] for r in dual)
+    assert all("extras" not in r.model_dump() for r in published)
     (m5max,) = [c for c in agg.concurrency if c.chip == "M5 Max"]
-    assert m5max.verdict == "shared ceiling"
-    assert m5max.scaling == pytest.approx(147.62 / ((148.39 + 148.57) / 2))
+    assert m5max.verdict == "inconclusive" and THREADS_OF_ONE_PROCESS in m5max.flags
+    assert m5max.scaling == pytest.approx(147.62 / ((148.39 + 148.57) / 2))  # the raw figures are kept
+    assert m5max.combined_gbps == 147.62 and m5max.solo_gbps == [148.39, 148.57]
     assert {c.chip: c.verdict for c in agg.concurrency} == {
-        "M5 Max": "shared ceiling", "M6": "shared ceiling", "M3 Ultra": "shared ceiling"}
+        "M5 Max": "inconclusive", "M6": "inconclusive", "M3 Ultra": "inconclusive"}
     (m3u,) = [c for c in agg.concurrency if c.chip == "M3 Ultra"]
-    assert m3u.flags == ["solo reference from the chip's separate solo figure"]
+    assert m3u.flags == ["solo reference from the chip's separate solo figure", THREADS_OF_ONE_PROCESS]
+    assert "Ultra chip" in agg.rules["concurrency"] and "own process" in agg.rules["concurrency"]
 
 
 def test_mixed_latency_rows_are_excluded_from_every_comparison(agg, published):
@@ -119,10 +129,16 @@ def test_measured_records_group_by_engine_and_median_over_contributors():
     assert row.timing.startswith("mixed:") and "mitigated (rotate buffers)" in row.timing
 
 
-def _suite_run(solo_gbps: float, together_gbps: float, combined: float, window_s: float) -> list:
+def _suite_run(solo_gbps: float, together_gbps: float, combined: float, window_s: float,
+               threads: int | None = None) -> list:
     """One two-copy run of the concurrency suite as its records carry it."""
-    shared = {"copies": 2, "combined_gbps": combined, "window_s": window_s}
-    return [make_record(chip="Apple M4", gbps=g, concurrency={"copy": i, "phase": phase, **shared})
+    from anebench.model import Concurrency
+
+    def section(i, phase):
+        return Concurrency(mode="threads", copy=i, copies=2, phase=phase, combined_gbps=combined,
+                           window_s=window_s, threads_per_copy=threads, call_releases_gil=True)
+
+    return [make_record(chip="Apple M4", gbps=g).model_copy(update={"concurrency": section(i, phase)})
             for phase, g in (("solo", solo_gbps), ("together", together_gbps)) for i in range(2)]
 
 
@@ -133,6 +149,11 @@ def test_two_concurrency_runs_give_the_median_of_their_combined_figures_not_a_su
     assert row.scaling == pytest.approx(1.15) and row.flags == []
     (single,) = aggregate(_suite_run(100, 60, 120, 1.0)).concurrency
     assert single.combined_gbps == 120 and single.parallel_gbps == [60, 60]
+
+
+def test_threads_per_copy_is_part_of_the_concurrency_key():
+    rows = aggregate(_suite_run(100, 60, 120, 1.0, threads=1) + _suite_run(100, 90, 180, 1.0, threads=2)).concurrency
+    assert sorted((r.threads_per_copy, r.verdict) for r in rows) == [(1, "partial"), (2, "independent units")]
 
 
 def test_a_latency_over_means_and_medians_is_flagged():

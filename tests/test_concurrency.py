@@ -3,12 +3,12 @@ import time
 import numpy as np
 import pytest
 
-from anebench import engines
 from anebench.engines.base import Availability, Engine, Prepared
 from anebench.engines.numpy_engine import NumpyEngine
 from anebench.errors import MeasurementError, UserError
-from anebench.measure.concurrency import analyse_concurrency, calls_in_window, common_window, run_copies
+from anebench.measure.concurrency import analyse_concurrency, calls_in_window, common_window
 from anebench.measure.warmup import WarmupPolicy
+from anebench.orchestration.concurrency import run_copies
 from anebench.session import RunOptions, measure_workload
 from anebench.suites.concurrent import run_concurrent
 from anebench.system import power
@@ -68,27 +68,35 @@ def test_threads_measure_each_copy_solo_then_together(monkeypatch):
     options = RunOptions(runs=8, warmup=WarmupPolicy(fixed=2), suite="concurrency", power=True)
     result = run_concurrent(NumpyEngine(), "cpu", Workload("t", 128, 2048, "fp32"), 2, options)
     solo, together = result.records[:2], result.records[2:]
-    assert [r.concurrency["phase"] for r in result.records] == ["solo", "solo", "together", "together"]
+    assert [r.concurrency.phase for r in result.records] == ["solo", "solo", "together", "together"]
+    assert all("extras" not in r.model_dump() for r in result.records)  # typed sections, not extras
     assert solo[0].workload.fingerprint != solo[1].workload.fingerprint  # seed + i: different weights
     assert [r.workload.fingerprint for r in solo] == [r.workload.fingerprint for r in together]
     assert all(len(r.samples_s) >= 1 for r in together) and all(len(r.samples_s) == 8 for r in solo)
     assert all(r.device_time for r in result.records)  # wall clock only, and the record says so
     shared = together[0].concurrency
-    assert shared["verdict"] in ("independent units", "partial", "shared ceiling")
-    assert shared["scaling"] == pytest.approx(shared["combined_gbps"] / np.mean(shared["solo_gbps"]))
-    assert shared["mode"] == "threads" and "seed + i" in shared["copies_note"]
+    assert shared.verdict in ("independent units", "partial", "shared ceiling")
+    assert shared.scaling == pytest.approx(shared.combined_gbps / np.mean(shared.solo_gbps))
+    assert shared.mode == "threads" and "seed + i" in shared.copies_note
+    assert shared.call_releases_gil is True and shared.devices == ["cpu", "cpu"]
+    # the stop rule keeps every copy calling until each has its runs inside the common window
+    assert all(r.concurrency.whole_calls_in_window >= 8 for r in together)
     assert solo[0].energy.available and solo[0].energy.joules == 1.0
     assert "combined GB/s" in together[0].energy.window
     assert {r.energy.source for r in result.records} == {"fake"}  # as a single run names it
     assert together[0].energy.scope == "test"
     # the together window's energy is shared by every call made in it, edge calls included
-    assert together[0].energy.calls == sum(r.concurrency["calls"] for r in together)
+    assert together[0].energy.calls == sum(r.concurrency.calls for r in together)
 
 
 def test_processes_run_the_same_phases():
-    result = run_concurrent(NumpyEngine(), "cpu", Workload("t", 128, 2048, "fp32"), 2, FAST, processes=True)
+    result = run_concurrent(NumpyEngine(), "cpu", Workload("t", 128, 2048, "fp32"), 2, FAST, mode="processes",
+                            threads_per_copy=1)
     assert len(result.records) == 4 and result.analysis.combined_gbps > 0
-    assert result.records[-1].concurrency["mode"] == "processes (spawn)"
+    assert result.records[-1].concurrency.mode == "processes"
+    # the limit was applied inside each copy: numpy's BLAS ran one thread there (recorded at prepare)
+    assert {r.concurrency.threads_per_copy for r in result.records} == {1}
+    assert all(r.engine.details.get("blas_threads") == 1 for r in result.records)
 
 
 class SleepyPrepared(Prepared):
@@ -126,20 +134,18 @@ class SleepyEngine(Engine):
         return SleepyPrepared(workload)
 
 
-def test_fast_copies_keep_calling_until_the_slowest_is_done(monkeypatch):
-    monkeypatch.setitem(engines.ENGINE_FACTORIES, "sleepy", SleepyEngine)
-    run = run_copies("sleepy", "cpu", Workload("t", 8, 16, "fp32"), 2, FAST)
-    slow_calls = run.together[1].concurrency["calls"]
-    fast_calls = run.together[0].concurrency["calls"]
+def test_fast_copies_keep_calling_until_the_slowest_is_done():
+    run = run_copies(SleepyEngine(), ["cpu", "cpu"], Workload("t", 8, 16, "fp32"), FAST)
+    slow_calls = run.together[1].concurrency.calls
+    fast_calls = run.together[0].concurrency.calls
     assert slow_calls >= 8 and fast_calls > slow_calls  # copy 0 kept the contention up
     assert run.window_s > 0 and all(n > 0 for n in run.calls_in_window)
 
 
-def test_a_failing_copy_releases_the_others_and_names_the_cause(monkeypatch):
-    monkeypatch.setitem(engines.ENGINE_FACTORIES, "sleepy", SleepyEngine)
+def test_a_failing_copy_releases_the_others_and_names_the_cause():
     started = time.monotonic()
     with pytest.raises(MeasurementError, match="copy 1: RuntimeError: out of device memory"):
-        run_copies("sleepy", "cpu", Workload("t", 8, 16, "fp32", seed=98), 2, FAST)
+        run_copies(SleepyEngine(), ["cpu", "cpu"], Workload("t", 8, 16, "fp32", seed=98), FAST)
     assert time.monotonic() - started < 30
 
 
@@ -155,12 +161,13 @@ def test_suite_records_aggregate_into_one_verdict_per_workload():
 
     base = Workload("t", 128, 2048, "fp32")
     result = run_concurrent(NumpyEngine(), "cpu", base, 2, FAST)
-    assert all(r.concurrency["base_fingerprint"] == base.fingerprint for r in result.records)
+    assert all(r.concurrency.base_fingerprint == base.fingerprint for r in result.records)
     summary = aggregate(result.records)
     (row,) = summary.concurrency  # both copies, both phases: one group despite per-copy fingerprints
     shared = result.records[-1].concurrency
-    assert row.combined_gbps == pytest.approx(shared["combined_gbps"])
-    assert row.verdict == shared["verdict"]
+    assert row.combined_gbps == pytest.approx(shared.combined_gbps)
+    assert row.verdict == shared.verdict and row.mode == "threads"
+    assert row.threads_per_copy == shared.threads_per_copy
     assert len(row.solo_gbps) == 2 and len(row.parallel_gbps) == 2
     assert summary.rows == []  # the suite's phases are not solo runs of the matrix
 
@@ -171,15 +178,15 @@ def test_the_copies_preflight_counts_a_quantized_head_as_stored():
     from anebench import session
     from anebench.engines.coreml_engine import CoreMLEngine, stored_bytes
     from anebench.errors import UserError
-    from anebench.suites.concurrent import preflight_copies
+    from anebench.orchestration.concurrency_plan import plan_concurrent
     from anebench.workloads import resolve_workload
 
     lut6 = resolve_workload("llama_lm_head_lut6")
     two_copies = 2 * stored_bytes(lut6) * session.MEMORY_HEADROOM
     host = FakeHost(available_bytes=int(two_copies * 1.05))
-    preflight_copies(CoreMLEngine(), "ane", lut6, 2, host)  # fits: 6-bit copies, not fp16 ones
+    plan_concurrent(CoreMLEngine(), "ane", lut6, 2, host=host)  # fits: 6-bit copies, not fp16 ones
     with pytest.raises(UserError, match="3 copies of llama_lm_head_lut6"):
-        preflight_copies(CoreMLEngine(), "ane", lut6, 3, host)
+        plan_concurrent(CoreMLEngine(), "ane", lut6, 3, host=host)
 
 
 def test_checkpoint_copies_say_they_hold_the_same_weights(tmp_path):
@@ -188,5 +195,5 @@ def test_checkpoint_copies_say_they_hold_the_same_weights(tmp_path):
 
     model = single_file_model(tmp_path / "model")
     result = run_concurrent(NumpyEngine(), "cpu", resolve_workload(f"hf:{model}"), 2, FAST)
-    note = result.records[-1].concurrency["copies_note"]
+    note = result.records[-1].concurrency.copies_note
     assert "checkpoint's own weights" in note and "seed" not in note

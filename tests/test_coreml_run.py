@@ -1,9 +1,10 @@
-"""`anebench run` for Core ML: the Mac campaign, the idle-state mitigations and the keep-awake thread."""
+"""`anebench run` for Core ML: the Mac campaign, the idle-state mitigations and the keep-awake process."""
 
 from __future__ import annotations
 
 import json
-import threading
+import multiprocessing
+import os
 import time
 
 import pytest
@@ -13,7 +14,7 @@ from anebench.cli import main
 from anebench.engines import get_engine
 from anebench.engines.coreml_engine import CoreMLEngine
 from anebench.errors import UserError
-from anebench.measure.keepawake import KeepAwake
+from anebench.orchestration.keepawake import KeepAwakeProcess, measured
 from anebench.runplan import Mitigations, Step
 from anebench.session import RunOptions
 from anebench.system import preflight
@@ -57,7 +58,7 @@ def test_default_run_on_a_mac_measures_the_campaign(monkeypatch, capsys):
     apple_silicon_mac(monkeypatch)
     measured = []
 
-    def fake_measure(engine, device, workload, options, progress=None, on_prepared=None):
+    def fake_measure(engine, device, workload, options, progress=None, on_prepared=None, phase=None):
         measured.append((engine.name, device, workload.name, list(options.mitigations)))
         raise SystemExit(0)  # the plan is what is under test, not the measurement
 
@@ -110,31 +111,73 @@ def test_batch_or_repeat_without_core_ml_is_refused():
     Mitigations(keep_awake=True).check([numpy_step], explicit_engines=True)
 
 
-def test_keep_awake_is_recorded_on_any_engine(capsys):
+def test_keep_awake_is_recorded_on_any_engine_with_its_measured_cpu_share(capsys):
     main(["run", "-e", "numpy", "-w", "lm_head:256x2048", "--runs", "5", "--warmup", "1", "--no-save",
           "--keep-awake", "--json"])
     record = json.loads(capsys.readouterr().out)["results"][0]
     assert record["method"]["mitigations"] == [runplan.KEEP_AWAKE]
-    assert not any(t.name == "anebench-keep-awake" for t in threading.enumerate())  # stopped afterwards
+    share = record["keep_awake"]
+    assert share["wall_seconds"] > 0 and share["cpu_share"] >= 0 and share["min_share"] == 0.9
+    assert share["effective"] == (share["cpu_share"] >= 0.9)
+    assert ("keep-awake failed" in " ".join(record["warnings"])) == (not share["effective"])
+    assert not multiprocessing.active_children()  # the spinner was stopped
 
 
-def test_keep_awake_thread_spins_while_the_main_thread_waits_and_stops_promptly():
-    helper = KeepAwake(chunk_bytes=1 << 20)
-    with helper:
-        assert helper.running
-        time.sleep(0.3)
-    assert not helper.running
-    assert helper.rounds > 0 and helper.elapsed_s >= 0.3
-    assert helper.busy_fraction > 0.5  # it ran while this thread slept: it does not hold the GIL idle
+def test_keep_awake_spins_in_its_own_process_through_a_gil_holding_call():
+    """The helper thread waited for the GIL through every Core ML predict (21-24% on a CPU); a process
+    does not: its CPU share over the timed window is read from the OS, not from its own clock."""
+    from anebench.measure.warmup import WarmupPolicy
+    from anebench.session import measure_workload
+    from gil_engine import GilHoldingEngine
+
+    mitigations = Mitigations(keep_awake=True)
+    options = mitigations.options(RunOptions(runs=60, warmup=WarmupPolicy(fixed=2)),
+                                  Step(GilHoldingEngine(), "cpu", resolve_workload("lm_head:8x16:fp32")))
+    with mitigations.awake() as awake:
+        record = measure_workload(GilHoldingEngine(), "cpu", resolve_workload("lm_head:8x16:fp32"), options,
+                                  on_prepared=awake.on_prepared, phase=awake.phase)
+        pid = awake.helper.pid
+        record = awake.annotate(record)
+    assert record.keep_awake is not None and record.keep_awake.wall_seconds >= 0.15  # 60 calls of 3 ms
+    # spinning while the main thread held the GIL for ~all of the window (a shared 2-core machine may
+    # take some of its core; a thread would have been near 0)
+    assert record.keep_awake.cpu_share > 0.5, record.keep_awake
+    assert pid is not None and pid != os.getpid()
+    assert not multiprocessing.active_children()
+
+
+def test_a_keep_awake_share_below_nine_tenths_is_flagged_as_failed(monkeypatch):
+    from test_store import make_record
+
+    low = measured(cpu_seconds=0.5, wall_seconds=1.0)
+    assert low.cpu_share == 0.5 and not low.effective
+    assert measured(cpu_seconds=0.95, wall_seconds=1.0).effective
+    mitigations = Mitigations(keep_awake=True)
+    with mitigations.awake() as awake:
+        monkeypatch.setattr(awake.helper, "section", lambda: low)
+        record = awake.annotate(make_record(gbps=100))
+    assert record.keep_awake == low
+    assert any(w.startswith("keep-awake failed: its spinner was on a CPU 50%") for w in record.warnings)
 
 
 def test_keep_awake_hook_starts_only_once_prepared():
     mitigations = Mitigations(keep_awake=True)
-    with mitigations.awake() as on_prepared:
-        assert not any(t.name == "anebench-keep-awake" for t in threading.enumerate())
-        on_prepared(None)
-        assert any(t.name == "anebench-keep-awake" for t in threading.enumerate())
-    assert not any(t.name == "anebench-keep-awake" for t in threading.enumerate())
+    with mitigations.awake() as awake:
+        assert not awake.helper.running
+        awake.on_prepared(None)
+        assert awake.helper.running and awake.helper.pid in {p.pid for p in multiprocessing.active_children()}
+    assert not multiprocessing.active_children()
+
+
+def test_keep_awake_process_stops_promptly():
+    helper = KeepAwakeProcess()
+    with helper:
+        assert helper.running
+        helper.mark("timed")
+        time.sleep(0.3)
+        helper.mark("timed-end")
+    assert not helper.running
+    assert helper.section().wall_seconds >= 0.3
 
 
 def test_predicts_per_call_flag_and_its_hidden_deprecated_alias(capsys):

@@ -17,6 +17,9 @@ class SteadyCall:
         self.calls += 1
         self.fake.advance(self.seconds)
 
+    def device_seconds(self) -> None:
+        return None
+
 
 def test_gpu_warmup_lasts_at_least_two_seconds_where_the_default_stops_after_ten_calls():
     fake = FakeClock()

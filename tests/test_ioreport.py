@@ -5,6 +5,8 @@ The live library only exists on macOS; everything it returns goes through the pu
 
 from __future__ import annotations
 
+from anebench.session import timed_window
+
 import json
 import sys
 from pathlib import Path
@@ -185,7 +187,7 @@ def test_the_window_opens_after_the_warmup_and_closes_after_the_last_timed_call(
     prepared = CountingPrepared()
     meter = CallCountMeter(prepared)
     window = EnergyWindow(meter)
-    timing = time_calls(prepared, runs=7, warmup=WarmupPolicy(fixed=4), window=window)  # type: ignore[arg-type]
+    timing = time_calls(prepared, runs=7, warmup=WarmupPolicy(fixed=4), phase=timed_window(window, None))
     assert timing.warmup_runs == 4 and meter.seen == [4, 11]  # 4 warmup calls outside, the 7 timed inside
     result = window.finish(len(timing.samples_s), 1000, sorted(timing.samples_s)[3], "timed")
     assert result.calls == 7 and result.joules == 7.0

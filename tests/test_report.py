@@ -101,7 +101,7 @@ def test_csv_guards_formulas_and_round_trips(records):
             assert not value.startswith(("=", "+", "@")), value
     assert csv_cell(-1.5) == -1.5 and csv_cell("-1+2") == "'-1+2" and csv_cell("+x") == "'+x"
     m5max = next(r for r in rows if r["chip"] == "M5 Max" and r["workload"] == "llama_lm_head")
-    assert m5max["concurrency_verdict"] == "shared ceiling"
+    assert m5max["concurrency_verdict"] == "inconclusive"  # copies were threads of one process
     assert [r["chip"] for r in rows if r["flags"] == "no data"][:2] == ["M2 Pro", "M3 Pro"]
 
 
@@ -110,7 +110,10 @@ def test_json_report_round_trips_hostile_strings(records):
     chips = {row["chip"] for row in document["matrix"]}
     assert HOSTILE_CHIP in chips
     assert document["rules"]["tiers"].startswith("per workload")
-    assert {c["chip"]: c["verdict"] for c in document["concurrency"]}["M5 Max"] == "shared ceiling"
+    m5max = {c["chip"]: c for c in document["concurrency"]}["M5 Max"]
+    assert m5max["verdict"] == "inconclusive" and m5max["combined_gbps"] == 147.62 and m5max["mode"] == "threads"
+    assert any(flag.startswith("copies were threads of one process: predict() holds the GIL")
+               for flag in m5max["flags"])
     assert len(document["excluded"]) == 13
 
 
@@ -171,8 +174,8 @@ def test_html_report_renders_its_rows_in_headless_chromium(tmp_path, records):
     expected = {("M1", "-", "60.87"), ("M5 Max", "-", "148.40"), ("M6", "16 GB, 32 GB", "142.99"),
                 ("M4 Pro", "24 GB Mac mini", "126.36"), (HOSTILE_CHIP, "-", "77.00")}
     assert expected <= rendered
-    verdicts = {(row[0], row[7]) for row in dom.rows if len(row) == 9}
-    assert ("M5 Max", "shared ceiling") in verdicts
+    verdicts = {(row[0], row[8]) for row in dom.rows if len(row) == 10}
+    assert ("M5 Max", "inconclusive") in verdicts
 
 
 def _batched(record, batch: int):
@@ -187,10 +190,23 @@ def test_tables_and_verdicts_never_mix_fingerprints_of_one_workload_name():
     records = published_records() + [batched]
     rows = list(csv.DictReader(io.StringIO(render_report(records, "csv", None, "test"))))
     m5max = {r["fingerprint"]: r for r in rows if r["chip"] == "M5 Max" and r["workload"] == "llama_lm_head"}
-    assert m5max[resolve_workload("llama_lm_head").fingerprint]["concurrency_verdict"] == "shared ceiling"
+    assert m5max[resolve_workload("llama_lm_head").fingerprint]["concurrency_verdict"] == "inconclusive"
     assert m5max[batched.workload.fingerprint]["concurrency_verdict"] == ""  # no verdict for batch 4
     text = render_report(records, "md", None, "test")
     titles = [line for line in text.splitlines() if line.startswith("## Results: llama\\_lm\\_head on coreml:ane")]
     assert len(titles) == 2 and all("(fingerprint " in t for t in titles)
     batch4 = text.split(f"(fingerprint {batched.workload.fingerprint[:12]})")[1].split("## ")[0]
     assert "300.00" in batch4 and "148.40" not in batch4  # the batch-4 table holds only its own figure
+
+
+def test_every_format_says_the_published_dual_runs_are_inconclusive_and_why():
+    records = published_records()
+    for fmt in ("md", "html"):
+        text = render_report(records, fmt, None, "test")
+        assert "inconclusive" in text and "| shared ceiling |" not in text and ">shared ceiling<" not in text
+        assert "copies were threads of one process" in text and "Ultra chip" in text
+    rows = list(csv.DictReader(io.StringIO(render_report(records, "csv", None, "test"))))
+    assert {r["concurrency_verdict"] for r in rows if r["chip"] in ("M5 Max", "M6", "M3 Ultra")
+            and r["workload"] == "llama_lm_head"} == {"inconclusive"}
+    document = json.loads(render_report(records, "json", None, "test"))
+    assert {c["verdict"] for c in document["concurrency"]} == {"inconclusive"}

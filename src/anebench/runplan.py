@@ -9,15 +9,16 @@ step (IOReport: ANE, GPU, CPU, DRAM and the package; `--no-power` to skip). The 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 from .engines import available_engine
 from .engines.base import Engine, Prepared
 from .errors import UserError
-from .measure.keepawake import MITIGATION as KEEP_AWAKE
-from .measure.keepawake import KeepAwake
+from .model import ResultRecord
+from .orchestration.keepawake import MITIGATION as KEEP_AWAKE
+from .orchestration.keepawake import KeepAwakeProcess, share_warning
 from .session import RunOptions
 from .system import preflight
 from .workloads import Workload, resolve_workload
@@ -97,14 +98,20 @@ def check_ane_reachable(engines: tuple[str, ...], device: str | None) -> None:
 
 
 def concurrency_hint(chip: str | None) -> str | None:
+    """The command that tells whether a chip's Neural Engines share one ceiling. Its copies are processes
+    (`concurrent` plans them so for Core ML, and the command says so): predict() holds the GIL, so copies
+    in threads of one process would run one at a time and always look like a shared ceiling."""
     engines = preflight.neural_engine_count(chip)
     if engines < 2:
         return None
     return (
         f"this chip has {engines} Neural Engines: see whether they share one memory ceiling with "
-        "`anebench concurrent --engine coreml --device ane --workload llama_lm_head --copies "
-        f"{engines}`"
+        f"`{CONCURRENCY_COMMAND} {engines} --processes` (each copy in its own process: predict() holds the "
+        "GIL, so threads would serialise)"
     )
+
+
+CONCURRENCY_COMMAND = "anebench concurrent --engine coreml --device ane --workload llama_lm_head --copies"
 
 
 @dataclass(frozen=True)
@@ -149,17 +156,35 @@ class Mitigations:
         return replace(base, mitigations=[*base.mitigations, *used], timing=timing)
 
     @contextmanager
-    def awake(self) -> Iterator[Callable[[Prepared], None]]:
-        """Yields an ``on_prepared`` hook that starts the helper thread (so loading is not slowed);
-        the thread stops when the measurement ends, however it ends."""
-        helper = KeepAwake() if self.keep_awake else None
-
-        def start(_prepared: Prepared) -> None:
-            if helper is not None:
-                helper.start()
-
+    def awake(self) -> Iterator[AwakeHooks]:
+        """Yields the hooks of one measurement: ``on_prepared`` starts the spinner process (so loading
+        is not slowed, and it spins through warmup), ``phase`` marks the timed window, ``annotate`` puts
+        the measured share in the record; the process stops when the measurement ends, however it ends."""
+        helper = KeepAwakeProcess() if self.keep_awake else None
         try:
-            yield start
+            yield AwakeHooks(helper)
         finally:
             if helper is not None:
                 helper.stop()
+
+
+@dataclass
+class AwakeHooks:
+    helper: KeepAwakeProcess | None
+
+    def on_prepared(self, _prepared: Prepared) -> None:
+        if self.helper is not None:
+            self.helper.start()
+
+    def phase(self, name: str) -> None:
+        if self.helper is not None:
+            self.helper.mark(name)
+
+    def annotate(self, record: ResultRecord) -> ResultRecord:
+        """The record with the spinner's measured CPU share, and a warning where it did not hold."""
+        section = self.helper.section() if self.helper is not None else None
+        if section is None:
+            return record
+        warning = share_warning(section)
+        warnings = [*record.warnings, warning] if warning else record.warnings
+        return record.model_copy(update={"keep_awake": section, "warnings": warnings}).with_id()

@@ -16,7 +16,7 @@ from .measure.check import check_output
 from .measure.clock import PERF_COUNTER, Clock
 from .measure.gpu import DEVICE_TIME, PER_CALL, GpuRun, gpu_warnings
 from .measure.stats import cache_warning, stability_warnings, summarize
-from .measure.timing import DEFAULT_RUNS, ProgressCallback, time_calls
+from .measure.timing import DEFAULT_RUNS, PhaseCallback, ProgressCallback, time_calls
 from .measure.warmup import WarmupPolicy
 from .model import (
     Energy,
@@ -103,6 +103,7 @@ def measure_workload(
     options: RunOptions | None = None,
     progress: ProgressCallback | None = None,
     on_prepared: Callable[[Prepared], None] | None = None,
+    phase: PhaseCallback | None = None,
 ) -> ResultRecord:
     options = options or RunOptions()
     with prepared_workload(engine, device, workload, options.host) as prepared:
@@ -115,7 +116,7 @@ def measure_workload(
         warmup = gpu.warmup_policy(options.warmup) if gpu else options.warmup
         try:
             timing = time_calls(prepared, options.runs, warmup, options.clock, options.time_budget_s,
-                                progress, window)
+                                progress, timed_window(window, phase))
             if gpu:
                 gpu.after_timing()
             more = gpu.fill_energy_window(prepared, window) if gpu and window is not None else 0
@@ -128,6 +129,23 @@ def measure_workload(
         if gpu:
             sections["gpu"] = gpu.report(prepared, timing, record_bound(engine, device, prepared, options.host))
         return build_record(engine, device, workload, prepared, options, timing, check, sections, state)
+
+
+def timed_window(window, phase: PhaseCallback | None) -> PhaseCallback | None:
+    """The timing loop's phase hook: the energy window opens at the first timed call and closes after the
+    last; ``phase`` (e.g. the keep-awake helper) hears the same marks."""
+    if window is None:
+        return phase
+
+    def on_phase(name: str) -> None:
+        if name == "timed":
+            window.open()
+        elif name == "timed-end":
+            window.close()
+        if phase is not None:
+            phase(name)
+
+    return on_phase
 
 
 def energy_window(device: str):

@@ -90,7 +90,8 @@ def mitigation_options(func):
                         help="Core ML: K predicts per call, each re-reading every weight (longer calls; not "
                              "a batch: for several tokens per weight read build with --tokens).")(func)
     func = click.option("--keep-awake", is_flag=True,
-                        help="A helper thread keeps one CPU core busy while calls are timed.")(func)
+                        help="A separate process keeps one CPU core busy during warmup and timing; its CPU share is "
+                             "recorded.")(func)
     return func
 
 
@@ -159,10 +160,11 @@ def run(engines, device, workloads, out: Path | None, no_save: bool, as_json: bo
             def advance(done: int, total: int, task=task, label=label) -> None:
                 progress.update(task, completed=done, description=label)
 
-            with mitigations.awake() as on_prepared:
-                records.append(measure_workload(step.engine, step.device, step.workload,
-                                                mitigations.options(options, step), advance,
-                                                on_prepared=on_prepared))
+            with mitigations.awake() as awake:
+                record = measure_workload(step.engine, step.device, step.workload,
+                                          mitigations.options(options, step), advance,
+                                          on_prepared=awake.on_prepared, phase=awake.phase)
+                records.append(awake.annotate(record))
     emit(records, "run", out, no_save, as_json)
     finish_run(records, as_json)  # --store, and the figure beside the published ones
     hint = concurrency_hint(describe_host().chip) if campaign else None

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..errors import MeasurementError
+from ..errors import MeasurementError, UserError
 from ..measure.sweep import MiB
 from ..results.files import load_records
 from ..session import RunOptions
@@ -366,41 +366,67 @@ def compute(engines, device, workloads, out, no_save, as_json, plot_stem, runs, 
 @measuring_options
 @timing_options(runs=50, budget=10.0)
 @power_option
-@click.option("--copies", type=click.IntRange(min=2), default=2, show_default=True, help="Copies to run at once.")
-@click.option("--processes", is_flag=True, help="Run the copies as spawned processes instead of threads.")
+@click.option("--copies", type=click.IntRange(min=2), default=None,
+              help="Copies to run at once (default 2, or one per device with --devices).")
+@click.option("--processes", "mode", flag_value="processes", default=None,
+              help="Run the copies as spawned processes (the default where threads cannot overlap).")
+@click.option("--threads", "mode", flag_value="threads",
+              help="Run the copies as threads of one process (only for engines whose call releases the GIL).")
+@click.option("--threads-per-copy", type=click.IntRange(min=1), default=None,
+              help="CPU threads each copy's calls use (default for CPU copies: cores / copies, at least 1).")
+@click.option("--devices", default=None,
+              help="Place copy i on device i, each in its own process: cuda:0,cuda:1,... or all.")
+@click.option("--dry-run", is_flag=True, help="Show the plan (placement, mode, threads, memory) and stop.")
 def concurrent(engines, device, workloads, out, no_save, as_json, plot_stem, runs, time_budget, warmup, power,
-               copies, processes):
+               copies, mode, threads_per_copy, devices, dry_run):
     """N copies solo, then together from a common start: combined GB/s, scaling and the verdict."""
+    from ..measure.concurrency import COMBINED_DEFINITION, TOGETHER_DEFINITION
+    from ..orchestration.concurrency_plan import describe_plan, plan_concurrent
     from ..report.suite_plots import plot_concurrency
-    from ..suites.concurrent import SEED_NOTE, run_concurrent
+    from ..suites.concurrent import SEED_NOTE, run_plan
 
+    if devices is not None and device is not None:
+        raise UserError("--device and --devices: give one (--devices places one copy on each device)")
     targets, bases = resolve_targets(engines, device), resolve_workloads(workloads)
     check_out_path(out)
     options = suite_options(runs, time_budget, warmup, "concurrency", power)
+    plans = [(target, base, plan_concurrent(target.engine, target.device, base, copies, mode, devices,
+                                            threads_per_copy))
+             for target in targets for base in bases]  # every refusal before anything is loaded
+    if dry_run:
+        for _, _, plan in plans:
+            for line in describe_plan(plan):
+                out_console().print(escape(line), highlight=False, soft_wrap=True)
+        return
     results = []
-    for target in targets:
-        for base in bases:
-            say(f"concurrent {target.engine.name}:{target.device} {base.name}: {copies} copies "
-                f"({'processes' if processes else 'threads'}), each solo then together ...")
-            results.append((target, base, run_concurrent(target.engine, target.device, base, copies, options,
-                                                          processes)))
+    for target, base, plan in plans:
+        say(f"concurrent {target.engine.name} {base.name}: {plan.copies} copies on {', '.join(plan.devices)} "
+            f"({plan.mode}: {plan.why}), each solo then together ...")
+        results.append((target, base, run_plan(plan, options)))
     saved = emit([r for *_, res in results for r in res.records], "concurrent", out, no_save, as_json,
                  "concurrent")
-    table = Table(title="concurrency")
-    for column in ("engine", "device", "workload", "solo GB/s", "together GB/s", "combined GB/s", "scaling",
-                   "verdict"):
+    table = Table(title="concurrency: each copy solo and together; all copies combined over the common window")
+    for column in ("engine", "workload", "copy", "device", "mode", "threads/copy", "solo GB/s", "together GB/s",
+                   "combined GB/s", "scaling", "verdict"):
         table.add_column(column)
     for target, base, result in results:
-        a = result.analysis
-        table.add_row(target.engine.name, target.device, base.name, ", ".join(f"{g:.2f}" for g in a.solo_gbps),
-                      ", ".join(f"{g:.2f}" for g in a.together_gbps), f"{a.combined_gbps:.2f}",
-                      f"{a.verdict.scaling:.3f}", a.verdict.verdict)
+        a, plan = result.analysis, result.plan
+        threads = str(plan.threads_per_copy or "default")
+        for i, copy_device in enumerate(plan.devices):
+            table.add_row(target.engine.name, base.name, str(i), copy_device, plan.mode, threads,
+                          f"{a.solo_gbps[i]:.2f}", f"{a.together_gbps[i]:.2f}", "", "", "")
+        table.add_row(target.engine.name, base.name, "all", ", ".join(dict.fromkeys(plan.devices)), plan.mode,
+                      threads, f"{sum(a.solo_gbps) / len(a.solo_gbps):.2f} (mean)",
+                      f"{sum(a.together_gbps):.2f} (sum)", f"{a.combined_gbps:.2f}", f"{a.verdict.scaling:.3f}",
+                      a.verdict.verdict)
     show(table, as_json)
     if results:
         say(f"verdict rule: {results[0][2].analysis.verdict.rule}")
+        say(COMBINED_DEFINITION)
+        say(TOGETHER_DEFINITION)
         say(f"copies: {SEED_NOTE}")
     for i, (target, base, result) in enumerate(results):
-        title = f"concurrent {target.engine.name}:{target.device} {base.name} x{copies}"
+        title = f"concurrent {target.engine.name} {base.name} x{result.plan.copies} ({result.plan.mode})"
         write_plot(stem_for(plot_stem, saved, "concurrent", f"{i}-{target.engine.name}-{target.device}",
                             len(results) > 1), plot_concurrency, result.analysis.as_dict(), title)
 

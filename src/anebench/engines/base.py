@@ -7,6 +7,7 @@ tested on numpy holds for every engine.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -92,6 +93,17 @@ class Engine(ABC):
     name: str = field(init=False, default="")
     token_batched: ClassVar[bool] = False  # runs Workload.tokens > 1 as one call (a token-batched bundle)
     quantized_storage: ClassVar[tuple[str, ...]] = ()  # Workload.quant values it stores and streams as such
+    # Whether call() releases the Python GIL while the device works. An engine that holds it (Core ML's
+    # predict) cannot overlap with anything else in its process: copies and helpers must be processes.
+    releases_gil: ClassVar[bool] = True
+    # Whether two threads may call into the engine at once (MLX's is not thread-safe).
+    thread_safe: ClassVar[bool] = True
+    # How the threads of one call are limited (None: the engine has no such setting).
+    thread_control: ClassVar[str | None] = None
+
+    def thread_limit(self, threads: int) -> AbstractContextManager[bool]:
+        """Limit the CPU threads one call uses, process-wide, while entered; yields whether it could."""
+        return nullcontext(False)
 
     @abstractmethod
     def available(self) -> Availability: ...

@@ -13,7 +13,7 @@ import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -309,6 +309,8 @@ def stored_bytes(workload: Workload, repeat: int = 1) -> int:
 class CoreMLEngine(Engine):
     token_batched = True  # builds a bundle that takes a workload's T tokens in one predict
     quantized_storage = ("int8", "lut4", "lut6")
+    # coremltools' predict (CoreMLPython.mm) runs the whole prediction with the GIL held.
+    releases_gil: ClassVar[bool] = False
     repeat: int = 1  # weight sets per call (the --repeat mitigation)
     cache_dir: Path | None = None
     lut_mode: str = "auto"

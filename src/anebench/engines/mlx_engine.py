@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+from typing import ClassVar
 
 import numpy as np
 
@@ -59,6 +60,7 @@ class MlxPrepared(Prepared):
 
 class MlxEngine(Engine):
     name = "mlx"
+    thread_safe: ClassVar[bool] = False  # MLX is not thread-safe: copies run as processes only
 
     def available(self) -> Availability:
         if importlib.util.find_spec("mlx") is None:

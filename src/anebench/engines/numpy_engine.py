@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import ClassVar
+
 import numpy as np
 
 from ..system.blas import blas_summary
@@ -42,6 +46,14 @@ class NumpyPrepared(Prepared):
 
 class NumpyEngine(Engine):
     name = "numpy"
+    thread_control: ClassVar[str | None] = "threadpoolctl (BLAS threads)"
+
+    @contextmanager
+    def thread_limit(self, threads: int) -> Iterator[bool]:
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(limits=threads):
+            yield True
 
     def available(self) -> Availability:
         return Availability(True)

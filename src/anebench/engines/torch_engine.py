@@ -10,8 +10,10 @@ multi-device module.
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -56,6 +58,10 @@ class TorchPrepared(Prepared):
         self._graph: Any = None
         if self._cuda:
             self._index = cuda_index(torch, device)
+            # A stream of its own: copies on one GPU (threads of one process) never share the default
+            # stream, so each copy's events time its own work; it waits for the weights' fill first.
+            self._stream = torch.cuda.Stream(self._index)
+            self._stream.wait_stream(torch.cuda.current_stream(self._index))
             self._start = torch.cuda.Event(enable_timing=True)
             self._end = torch.cuda.Event(enable_timing=True)
             self.device_time_note = "CUDA events around each call"  # on the weights' device's current stream
@@ -66,11 +72,10 @@ class TorchPrepared(Prepared):
     def call(self) -> None:
         torch = self._torch
         if self._cuda:
-            with torch.cuda.device(self._index):
-                stream = torch.cuda.current_stream(self._index)
-                self._start.record(stream)
+            with torch.cuda.device(self._index), torch.cuda.stream(self._stream):
+                self._start.record(self._stream)
                 self._matvec(torch)
-                self._end.record(stream)
+                self._end.record(self._stream)
                 self._end.synchronize()
             self._last_device_s = self._start.elapsed_time(self._end) / 1e3
         else:
@@ -179,6 +184,18 @@ class TorchEngine(Engine):
 
     def _t(self) -> Any:
         return self.torch_module or _torch()
+
+    thread_control: ClassVar[str | None] = "torch.set_num_threads"
+
+    @contextmanager
+    def thread_limit(self, threads: int) -> Iterator[bool]:
+        torch = self._t()
+        before = torch.get_num_threads()
+        torch.set_num_threads(threads)
+        try:
+            yield True
+        finally:
+            torch.set_num_threads(before)
 
     def available(self) -> Availability:
         if self.torch_module is None and importlib.util.find_spec("torch") is None:

@@ -1,10 +1,17 @@
-"""The timing loop shared by every engine: warmup policy, resolution check, N runs or a time budget."""
+"""The one timing loop shared by every engine and phase, parameterised by its stop rule.
+
+Warmup (until steady), timed runs (N runs or a time budget) and the concurrency "together" phase
+(until every copy is done) are the same loop with different stop rules. The inner loop does nothing
+but read the clock, call and append; the rule is asked between chunks of calls, so progress, budgets
+and the copies' shared flags add nothing to a timed call. The too-short-call refusal and device-time
+collection live here once.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, MutableSequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import cast
 
 from ..engines.base import Prepared
 from ..errors import MeasurementError
@@ -13,14 +20,224 @@ from .warmup import WarmupPolicy
 
 DEFAULT_RUNS = 300
 ProgressCallback = Callable[[int, int], None]  # (done, total)
+PhaseCallback = Callable[[str], None]  # "timed" before the timed calls, "timed-end" after them
 
 
-class Window(Protocol):
-    """Something read just before the first timed call and just after the last (an energy counter)."""
+@dataclass
+class LoopState:
+    """What a stop rule sees between chunks: the lists the loop appends to (never copied)."""
 
-    def open(self) -> None: ...
+    ticks: list[int]  # each call's duration (ns)
+    starts: list[int] | None  # each call's start (ns), when the loop records spans
+    began_ns: int
+    now_ns: int
 
-    def close(self) -> None: ...
+
+class StopRule:
+    """Says how many calls to make before it is asked again; 0 ends the loop."""
+
+    def next_chunk(self, state: LoopState) -> int:
+        raise NotImplementedError
+
+
+class Steady(StopRule):
+    """Warmup: one call at a time until the policy finds the samples steady or hits its cap."""
+
+    def __init__(self, policy: WarmupPolicy):
+        self.policy = policy
+        self.steady = False
+        self._samples: list[float] = []
+
+    def next_chunk(self, state: LoopState) -> int:
+        if not state.ticks:
+            return 1  # at least one call, whatever the policy
+        self._samples.append(state.ticks[-1] / 1e9)
+        elapsed_s = (state.now_ns - state.began_ns) / 1e9
+        if self.policy.is_steady(self._samples, elapsed_s):
+            self.steady = True
+            return 0
+        if self.policy.must_stop(self._samples, elapsed_s):
+            self.steady = self.policy.fixed is not None
+            return 0
+        return 1
+
+
+class Runs(StopRule):
+    """``runs`` calls, or fewer once ``time_budget_s`` of call time is spent (at least one); progress
+    is reported between chunks of about 1% of the runs."""
+
+    def __init__(self, runs: int, time_budget_s: float | None = None, progress: ProgressCallback | None = None):
+        if runs < 1:
+            raise ValueError("runs must be >= 1")
+        self.runs, self.progress = runs, progress
+        self.budget_ns = int(time_budget_s * 1e9) if time_budget_s else None
+        self.chunk = max(runs // 100, 1)
+        self._spent, self._seen = 0, 0
+
+    def next_chunk(self, state: LoopState) -> int:
+        done = len(state.ticks)
+        if done and self.progress is not None:
+            self.progress(done, self.runs)
+        self._spent += sum(state.ticks[self._seen:])
+        self._seen = done
+        if done >= self.runs or (done and self.budget_ns is not None and self._spent >= self.budget_ns):
+            if self.progress is not None and done < self.runs:
+                self.progress(self.runs, self.runs)
+            return 0
+        return min(self.chunk, self.runs - done)
+
+
+class UntilAllDone(StopRule):
+    """The together phase of N copies: each copy calls until every copy is done, so none runs alone.
+
+    Counting starts at the common start S = the latest first-call start of all copies (a copy's calls
+    before S ran beside fewer copies). A copy is done at the end D_i of its ``runs``-th call that began
+    at or after S (or once its calls since S spent the budget), and it stops only when every copy is done
+    and its own last call ended at or after every D_j. So the common window [S, min last end] holds
+    every copy's counted calls whole, however the OS schedules the copies: a copy descheduled between
+    two calls can no longer leave its calls on one side of another copy's.
+
+    ``bounds`` holds [start_0, end_0, start_1, end_1, ...] and ``done_at`` one D per copy (0: not yet);
+    both are shared by the copies (lists for threads, shared arrays for processes). ``stop`` is asked
+    every ``check_every`` calls and ends the loop early (another copy failed).
+    """
+
+    def __init__(self, runs: int, copy: int, bounds: MutableSequence[int], done_at: MutableSequence[int],
+                 time_budget_s: float | None = None, stop: Callable[[], bool] | None = None,
+                 check_every: int = 64):
+        self.runs, self.copy, self.bounds, self.done_at = runs, copy, bounds, done_at
+        self.copies = len(done_at)
+        self.budget_ns = int(time_budget_s * 1e9) if time_budget_s else None
+        self.stop, self.check_every = stop, check_every
+        self.common_start = 0
+        self.first_counted = -1  # index of this copy's first call at or after the common start
+        self.aborted = False
+
+    def next_chunk(self, state: LoopState) -> int:
+        ticks, starts = state.ticks, state.starts
+        if not ticks:
+            return 1
+        if starts is None:
+            raise ValueError("the together phase needs each call's start: run the loop with spans=True")
+        last = len(ticks) - 1
+        if last == 0:
+            self.bounds[2 * self.copy] = starts[0]
+        self.bounds[2 * self.copy + 1] = starts[last] + ticks[last]
+        if self.stop is not None and last % self.check_every == 0 and self.stop():
+            self.aborted = True
+            return 0
+        if self.done_at[self.copy] == 0:
+            self._count(ticks, starts)
+            if self.done_at[self.copy] == 0:
+                return 1
+        if any(d == 0 for d in self.done_at):
+            return 1
+        return 0 if starts[last] + ticks[last] >= max(self.done_at) else 1
+
+    def _count(self, ticks: list[int], starts: list[int]) -> None:
+        if self.first_counted < 0:
+            firsts = [self.bounds[2 * i] for i in range(self.copies)]
+            if any(s == 0 for s in firsts):
+                return  # some copy has not made its first call yet
+            self.common_start = max(firsts)
+            # the first call at or after the common start (calls before it ran beside fewer copies)
+            self.first_counted = next((i for i, t0 in enumerate(starts) if t0 >= self.common_start), len(starts))
+        counted = len(ticks) - self.first_counted
+        if counted <= 0:
+            return
+        spent_out = self.budget_ns is not None and sum(ticks[self.first_counted:]) >= self.budget_ns
+        if counted >= self.runs or spent_out:
+            self.done_at[self.copy] = starts[-1] + ticks[-1]
+
+
+@dataclass
+class Loop:
+    """One run of the timing loop: every call's duration, device time and (when asked) start."""
+
+    samples_s: list[float]
+    device_samples_s: list[float] | None
+    starts_ns: list[int] | None
+    ticks_ns: list[int]
+
+    @property
+    def spans_ns(self) -> list[tuple[int, int]]:
+        """(start, end) of each call; only for a loop run with ``spans=True``."""
+        if self.starts_ns is None:
+            raise ValueError("this loop did not record each call's start")
+        return [(t0, t0 + d) for t0, d in zip(self.starts_ns, self.ticks_ns)]
+
+
+def timing_loop(prepared: Prepared, clock: Clock, rule: StopRule, resolution_s: float,
+                spans: bool = False) -> Loop:
+    """Call ``prepared`` until ``rule`` says stop; refuse calls shorter than the timer can time.
+
+    ``spans`` also records each call's start (the together phase needs them); without it the inner
+    loop is exactly clock, call, clock, append.
+    """
+    now, call = clock.now_ns, prepared.call
+    has_device = prepared.device_seconds() is not None
+    # only read where the engine has device time, so never None there
+    device_seconds = cast(Callable[[], float], prepared.device_seconds)
+    ticks: list[int] = []
+    starts: list[int] | None = [] if spans else None
+    device: list[float] = []
+    tick, dev = ticks.append, device.append
+    start = starts.append if starts is not None else None
+    began = now()
+    state = LoopState(ticks, starts, began, began)
+    size = rule.next_chunk(state)
+    while size > 0:
+        if start is not None and has_device:
+            for _ in range(size):
+                t0 = now()
+                call()
+                t1 = now()
+                start(t0)
+                tick(t1 - t0)
+                dev(device_seconds())
+        elif start is not None:
+            for _ in range(size):
+                t0 = now()
+                call()
+                t1 = now()
+                start(t0)
+                tick(t1 - t0)
+        elif has_device:
+            for _ in range(size):
+                t0 = now()
+                call()
+                t1 = now()
+                tick(t1 - t0)
+                dev(device_seconds())
+        else:
+            for _ in range(size):
+                t0 = now()
+                call()
+                t1 = now()
+                tick(t1 - t0)
+        state.now_ns = now()
+        size = rule.next_chunk(state)
+    refuse_too_short(ticks, clock.name, resolution_s)
+    return Loop([t / 1e9 for t in ticks], device if has_device else None, starts, ticks)
+
+
+def refuse_too_short(ticks_ns: list[int], timer: str, resolution_s: float) -> None:
+    if not ticks_ns:
+        return
+    typical = sorted(ticks_ns)[len(ticks_ns) // 2] / 1e9
+    if typical < MIN_TICKS_PER_CALL * resolution_s:
+        raise MeasurementError(
+            f"a call takes {typical * 1e9:.0f} ns, shorter than {MIN_TICKS_PER_CALL} ticks of the "
+            f"{timer} timer ({resolution_s * 1e9:.0f} ns each); use a larger workload or --batch"
+        )
+
+
+def warm_up(prepared: Prepared, policy: WarmupPolicy, clock: Clock,
+            resolution_s: float | None = None) -> tuple[list[float], bool]:
+    """Warmup alone: the loop under the ``Steady`` rule; (samples, whether they became steady)."""
+    rule = Steady(policy)
+    loop = timing_loop(prepared, clock, rule, clock.resolution_s() if resolution_s is None else resolution_s)
+    return loop.samples_s, rule.steady
 
 
 @dataclass
@@ -34,67 +251,6 @@ class Timing:
     timer_resolution_s: float
 
 
-def warm_up(prepared: Prepared, policy: WarmupPolicy, clock: Clock) -> tuple[list[float], bool]:
-    samples: list[float] = []
-    started = clock.now_ns()
-    now, call = clock.now_ns, prepared.call
-    while True:
-        t0 = now()
-        call()
-        t1 = now()
-        samples.append((t1 - t0) / 1e9)
-        if policy.is_steady(samples, (t1 - started) / 1e9):
-            return samples, True
-        if policy.must_stop(samples, (t1 - started) / 1e9):
-            return samples, policy.fixed is not None
-
-
-def timed_runs(
-    prepared: Prepared,
-    runs: int,
-    clock: Clock,
-    time_budget_s: float | None = None,
-    progress: ProgressCallback | None = None,
-) -> tuple[list[float], list[float] | None]:
-    """``runs`` timed calls, or fewer when ``time_budget_s`` of call time runs out (at least 1).
-
-    The inner loops do nothing but read the clock, call and append: progress and the budget are
-    handled between chunks of about 1% of the runs, so they add nothing to a timed call.
-    """
-    now, call = clock.now_ns, prepared.call
-    device_seconds = prepared.device_seconds
-    has_device_time = device_seconds() is not None
-    budget_ns = int(time_budget_s * 1e9) if time_budget_s else None
-    ticks: list[int] = []
-    device: list[float] = []
-    tick, dev = ticks.append, device.append
-    chunk = max(runs // 100, 1)
-    done = 0
-    while done < runs:
-        size = min(chunk, runs - done)
-        if has_device_time:
-            for _ in range(size):
-                t0 = now()
-                call()
-                t1 = now()
-                tick(t1 - t0)
-                dev(device_seconds())
-        else:
-            for _ in range(size):
-                t0 = now()
-                call()
-                t1 = now()
-                tick(t1 - t0)
-        done += size
-        if progress is not None:
-            progress(done, runs)
-        if budget_ns is not None and sum(ticks) >= budget_ns:
-            break
-    if progress is not None and done < runs:
-        progress(runs, runs)
-    return [t / 1e9 for t in ticks], (device if has_device_time else None)
-
-
 def time_calls(
     prepared: Prepared,
     runs: int = DEFAULT_RUNS,
@@ -102,29 +258,22 @@ def time_calls(
     clock: Clock = PERF_COUNTER,
     time_budget_s: float | None = None,
     progress: ProgressCallback | None = None,
-    window: Window | None = None,
+    phase: PhaseCallback | None = None,
 ) -> Timing:
-    """Warm up by policy, refuse calls too short for the timer, then time ``runs`` calls; ``window``
-    opens after the warmup and closes after the last timed call."""
+    """Warm up by policy, refuse calls too short for the timer, then time ``runs`` calls."""
     if runs < 1:
         raise ValueError("runs must be >= 1")
     warmup = warmup or WarmupPolicy()
     resolution = clock.resolution_s()
-    warm_samples, steady = warm_up(prepared, warmup, clock)
-    typical = sorted(warm_samples)[len(warm_samples) // 2]
-    if typical < MIN_TICKS_PER_CALL * resolution:
-        raise MeasurementError(
-            f"a call takes {typical * 1e9:.0f} ns, shorter than {MIN_TICKS_PER_CALL} ticks of the "
-            f"{clock.name} timer ({resolution * 1e9:.0f} ns each); use a larger workload or --batch"
-        )
-    if window is not None:
-        window.open()
-    samples, device = timed_runs(prepared, runs, clock, time_budget_s, progress)
-    if window is not None:
-        window.close()
+    warm_samples, steady = warm_up(prepared, warmup, clock, resolution)
+    if phase is not None:
+        phase("timed")
+    timed = timing_loop(prepared, clock, Runs(runs, time_budget_s, progress), resolution)
+    if phase is not None:
+        phase("timed-end")
     return Timing(
-        samples_s=samples,
-        device_samples_s=device,
+        samples_s=timed.samples_s,
+        device_samples_s=timed.device_samples_s,
         warmup_runs=len(warm_samples),
         warmup_steady=steady,
         warmup_policy=warmup.describe(),

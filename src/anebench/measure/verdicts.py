@@ -17,10 +17,19 @@ CONCURRENCY_RULE = (
 )
 
 
+INCONCLUSIVE = "inconclusive"
+INCONCLUSIVE_RULE = (
+    "copies that were threads of one process around a call that holds the GIL (Core ML's predict) never "
+    "overlapped, so their verdict is 'inconclusive' whatever the scaling (the figures are kept); a run "
+    "with each copy in its own process (`anebench concurrent -e coreml -d ane`, processes by default) on "
+    "an Ultra chip (two Neural Engines) or a Max chip would settle whether the copies share one ceiling"
+)
+
+
 @dataclass(frozen=True)
 class ConcurrencyVerdict:
     scaling: float
-    verdict: str  # "independent units" | "partial" | "shared ceiling"
+    verdict: str  # "independent units" | "partial" | "shared ceiling" ("inconclusive": see INCONCLUSIVE_RULE)
     rule: str = CONCURRENCY_RULE
 
 

@@ -30,6 +30,7 @@ from .record import (
     WorkloadInfo,
     utc_now,
 )
+from .concurrency import KEEP_AWAKE_MIN_SHARE, THREADS_OF_ONE_PROCESS, Concurrency, KeepAwake
 from .energy import ComponentEnergy, DramTraffic, Energy
 from .gpu import EnergyWindowCheck, GpuIdentity, GpuReport, GpuState, PlausibilityBound, StreamingFigure
 from .quant import QuantSection
@@ -39,7 +40,7 @@ from .suites import ComputeResult, LatencyResult, LineFitInfo, RooflinePoint, Sw
 
 __all__ = [
     "DOCUMENT_SCHEMA", "GB", "MB", "OLD_DOCUMENT_SCHEMAS", "OLD_SCHEMA_VERSIONS", "SCHEMA_VERSION",
-    "ComponentEnergy", "ComputeResult", "DramTraffic", "Energy", "EnergyWindowCheck", "EngineInfo", "GpuIdentity", "GpuReport", "GpuState", "PlausibilityBound", "StreamingFigure", "FiniteFloat", "GigabytesPerSecond", "HostInfo", "HostState", "LatencyResult",
+    "KEEP_AWAKE_MIN_SHARE", "THREADS_OF_ONE_PROCESS", "ComponentEnergy", "Concurrency", "KeepAwake", "ComputeResult", "DramTraffic", "Energy", "EnergyWindowCheck", "EngineInfo", "GpuIdentity", "GpuReport", "GpuState", "PlausibilityBound", "StreamingFigure", "FiniteFloat", "GigabytesPerSecond", "HostInfo", "HostState", "LatencyResult",
     "LineFitInfo", "LongStr", "MethodInfo", "NonNegFloat", "OutputCheck", "PositiveFloat", "QuantSection", "ResultRecord",
     "ResultsDocument", "RooflinePoint", "Scalar", "Seconds", "Sha256", "ShortStr", "SourceFacts",
     "StrictModel", "Suite", "Summary", "SweepPoint", "ToolInfo", "WorkloadInfo", "gbps", "median",

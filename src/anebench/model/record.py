@@ -28,6 +28,7 @@ from .source import SourceFacts
 from .statistics import gbps as gbps_of
 from .statistics import summary_fields
 from .suites import ComputeResult, LatencyResult, RooflinePoint, SweepPoint
+from .concurrency import Concurrency, KeepAwake
 from .energy import Energy
 from .gpu import GpuReport, PlausibilityBound
 from .quant import QuantSection
@@ -190,8 +191,8 @@ class ResultRecord(_Model):
     plausibility: PlausibilityBound | None = None  # the bound every measured figure was checked against
     gpu: GpuReport | None = None  # GPU runs: streaming figures, NVML state, energy window
     quant: QuantSection | None = None  # the quantisation suite's comparison with fp16
-    # Typed by its own model when the concurrency work lands (integration placeholder).
-    concurrency: dict[ShortStr, Any] | None = None
+    concurrency: Concurrency | None = None
+    keep_awake: KeepAwake | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -237,15 +238,12 @@ class ResultRecord(_Model):
     def is_single_call_bandwidth(self) -> bool:
         """A bandwidth result in the matrix's sense: a plain run (batch 1, one token, solo)."""
         return (self.suite == "run" and self.workload.batch == 1 and self.workload.tokens == 1
-                and self.concurrency_section() is None)
+                and self.concurrency is None)
 
     @property
     def facts(self) -> SourceFacts:
         """What the record's source states beyond its figures (empty for our own measurements)."""
         return self.source or SourceFacts()
-
-    def concurrency_section(self) -> Any:
-        return self.concurrency
 
 
 def _check_derived(name: str, stored: Summary, derived: Summary) -> None:

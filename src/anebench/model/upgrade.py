@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .concurrency import THREADS_OF_ONE_PROCESS
+
 V1 = "anebench.result/1"
 V2 = "anebench.result/2"
 SUITE_RENAMES = {"concurrent": "concurrency"}
@@ -29,7 +31,7 @@ def upgrade_record(data: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(extras, dict):
         raise ValueError("extras: expected an object in an anebench.result/1 record")
     for key, section in (("sweep", _sweep), ("roofline", _roofline), ("compute", _same),
-                         ("latency", _latency), ("energy", _same), ("concurrency", _same)):
+                         ("latency", _latency), ("energy", _same), ("concurrency", _concurrency)):
         if key in extras:
             upgraded[key] = section(extras[key])
     source = {new: extras[old] for old, new in SOURCE_KEYS.items() if old in extras}
@@ -69,3 +71,28 @@ def _roofline(value: Any) -> Any:
 
 def _latency(value: Any) -> Any:
     return value
+
+
+PUBLISHED_PHASES = {"dual-solo": "solo", "dual-parallel": "together", "dual-combined": "combined"}
+CONCURRENCY_KEPT = ("copies", "phase", "base_fingerprint", "calls", "whole_calls_in_window", "calls_in_window",
+                    "window_s", "solo_gbps", "together_gbps", "combined_gbps", "scaling", "verdict", "rule",
+                    "copies_note")
+
+
+def _concurrency(value: Any) -> Any:
+    """/1 concurrency: the suite's copies (mode threads or "processes (spawn)"), or a published dual row
+    (mode dual-solo/-parallel/-combined, 1-based instance: anemll-bench ran its copies as threads)."""
+    if not isinstance(value, dict):
+        return value
+    mode = value.get("mode")
+    if mode in PUBLISHED_PHASES:
+        instance = value.get("instance")
+        return {"mode": "threads", "copy": instance - 1 if isinstance(instance, int) else None, "copies": 2,
+                "phase": PUBLISHED_PHASES[mode], "call_releases_gil": False, "flags": [THREADS_OF_ONE_PROCESS]}
+    section = {k: value[k] for k in CONCURRENCY_KEPT if k in value}
+    section["mode"] = "processes" if isinstance(mode, str) and mode.startswith("processes") else mode
+    if "copy" in value:
+        section["copy"] = value["copy"]
+    if isinstance(value.get("combined_definition"), str):
+        section["definitions"] = [value["combined_definition"]]
+    return section

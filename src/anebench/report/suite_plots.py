@@ -7,6 +7,7 @@ writes ``STEM.png`` and ``STEM.svg`` atomically; it returns the paths written.
 from __future__ import annotations
 
 import io
+import textwrap
 from pathlib import Path
 
 import matplotlib
@@ -136,4 +137,9 @@ def plot_concurrency(analysis: dict, title: str, stem: Path) -> list[Path]:
     ax.set_title(f"{title}\n{analysis['verdict']}: scaling {analysis['scaling']:.2f}\n{analysis['rule']}",
                  fontsize=9)
     ax.legend(fontsize=8)
+    # Why combined can sit below the together bars: it counts bytes over the window, gaps included.
+    notes = [n for n in (analysis.get("combined_definition"), analysis.get("together_definition")) if n]
+    if notes:
+        fig.text(0.01, 0.01, "\n".join(textwrap.fill(n, 120) for n in notes), fontsize=6, va="bottom")
+        fig.subplots_adjust(bottom=0.1 + 0.045 * sum(textwrap.fill(n, 120).count("\n") + 1 for n in notes))
     return save_figure(fig, stem)

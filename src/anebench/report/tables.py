@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from ..results.aggregate import Aggregate, MatrixRow
+from ..results.aggregate import Aggregate, ConcurrencyRow, MatrixRow
 
 
 @dataclass
@@ -57,6 +57,11 @@ def group_label(key: tuple, groups: dict[tuple, list[MatrixRow]]) -> str:
     return label
 
 
+def copies_as(row: ConcurrencyRow) -> str:
+    threads = f", {row.threads_per_copy} thread(s) each" if row.threads_per_copy else ""
+    return (row.mode or "-") + threads
+
+
 def sections(agg: Aggregate) -> list[Section]:
     out = []
     groups = matrix_groups(agg)
@@ -83,9 +88,9 @@ def sections(agg: Aggregate) -> list[Section]:
         ))
     out.append(Section(
         "Concurrency verdicts",
-        ["chip", "workload", "engine:device", "solo GB/s", "parallel GB/s", "combined GB/s", "scaling",
-         "verdict", "flags"],
-        [[c.chip, c.workload, f"{c.engine}:{c.device}", ", ".join(fmt_gbps(v) for v in c.solo_gbps),
+        ["chip", "workload", "engine:device", "copies as", "solo GB/s", "parallel GB/s", "combined GB/s",
+         "scaling", "verdict", "flags"],
+        [[c.chip, c.workload, f"{c.engine}:{c.device}", copies_as(c), ", ".join(fmt_gbps(v) for v in c.solo_gbps),
           ", ".join(fmt_gbps(v) for v in c.parallel_gbps) or "-", fmt_gbps(c.combined_gbps),
           f"{c.scaling:.3f}", c.verdict, "; ".join(c.flags) or "-"] for c in agg.concurrency],
         note=agg.rules["concurrency"],

@@ -11,10 +11,10 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from statistics import median
 
-from ..measure.verdicts import CONCURRENCY_RULE, concurrency_verdict
+from ..measure.verdicts import CONCURRENCY_RULE, INCONCLUSIVE, INCONCLUSIVE_RULE, concurrency_verdict
+from ..model import THREADS_OF_ONE_PROCESS, Concurrency, ResultRecord
 from ..system.chips import Chip, catalog, lookup_chip
 from .published import MAPPING_RULE, UNKNOWN_WORKLOAD
-from ..model import ResultRecord
 from .store import record_chip
 
 TIER_GAP = 0.15
@@ -37,7 +37,7 @@ RULES = {
     "utilisation": UTILISATION_RULE,
     "concurrency": CONCURRENCY_RULE + "; solo = the dual-solo instances, else the chip's solo median "
                    "(flagged); combined = the stated combined figure, else the sum of the parallel instances "
-                   "(flagged)",
+                   "(flagged); runs are grouped by copy mode and threads per copy; " + INCONCLUSIVE_RULE,
     "latency": LATENCY_RULE,
     "published": MAPPING_RULE,
 }
@@ -79,6 +79,8 @@ class ConcurrencyRow:
     scaling: float
     verdict: str
     flags: list[str]
+    mode: str = ""  # how the copies ran: threads | processes
+    threads_per_copy: int | None = None
 
 
 @dataclass
@@ -109,17 +111,17 @@ def _chip_of(record: ResultRecord) -> tuple[str, Chip | None]:
 
 
 def _mode(record: ResultRecord) -> str:
-    """solo | dual-solo | parallel | combined, for published rows (mode) and the concurrency suite (phase)."""
-    concurrency = record.concurrency
-    phase = concurrency.get("phase") if isinstance(concurrency, dict) else None
-    if phase in ("solo", "together"):
-        return "dual-solo" if phase == "solo" else "parallel"
-    mode = concurrency.get("mode", "") if isinstance(concurrency, dict) else ""
-    if not mode or mode == "solo":
-        return "solo"
-    if mode.endswith("combined"):
-        return "combined"
-    return "dual-solo" if mode.endswith("solo") else "parallel"
+    """solo | dual-solo | parallel | combined, from the record's concurrency section."""
+    phase = record.concurrency.phase if record.concurrency is not None else None
+    return {"solo": "dual-solo", "together": "parallel", "combined": "combined"}.get(phase or "", "solo")
+
+
+def _concurrency_key(label: str, record: ResultRecord, section: Concurrency) -> tuple:
+    """One verdict per run configuration: the suite's copies (seed + i weights) group by the base
+    fingerprint, several devices by their list, and copy mode and threads per copy are part of the key."""
+    fingerprint = section.base_fingerprint or record.workload.fingerprint
+    device = ",".join(dict.fromkeys(section.devices)) if len(set(section.devices)) > 1 else record.engine.device
+    return (label, fingerprint, record.engine.name, device, section.mode, section.threads_per_copy)
 
 
 def _timing(records: list[ResultRecord]) -> str:
@@ -208,16 +210,22 @@ def _suite_combined(parallel: list[ResultRecord]) -> list[float]:
     of a run carries the run's analysis, so (copies, window, combined) tells the runs apart."""
     runs = {}
     for record in parallel:
-        info = (record.concurrency or {})
-        if info.get("combined_gbps"):
-            runs[(info.get("copies"), info.get("window_s"), info["combined_gbps"])] = info["combined_gbps"]
+        info = record.concurrency
+        if info is not None and info.combined_gbps:
+            runs[(info.copies, info.window_s, info.combined_gbps)] = info.combined_gbps
     return list(runs.values())
 
 
 def _one_set_of_instances(parallel: list[ResultRecord]) -> bool:
     """True when no parallel instance appears twice: their sum is then one run's combined figure."""
-    instances = [((r.concurrency or {}).get("instance"), (r.concurrency or {}).get("copy")) for r in parallel]
+    instances = [r.concurrency.copy_ if r.concurrency else None for r in parallel]
     return len(set(instances)) == len(instances)
+
+
+def _serialised(records: list[ResultRecord]) -> bool:
+    """Copies that were threads of one process around a call that holds the GIL never overlapped."""
+    return any(r.concurrency is not None and r.concurrency.mode == "threads"
+               and r.concurrency.call_releases_gil is False for r in records)
 
 
 def _concurrency(groups: dict[tuple, dict[str, list[ResultRecord]]], rows: list[MatrixRow]) -> list:
@@ -229,8 +237,8 @@ def _concurrency(groups: dict[tuple, dict[str, list[ResultRecord]]], rows: list[
         parallel_records = [r for r in modes.get("parallel", []) if r.gbps]
         parallel = [r.gbps for r in parallel_records]
         combined = [r.gbps for r in modes.get("combined", []) if r.gbps] or _suite_combined(parallel_records)
-        if not solo and key in solo_median:
-            solo = [solo_median[key]]
+        if not solo and key[:4] in solo_median:
+            solo = [solo_median[key[:4]]]
             flags.append("solo reference from the chip's separate solo figure")
         if not combined and len(parallel) >= 2 and _one_set_of_instances(parallel_records):
             combined = [sum(parallel)]
@@ -238,11 +246,15 @@ def _concurrency(groups: dict[tuple, dict[str, list[ResultRecord]]], rows: list[
         if not solo or not combined:
             continue
         verdict = concurrency_verdict(solo, median(combined))
+        outcome = verdict.verdict
+        if _serialised([r for members in modes.values() for r in members]):
+            outcome = INCONCLUSIVE  # the figures are kept; they cannot tell a ceiling from the GIL
+            flags.append(THREADS_OF_ONE_PROCESS)
         workload = next(iter(modes.values()))[0].workload.name
         results.append(ConcurrencyRow(
             chip=key[0], workload=workload, fingerprint=key[1], engine=key[2], device=key[3], solo_gbps=solo,
             parallel_gbps=parallel, combined_gbps=median(combined), scaling=verdict.scaling,
-            verdict=verdict.verdict, flags=flags,
+            verdict=outcome, flags=flags, mode=key[4], threads_per_copy=key[5],
         ))
     results.sort(key=lambda r: (r.workload, r.chip))
     return results
@@ -264,16 +276,11 @@ def aggregate(records: list[ResultRecord]) -> Aggregate:
                 "artifact unknown (mixed latency column): never compared",
             ))
             continue
-        concurrency_info = record.concurrency
-        fingerprint = record.workload.fingerprint
-        if isinstance(concurrency_info, dict) and concurrency_info.get("base_fingerprint"):
-            fingerprint = concurrency_info["base_fingerprint"]  # the suite's copies hold seed + i weights
-        key = (label, fingerprint, record.engine.name, record.engine.device)
         mode = _mode(record)
-        if mode == "solo":
-            solo[key].append(record)
+        if mode == "solo" or record.concurrency is None:
+            solo[(label, record.workload.fingerprint, record.engine.name, record.engine.device)].append(record)
         else:
-            concurrency[key][mode].append(record)
+            concurrency[_concurrency_key(label, record, record.concurrency)][mode].append(record)
     rows = _matrix(solo, chips)
     order = {c.key: i for i, c in enumerate(catalog())}
     excluded.sort(key=lambda e: (order.get(e.chip, len(order)), e.chip))

@@ -11,8 +11,9 @@ import io
 from datetime import datetime, timezone
 from importlib import resources
 
-from ..workloads import Workload, resolve_workload
 from ..model import (
+    THREADS_OF_ONE_PROCESS,
+    Concurrency,
     EngineInfo,
     HostInfo,
     MethodInfo,
@@ -22,10 +23,12 @@ from ..model import (
     ToolInfo,
     WorkloadInfo,
 )
+from ..workloads import Workload, resolve_workload
 
 PUBLISHED_CSV = "data/published_anemll_results.csv"
 SOURCE_TOOL = "anemll-bench"
 UNKNOWN_WORKLOAD = "unknown (lut6 or fp16)"
+PUBLISHED_PHASES = {"dual-solo": "solo", "dual-parallel": "together", "dual-combined": "combined"}
 
 MAPPING_RULE = (
     "Published rows (anemll-bench Results.MD) are stored as records with provenance 'published'. "
@@ -91,8 +94,11 @@ def row_to_record(row: dict) -> ResultRecord:
         facts["chip_config"] = row["config"]
     concurrency = None
     if row["mode"] != "solo":
-        concurrency = {"mode": row["mode"], "instance": int(row["instance"]) if row["instance"]
-                                 else None}
+        # anemll-bench's dual-model benchmark runs both models in threads of one process, and Core ML's
+        # predict holds the GIL: the copies could never overlap. Its "instance 1" is copy 0.
+        concurrency = Concurrency(
+            mode="threads", copy=int(row["instance"]) - 1 if row["instance"] else None, copies=2,
+            phase=PUBLISHED_PHASES[row["mode"]], call_releases_gil=False, flags=[THREADS_OF_ONE_PROCESS])
     if row["warmup_stated"] == "no":
         facts["flags"] = ["run count and warmup policy not stated"]
     notes = [f"{row['source']} ({row['date']})"] + ([row["note"]] if row["note"] else [])

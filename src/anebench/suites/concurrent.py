@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ..engines.base import Engine
-from ..errors import UserError
 from ..measure.concurrency import (
     MIN_CALLS_IN_WINDOW,
+    TOGETHER_DEFINITION,
     ConcurrencyAnalysis,
     analyse_concurrency,
-    copy_workload,
-    energy_extras,
-    run_copies,
 )
 from ..model import Energy, ResultRecord
-from ..session import RunOptions, preflight_memory
-from ..system.host import SYSTEM_HOST, Host
+from ..orchestration.concurrency import copy_workload, phase_energy, run_copies
+from ..orchestration.concurrency_plan import ConcurrencyPlan, plan_concurrent
+from ..session import RunOptions
 from ..system.energy_figures import energy_warnings
 from ..workloads import Workload
 
@@ -29,46 +27,49 @@ CHECKPOINT_NOTE = "every copy holds the checkpoint's own weights in a buffer of 
 class ConcurrentResult:
     records: list[ResultRecord]  # solo records first, then the together records, by copy
     analysis: ConcurrencyAnalysis
+    plan: ConcurrencyPlan
 
 
-def preflight_copies(engine: Engine, device: str, workload: Workload, copies: int,
-                     host: Host = SYSTEM_HOST) -> None:
-    """All copies are resident at once: refuse before loading any if they cannot all fit."""
-    if copies < 2:
-        raise UserError(f"--copies {copies}: concurrency needs at least 2 copies")
-    # The same head with every copy's rows: same dtype and quantization, so the same bytes per row.
-    total = replace(workload, name=f"{copies} copies of {workload.name}", vocab=workload.vocab * copies,
-                    source=None)
-    preflight_memory(engine, device, total, host)
+def run_concurrent(engine: Engine, device: str, workload: Workload, copies: int | None, options: RunOptions,
+                   mode: str | None = None, devices: str | None = None,
+                   threads_per_copy: int | None = None) -> ConcurrentResult:
+    plan = plan_concurrent(engine, device, workload, copies, mode, devices, threads_per_copy, options.host)
+    return run_plan(plan, options)
 
 
-def run_concurrent(engine: Engine, device: str, workload: Workload, copies: int, options: RunOptions,
-                   processes: bool = False) -> ConcurrentResult:
-    preflight_copies(engine, device, workload, copies, options.host)
-    run = run_copies(engine.name, device, workload, copies, options, processes)
+def run_plan(plan: ConcurrencyPlan, options: RunOptions) -> ConcurrentResult:
+    run = run_copies(plan.engine, plan.devices, plan.workload, options, plan.mode == "processes",
+                     plan.threads_per_copy)
     analysis = analyse_concurrency(run.solo, run.together, run.window_s, run.calls_in_window)
-    shared = analysis.as_dict() | {"mode": "processes (spawn)" if processes else "threads",
-                                   "copies_note": SEED_NOTE if workload.source is None else CHECKPOINT_NOTE}
+    a = analysis.as_dict()
+    shared = {"window_s": analysis.window_s or None, "devices": list(plan.devices), "solo_gbps": a["solo_gbps"],
+              "together_gbps": a["together_gbps"], "combined_gbps": a["combined_gbps"], "scaling": a["scaling"],
+              "verdict": a["verdict"], "rule": a["rule"],
+              "definitions": [a["combined_definition"], TOGETHER_DEFINITION],
+              "copies_note": SEED_NOTE if plan.workload.source is None else CHECKPOINT_NOTE}
     energy = energy_by_record(run, analysis)
     records = []
     for phase, group in (("solo", run.solo), ("together", run.together)):
         for copy, record in enumerate(group):
-            update: dict = {"concurrency": {**(record.concurrency or {}), **shared}}
+            assert record.concurrency is not None  # every copy's record carries its section
+            section = record.concurrency.model_copy(update=shared)
+            update: dict = {"concurrency": section}
             if options.power:
                 update["energy"] = energy.get((phase, copy), Energy(available=False, reason="not measured"))
             warnings = list(record.warnings)
             if phase == "together" and sum(analysis.together_gbps) > IDLE_GAP * analysis.combined_gbps:
                 warnings.append(f"the copies' own GB/s sum to {sum(analysis.together_gbps):.1f} but together they "
                                 f"moved {analysis.combined_gbps:.1f} GB/s: they spent most of the window between "
-                                "calls (more threads than cores? set each copy's threads lower)")
-            whole = (record.concurrency or {}).get("whole_calls_in_window")
+                                "calls (more threads than cores? set --threads-per-copy lower)")
+            whole = section.whole_calls_in_window
             if phase == "together" and whole is not None and whole < MIN_CALLS_IN_WINDOW:
                 warnings.append(f"only {whole} whole call(s) inside the common window: the copies barely "
                                 "overlapped (use more --runs)")
             if update.get("energy") is not None:
                 warnings += energy_warnings(update["energy"])
-            records.append(record.model_copy(update={**update, "warnings": warnings}).with_id())
-    return ConcurrentResult(records, analysis)
+            update["warnings"] = warnings
+            records.append(record.model_copy(update=update).with_id())
+    return ConcurrentResult(records, analysis, plan)
 
 
 def energy_by_record(run, analysis: ConcurrencyAnalysis) -> dict[tuple[str, int], Energy]:
@@ -81,16 +82,17 @@ def energy_by_record(run, analysis: ConcurrencyAnalysis) -> dict[tuple[str, int]
         phase = run.energy.get(f"solo {i}")
         if phase is not None:
             calls = record.method.warmup_runs + len(record.samples_s)
-            found[("solo", i)] = energy_extras(phase, calls, record.workload.weight_bytes, record.latency_s(),
+            found[("solo", i)] = phase_energy(phase, calls, record.workload.weight_bytes, record.latency_s(),
                                                "this copy's warmup and timed calls, alone", record.engine.device)
     together = run.energy.get("together")
     if together is not None:
         # Every call from the common start to the last copy's end, not only those kept inside the window.
-        calls = sum((r.concurrency or {}).get("calls", len(r.samples_s)) for r in run.together)
+        calls = sum((r.concurrency.calls if r.concurrency and r.concurrency.calls is not None
+                     else len(r.samples_s)) for r in run.together)
         weight_bytes = run.together[0].workload.weight_bytes
         # GB/s per watt of the whole machine: combined GB/s over the window's power.
         median_s = weight_bytes / (analysis.combined_gbps * 1e9)
-        shared = energy_extras(together, calls, weight_bytes, median_s,
+        shared = phase_energy(together, calls, weight_bytes, median_s,
                                "every copy's calls together; GB/s per watt uses combined GB/s",
                                run.together[0].engine.device)
         for i in range(len(run.together)):
@@ -98,4 +100,4 @@ def energy_by_record(run, analysis: ConcurrencyAnalysis) -> dict[tuple[str, int]
     return found
 
 
-__all__ = ["ConcurrentResult", "copy_workload", "run_concurrent"]
+__all__ = ["ConcurrentResult", "copy_workload", "run_concurrent", "run_plan"]

@@ -16,10 +16,18 @@ from ..workloads import resolve_workload
 from .common import err_console, out_console, progress_bar
 
 
+def check_bundle_dir(out: Path) -> None:
+    """--out is a folder for the bundle: a device, FIFO or file there is refused, not replaced."""
+    if out.is_symlink() and not out.exists():
+        raise UserError(f"--out {out}: a dangling symlink; give a directory")
+    if out.exists() and not out.is_dir():
+        kind = "a file" if out.is_file() else "not a directory (a device, FIFO or socket)"
+        raise UserError(f"--out {out}: is {kind}; give a directory")
+
+
 def copy_bundle(package: Path, out: Path) -> Path:
     """Copy the cached bundle into ``out`` (a directory), atomically: a temporary name, then a rename."""
-    if out.exists() and not out.is_dir():
-        raise UserError(f"--out {out}: is a file; give a directory")
+    check_bundle_dir(out)
     target = out / package.name
     staging = out / f".{package.name}.partial"
     previous = out / f".{package.name}.previous"  # the old bundle stays whole until the new one is in place
@@ -86,7 +94,15 @@ def build(workload: str, quant: str | None, lut_mode: str, repeat: int, max_spli
     from ..artifacts import BuildSpec, build_or_reuse
     from ..artifacts._coremltools import coremltools as require_coremltools
 
-    spec = BuildSpec.for_workload(resolve_workload(workload), quant, lut_mode=lut_mode, repeat=repeat,
+    from ..artifacts.cache import default_cache_dir
+    from ..artifacts.resources import check_build_resources
+
+    resolved = resolve_workload(workload)
+    if out is not None:
+        check_bundle_dir(out)
+    # Memory and disk before anything is hashed or allocated (a checkpoint's hash reads every byte).
+    check_build_resources(resolved, quant, repeat, Path(cache_dir) if cache_dir else default_cache_dir(), out)
+    spec = BuildSpec.for_workload(resolved, quant, lut_mode=lut_mode, repeat=repeat,
                                   max_split_rows=max_split_rows)
     require_coremltools()  # a missing install is refused before the progress bar is drawn
     with progress_bar() as progress:

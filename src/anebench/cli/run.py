@@ -30,15 +30,16 @@ from .common import (
     resolve_targets,
     resolve_workloads,
 )
+from .params import RUNS, TIME_BUDGET, WARMUP
 from .results import finish_run, store_options
 
 
 def run_options(func):
-    func = click.option("--warmup", type=click.IntRange(min=0), default=None,
+    func = click.option("--warmup", type=WARMUP, default=None,
                         help="Fixed warmup count (default: warm up until steady, capped).")(func)
-    func = click.option("--time-budget", type=click.FloatRange(min=0, min_open=True), default=None,
+    func = click.option("--time-budget", type=TIME_BUDGET, default=None,
                         help="Stop timing after this many seconds of calls (at least one run).")(func)
-    func = click.option("--runs", "-n", type=click.IntRange(min=1), default=300, show_default=True,
+    func = click.option("--runs", "-n", type=RUNS, default=300, show_default=True,
                         help="Timed calls per measurement.")(func)
     return func
 
@@ -58,7 +59,7 @@ def mitigation_options(func):
     """The idle-state mitigations of a Core ML run; each is recorded in method.mitigations."""
     func = click.option("--repeat", type=click.IntRange(1, 64), default=1, show_default=True,
                         help="Core ML: the bundle reads R distinct weight sets per call (longer ANE tasks).")(func)
-    func = click.option("--batch", type=click.IntRange(min=1), default=1, show_default=True,
+    func = click.option("--batch", type=click.IntRange(1, 4096), default=1, show_default=True,
                         help="Core ML: one batch predict of K inputs per call (each reads every weight).")(func)
     func = click.option("--keep-awake", is_flag=True,
                         help="A helper thread keeps one CPU core busy while calls are timed.")(func)
@@ -97,18 +98,30 @@ def run(engines, device, workloads, out: Path | None, no_save: bool, as_json: bo
         preflight_memory(step.engine, step.device, step.workload)
     options = options_from(runs, time_budget, warmup, power=power)
     records = []
-    with progress_bar() as progress:
-        for step in steps:
-            label = f"{step.engine.name}:{step.device} {step.workload.name}"
-            task = progress.add_task(f"{label} (loading)", total=options.runs)
+    interrupted = False
+    with progress_bar() as progress:  # its exit restores the cursor, however the loop ends
+        try:
+            for step in steps:
+                label = f"{step.engine.name}:{step.device} {step.workload.name}"
+                task = progress.add_task(f"{label} (loading)", total=options.runs)
 
-            def advance(done: int, total: int, task=task, label=label) -> None:
-                progress.update(task, completed=done, description=label)
+                def advance(done: int, total: int, task=task, label=label) -> None:
+                    progress.update(task, completed=done, description=label)
 
-            with mitigations.awake() as on_prepared:
-                records.append(measure_workload(step.engine, step.device, step.workload,
-                                                mitigations.options(options, step), advance,
-                                                on_prepared=on_prepared))
+                with mitigations.awake() as on_prepared:
+                    records.append(measure_workload(step.engine, step.device, step.workload,
+                                                    mitigations.options(options, step), advance,
+                                                    on_prepared=on_prepared))
+        except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (cli.main turns it into the same)
+            if not records:
+                raise
+            interrupted = True
+    if interrupted:
+        saved = emit(records, "run", out, no_save, as_json)
+        where = f"saved to {saved}" if saved else "not saved (--no-save)"
+        err_console.print(f"interrupted: the {len(records)} finished step(s) of {len(steps)} are {where}",
+                          markup=False, highlight=False, soft_wrap=True)
+        raise SystemExit(130)
     emit(records, "run", out, no_save, as_json)
     finish_run(records, as_json)  # --store, and the figure beside the published ones
     hint = concurrency_hint(describe_host().chip) if campaign else None

@@ -7,6 +7,7 @@ writes its plots beside the results file (or at --plot STEM).
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import click
@@ -14,7 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..errors import MeasurementError
+from ..errors import MeasurementError, UserError
 from ..measure.sweep import MiB
 from ..results.files import load_records
 from ..session import RunOptions
@@ -22,6 +23,7 @@ from ..suites.common import ProgressFactory, with_dtype
 from ..workloads import resolve_workload
 from .common import (
     PIPED_WIDTH,
+    add_input,
     check_out_path,
     emit,
     err_console,
@@ -31,17 +33,18 @@ from .common import (
     resolve_targets,
     resolve_workloads,
 )
+from .params import MEBIBYTES, MEBIBYTES_OR_ZERO, RUNS, TIME_BUDGET, WARMUP
 from .run import options_from, power_option
 
 
 def timing_options(runs: int, budget: float | None):
     """--runs/--time-budget/--warmup as in `run`, with defaults that suit the suite."""
     def decorate(func):
-        func = click.option("--warmup", type=click.IntRange(min=0), default=None,
+        func = click.option("--warmup", type=WARMUP, default=None,
                             help="Fixed warmup count (default: warm up until steady, capped).")(func)
-        func = click.option("--time-budget", type=click.FloatRange(min=0, min_open=True), default=budget,
+        func = click.option("--time-budget", type=TIME_BUDGET, default=budget,
                             show_default=True, help="Stop each measurement after this many seconds of calls.")(func)
-        func = click.option("--runs", "-n", type=click.IntRange(min=1), default=runs, show_default=True,
+        func = click.option("--runs", "-n", type=RUNS, default=runs, show_default=True,
                             help="Timed calls per measurement.")(func)
         return click.option("--plot", "plot_stem", type=click.Path(dir_okay=False, path_type=Path), default=None,
                             help="Write the plots to STEM.png and STEM.svg (default: beside the results).")(func)
@@ -90,12 +93,12 @@ def suite_options(runs, time_budget, warmup, suite, power) -> RunOptions:
 @measuring_options
 @timing_options(runs=50, budget=2.0)
 @power_option
-@click.option("--min-mb", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--min-mb", type=MEBIBYTES, default=None,
               help="Smallest weight size in MiB (default 1).")
-@click.option("--max-mb", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--max-mb", type=MEBIBYTES, default=None,
               help="Largest weight size in MiB (default 8x the device's cache, 1024 when unknown).")
-@click.option("--points", type=click.IntRange(min=2), default=None, help="Sizes to measure (default 12).")
-@click.option("--cache-mb", type=click.FloatRange(min=0), default=None,
+@click.option("--points", type=click.IntRange(2, 1000), default=None, help="Sizes to measure (default 12).")
+@click.option("--cache-mb", type=MEBIBYTES_OR_ZERO, default=None,
               help="The device's last-level cache in MiB for the knee (default: detected; 0: unknown, "
                    "the knee is found from the data).")
 @click.option("--quick", is_flag=True, help="7 sizes, 15 runs and 0.5 s each: a first look.")
@@ -162,7 +165,7 @@ def sweep(engines, device, workloads, out, no_save, as_json, plot_stem, runs, ti
 @measuring_options
 @timing_options(runs=30, budget=5.0)
 @power_option
-@click.option("--max-batch", type=click.IntRange(min=2), default=1024, show_default=True,
+@click.option("--max-batch", type=click.IntRange(2, 1 << 20), default=1024, show_default=True,
               help="Largest batch; the sweep stops earlier once clearly compute-bound.")
 def roofline(engines, device, workloads, out, no_save, as_json, plot_stem, runs, time_budget, warmup, power,
              max_batch):
@@ -218,14 +221,17 @@ def latency(engines, device, workloads, out, no_save, as_json, plot_stem, runs, 
 
     targets = resolve_targets(engines, device)
     specs = resolve_workloads(workloads) if workloads else [None]  # None: the smallest the engine accepts
-    check_out_path(out)
     options = suite_options(runs, time_budget, warmup, "latency", power)
+    if sweep_file:
+        add_input(sweep_file)
+    check_out_path(out)
     saved_sweep = load_records(sweep_file) if sweep_file else []
     records, fits = [], []
     with progress_bar() as progress:
         factory = progress_factory(progress)
         for target in targets:
-            fit = sweep_from_records(saved_sweep, target.engine.name, target.device) if sweep_file else None
+            fit = (saved_fit(sweep_from_records(saved_sweep, target.engine.name, target.device), sweep_file)
+                   if sweep_file else None)
             if fit is None and not no_sweep and not sweep_file:
                 plan = plan_sweep(target.engine, target.device, None, None, 7)
                 quick = RunOptions(runs=15, time_budget_s=0.5, warmup=options.warmup, suite="latency-sweep")
@@ -262,7 +268,7 @@ def latency(engines, device, workloads, out, no_save, as_json, plot_stem, runs, 
 @measuring_options
 @timing_options(runs=20, budget=3.0)
 @power_option
-@click.option("--batch", "-b", type=click.IntRange(min=2), default=512, show_default=True,
+@click.option("--batch", "-b", type=click.IntRange(2, 1 << 20), default=512, show_default=True,
               help="Input vectors per call: large enough to be compute-bound.")
 @click.option("--dtype", "dtypes", multiple=True, type=click.Choice(["fp32", "fp16", "bf16"]),
               help="Weight dtype (repeatable; default: the workload's).")
@@ -303,7 +309,7 @@ def compute(engines, device, workloads, out, no_save, as_json, plot_stem, runs, 
 @measuring_options
 @timing_options(runs=50, budget=10.0)
 @power_option
-@click.option("--copies", type=click.IntRange(min=2), default=2, show_default=True, help="Copies to run at once.")
+@click.option("--copies", type=click.IntRange(2, 256), default=2, show_default=True, help="Copies to run at once.")
 @click.option("--processes", is_flag=True, help="Run the copies as spawned processes instead of threads.")
 def concurrent(engines, device, workloads, out, no_save, as_json, plot_stem, runs, time_budget, warmup, power,
                copies, processes):
@@ -340,6 +346,25 @@ def concurrent(engines, device, workloads, out, no_save, as_json, plot_stem, run
         title = f"concurrent {target.engine.name}:{target.device} {base.name} x{copies}"
         write_plot(stem_for(plot_stem, saved, "concurrent", f"{i}-{target.engine.name}-{target.device}",
                             len(results) > 1), plot_concurrency, result.analysis.as_dict(), title)
+
+
+def saved_fit(fit: object, source: Path) -> dict | None:
+    """A saved sweep's fit, with the fields the latency table reads checked: a crafted or damaged file
+    is one line naming it, not a traceback."""
+    if fit is None:
+        return None
+
+    def number(value: object, optional: bool = False) -> bool:
+        if value is None:
+            return optional
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+    if not (isinstance(fit, dict) and number(fit.get("overhead_us")) and number(fit.get("bandwidth_gbps"))
+            and number(fit.get("overhead_se_us"), optional=True)
+            and isinstance(fit.get("overhead_resolved"), (bool, type(None)))):
+        raise UserError(f"--sweep {source}: its sweep fit is malformed (overhead_us and bandwidth_gbps must be "
+                        "finite numbers); give a file saved by `anebench sweep`")
+    return fit
 
 
 def overhead_text(overhead_us: float, se_us: float | None) -> str:

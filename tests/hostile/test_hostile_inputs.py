@@ -5,9 +5,10 @@ from __future__ import annotations
 import time
 
 import pytest
+from corpus import anebench_files, anemll_files, consistent, write
+
 from clitools import run_cli
 from conftest import digest, one_line_error
-from corpus import anebench_files, anemll_files, consistent, write
 
 ANEBENCH_CASES = sorted(anebench_files.__code__.co_consts[0:0] or []) or None  # names come from the generator
 

@@ -93,7 +93,6 @@ def build(workload: str, quant: str | None, lut_mode: str, repeat: int, max_spli
     """Write WORKLOAD as a Core ML .mlpackage shaped for the Neural Engine (cached; reused next time)."""
     from ..artifacts import BuildSpec, build_or_reuse
     from ..artifacts._coremltools import coremltools as require_coremltools
-
     from ..artifacts.cache import default_cache_dir
     from ..artifacts.resources import check_build_resources
 
@@ -111,7 +110,12 @@ def build(workload: str, quant: str | None, lut_mode: str, repeat: int, max_spli
         def advance(done: int, total: int) -> None:
             progress.update(task, completed=done, total=total)
 
-        artifact = build_or_reuse(spec, cache_dir, advance)
+        try:
+            artifact = build_or_reuse(spec, cache_dir, advance)
+        except (ValueError, RuntimeError, ImportError) as exc:  # from coremltools: the cache is left clean
+            first = (str(exc).strip().splitlines() or [""])[0][:300]
+            raise UserError(f"build {spec.workload.name} ({spec.quant}): coremltools failed: "
+                            f"{type(exc).__name__}: {first}") from None
         progress.update(task, description=f"{spec.workload.name} ({spec.quant}) ready")
     package = copy_bundle(artifact.package, out) if out is not None else artifact.package
     table = summary_table(artifact.manifest, package, artifact.reused)

@@ -20,10 +20,10 @@ from rich.table import Table
 from ..engines import best_engine, resolve_device, usable_engine
 from ..engines.base import Engine
 from ..errors import UserError
+from ..model import ResultRecord
 from ..outputs import check_target, write_new
 from ..report.escape import clean_text
 from ..results.files import document_json, save_records
-from ..model import ResultRecord
 from ..session import preflight_memory
 from ..system.host import host_label
 from ..system.power import energy_line

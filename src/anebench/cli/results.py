@@ -13,10 +13,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..errors import UserError
+from ..model import ResultRecord
 from ..outputs import check_target
 from ..report.escape import clean_text
 from ..results.importers import IMPORTERS
-from ..model import ResultRecord
 from ..results.store import IngestReport, open_store
 from ..results.validate import InvalidFile, load_result_file
 from .common import err_console, out_console

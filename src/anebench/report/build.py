@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import UserError
-from ..results.aggregate import Aggregate, aggregate
-from ..outputs import Protected
-from ..results.files import atomic_write_bytes, atomic_write_text
 from ..model import ResultRecord, utc_now
+from ..outputs import Protected
+from ..results.aggregate import Aggregate, aggregate
+from ..results.files import atomic_write_bytes, atomic_write_text
 from .csvjson import render_csv, render_json
 from .html import render_html
 from .markdown import render_markdown

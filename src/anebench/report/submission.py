@@ -8,15 +8,14 @@ import socket
 from pathlib import Path
 
 from ..errors import UserError
-from ..outputs import check_target
-from ..system.host import host_label
-from ..results.files import atomic_write_text, document_json
 from ..model import ResultRecord
+from ..outputs import check_target
+from ..results.files import atomic_write_text, document_json
 from ..results.store import record_chip
 from ..results.validate import load_result_file
 from ..system.chips import lookup_chip
+from ..system.host import host_label
 from .escape import md_cell
-
 
 DROPPED = "<dropped>"
 # Absolute paths under a home or a private folder, with or without a user name in them.
@@ -39,7 +38,7 @@ def _identifying_strings(record: ResultRecord) -> list[str]:
         found.add(model)
     if isinstance(file, str) and file:
         found.update(part for part in Path(file).parts[:-1] if part not in ("/", "\\"))
-    return sorted((s for s in found if s and len(s) >= 3 and s not in COMMON_WORDS), key=len, reverse=True)
+    return sorted((s for s in found if s and len(s) >= 2 and s not in COMMON_WORDS), key=len, reverse=True)
 
 
 COMMON_WORDS = {"root", "user", "home", "model", "models", "anebench", "localhost", "snapshots", "hub", "cache",

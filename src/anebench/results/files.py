@@ -9,8 +9,8 @@ from pydantic import ValidationError
 from .. import outputs
 from ..errors import UserError
 from ..inputs import read_json
-from ..outputs import Protected
 from ..model import DOCUMENT_SCHEMA, ResultRecord, ResultsDocument
+from ..outputs import Protected
 
 
 def atomic_write_bytes(path: Path, data: bytes, what: str = "output", force: bool = False,

@@ -16,8 +16,8 @@ from typing import TypeVar
 import platformdirs
 
 from ..errors import UserError
-from ..system.chips import chip_key
 from ..model import ResultRecord, utc_now
+from ..system.chips import chip_key
 from .validate import InvalidFile, record_chip, validate_records
 
 T = TypeVar("T")

@@ -96,8 +96,9 @@ def loads(text: str | bytes, where: str, limit: int = MAX_JSON_DEPTH, constants:
     for a schema to name field by field (a result file), else refused."""
     check_depth(text, where, limit)
     try:
-        return json.loads(text, parse_float=_finite_float, parse_int=_bounded_int,
-                          **({} if constants else {"parse_constant": _no_constant}))
+        if constants:
+            return json.loads(text, parse_float=_finite_float, parse_int=_bounded_int)
+        return json.loads(text, parse_float=_finite_float, parse_int=_bounded_int, parse_constant=_no_constant)
     except RecursionError:
         raise UserError(f"{where}: JSON nested too deep") from None
     except UnicodeDecodeError:

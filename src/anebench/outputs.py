@@ -58,10 +58,14 @@ def check_target(path: Path, what: str = "--out", force: bool = False, protected
             raise UserError(f"{what} {path}: is {label}; writing there would destroy it")
     target = path
     try:
-        info: os.stat_result | None = os.lstat(path)
-        if stat.S_ISLNK(info.st_mode):
+        link = os.lstat(path)
+        info: os.stat_result | None = link
+        if stat.S_ISLNK(link.st_mode):
             target = Path(os.path.realpath(path))
-            info = os.stat(target) if target.exists() else None  # a dangling link: written through
+            try:  # what the link reaches (/dev/stdout: a pipe or a terminal), not what its name resolves to
+                info = os.stat(path)
+            except FileNotFoundError:
+                info = None  # a dangling link: written through, creating its target
     except FileNotFoundError:
         info = None
     except OSError as exc:

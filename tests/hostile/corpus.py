@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from pathlib import Path
 
 from test_store import make_record
@@ -28,6 +29,13 @@ def record_json(**changes) -> dict:
             target = target[key]
         target[leaf] = value
     return raw
+
+
+def device(tmp: Path, name: str, minor: int) -> Path:
+    """A node of a memory device (1, minor) in the test's folder: never the machine's own /dev."""
+    node = tmp / name
+    os.mknod(node, 0o666 | stat.S_IFCHR, os.makedev(1, minor))
+    return node
 
 
 def write(path: Path, content: object) -> Path:
@@ -75,8 +83,8 @@ def anebench_files(tmp: Path) -> dict[str, tuple[Path, str]]:
         "a list": (write(tmp / "list.json", [1, 2, 3]), "expected a results document"),
         "directory": (tmp, "is a directory"),
         "missing": (tmp / "nope.json", "no such file"),
-        "/dev/zero": (Path("/dev/zero"), "not a regular file"),
-        "/dev/null": (Path("/dev/null"), "not a regular file"),
+        "/dev/zero": (device(tmp, "zero", 5), "not a regular file"),
+        "/dev/null": (device(tmp, "null", 3), "not a regular file"),
     }
     (tmp / "bin.json").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)))
     fifo = tmp / "fifo.json"
@@ -104,7 +112,7 @@ def anemll_files(tmp: Path) -> dict[str, tuple[Path, str]]:
                                "total_gb"),
         "5000-deep": (write(tmp / "deep.txt", "[" * 5000 + "]" * 5000), "nested"),
         "no JSON at all": (write(tmp / "prose.txt", "nothing here { to see }"), "no anemll-bench result JSON"),
-        "/dev/zero": (Path("/dev/zero"), "not a regular file"),
+        "/dev/zero": (device(tmp, "zero", 5), "not a regular file"),
     }
     fifo = tmp / "fifo.txt"
     os.mkfifo(fifo)

@@ -37,12 +37,14 @@ def test_run_out_a_device_node_is_refused_and_the_node_stays_a_device(tmp_path, 
     assert not list(tmp_path.glob("*.json"))  # refused before measuring: no default file either
 
 
-@pytest.mark.parametrize("target", ["/dev/null", "/dev/full"])
-def test_system_devices_are_refused(target, capsys):
-    code, _, err = run_small(capsys, "--out", target)
+@pytest.mark.parametrize("minor", [3, 7])  # /dev/null and /dev/full, as nodes of our own: a regression must
+def test_null_and_full_devices_are_refused(minor, tmp_path, capsys):  # never clobber the machine's devices
+    node = tmp_path / f"dev-{minor}"
+    os.mknod(node, 0o666 | stat.S_IFCHR, os.makedev(1, minor))
+    code, _, err = run_small(capsys, "--out", str(node))
     assert code == 2
     one_line_error(err, "is a device")
-    assert stat.S_ISCHR(os.stat(target).st_mode)
+    assert stat.S_ISCHR(os.stat(node).st_mode)
 
 
 def test_a_fifo_a_directory_and_a_read_only_file_are_refused(tmp_path, capsys):
@@ -71,11 +73,14 @@ def test_a_symlink_is_written_through_and_a_link_to_a_device_is_refused(tmp_path
     code, _, err = run_small(capsys, "--out", str(link))
     assert code == 0, err
     assert link.is_symlink() and json.loads(real.read_text())["results"][0]["engine"]["name"] == "numpy"
+    node = tmp_path / "null"
+    os.mknod(node, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
     devlink = tmp_path / "dev.json"
-    devlink.symlink_to("/dev/null")
+    devlink.symlink_to(node)
     code, _, err = run_small(capsys, "--out", str(devlink))
     assert code == 2
     one_line_error(err, "is a device")
+    assert stat.S_ISCHR(os.stat(node).st_mode)
 
 
 def test_run_out_the_store_and_report_out_the_store_are_refused(tmp_path, capsys, store_db):
@@ -258,3 +263,14 @@ def test_build_out_a_device_or_file_is_refused(tmp_path, capsys):
         assert code == 2
         one_line_error(err, phrase)
     assert stat.S_ISCHR(os.stat(node).st_mode) and file.read_text() == "x"
+
+
+def test_out_dev_stdout_on_a_pipe_is_refused_not_replaced(tmp_path):
+    env = dict(os.environ, PYTHONPATH=SRC)
+    stdout = tmp_path / "stdout"
+    stdout.symlink_to("/proc/self/fd/1")  # what /dev/stdout is; a link of our own, never /dev's
+    done = subprocess.run([sys.executable, "-m", "anebench", "run", *SMALL, "--out", str(stdout)], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    one_line_error(done.stderr, "stdout", "FIFO")
+    assert stdout.is_symlink()

@@ -97,7 +97,6 @@ def test_many_processes_creating_one_new_store_all_succeed(tmp_path):
 
 def test_a_directory_device_or_fifo_as_db_is_refused(tmp_path, capsys):
     import os
-
     import stat
 
     fifo = tmp_path / "fifo.sqlite"

@@ -130,7 +130,8 @@ def test_cli_report_from_the_store(tmp_path, capsys):
     db = tmp_path / "db.sqlite"
     with pytest.raises(SystemExit) as info:
         main(["report", "--db", str(db)])
-    assert info.value.code == 2 and "store is empty" in capsys.readouterr().err
+    assert info.value.code == 2 and "no such database" in capsys.readouterr().err
+    assert not db.exists()  # a reader never creates a database
     main(["ingest", "--published", "--db", str(db)])
     capsys.readouterr()
     main(["report", "--db", str(db), "--format", "json"])

@@ -35,12 +35,14 @@ def test_drop_host_ids_removes_identifiers_and_keeps_the_record_valid(tmp_path):
                                        "id": None}).with_id()
     save_records(result, [record])
     main(["submit", str(result), "--out-dir", str(tmp_path), "--drop-host-ids"])
-    raw = json.loads((tmp_path / "run.submission.json").read_text())["results"][0]
+    (submission,) = tmp_path.glob("*.submission.json")  # named by record id, not by the input's name
+    (body,) = tmp_path.glob("*.issue.md")
+    raw = json.loads(submission.read_text())["results"][0]
     assert raw["host"]["fingerprint"] == "" and raw["host"]["machine_model"] is None
     assert raw["host"]["chip"] == "Apple M4 Pro"
-    (reloaded,) = load_result_file(tmp_path / "run.submission.json")  # id matches the new content
-    assert reloaded.id != record.id
-    assert "host identifiers: dropped" in (tmp_path / "run.issue.md").read_text()
+    (reloaded,) = load_result_file(submission)  # id matches the new content
+    assert reloaded.id != record.id and submission.name.startswith(f"anebench-submission-{reloaded.id[:12]}")
+    assert "host identifiers: dropped" in body.read_text()
 
 
 def test_submit_refuses_an_invalid_result_and_writes_nothing(tmp_path, capsys):

@@ -172,8 +172,8 @@ def test_a_refused_database_is_closed_not_held_open(tmp_path, monkeypatch):
     garbage.write_bytes(b"not a database at all" * 100)
     opened, real_connect = [], sqlite3.connect
 
-    def connect(path):
-        opened.append(real_connect(path))
+    def connect(path, **kwargs):
+        opened.append(real_connect(path, **kwargs))
         return opened[-1]
 
     monkeypatch.setattr(store_module.sqlite3, "connect", connect)

@@ -9,6 +9,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from . import __version__
 from .engines.base import Engine, Prepared
 from .errors import MeasurementError, UserError
@@ -85,9 +87,25 @@ def prepared_workload(engine: Engine, device: str, workload: Workload,
         prepared.close()
 
 
+def nonfinite_weights(prepared: Prepared) -> str | None:
+    """Where the checked rows hold NaN or infinite weights (then no engine can pass the check)."""
+    from .measure.check import check_rows
+
+    for start, stop in check_rows(prepared.workload.vocab):
+        rows = np.asarray(prepared.workload.weights.read_rows(start, stop))
+        if not np.all(np.isfinite(rows)):
+            return f"rows {start}-{stop - 1}"
+    return None
+
+
 def verify_output(prepared: Prepared):
     prepared.call()
     check = check_output(prepared)
+    if not check.passed and (where := nonfinite_weights(prepared)) is not None:
+        raise UserError(
+            f"workload {prepared.workload.name!r}: the weights hold NaN or infinite values ({where}); the "
+            "checkpoint is broken, not the engine: its output cannot be checked or timed meaningfully"
+        )
     if not check.passed:
         raise MeasurementError(
             f"output check failed on {prepared.workload.name}: relative error {check.relative_error:.3g} "

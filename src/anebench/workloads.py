@@ -26,6 +26,8 @@ GENERATOR_VERSION = "anebench-synthetic-v1"
 GEN_BLOCK_ROWS = 256  # rows per independently seeded block; part of the generator's definition
 FILL_BLOCK_ROWS = GEN_BLOCK_ROWS * 16  # rows an engine copies into its buffer at a time
 QUANTS = (None, "fp16", "int8", "lut4", "lut6")  # artifact storage (Core ML); None: as the dtype
+MAX_DIMENSION = 1 << 24  # 16.7 M rows or columns: 64x the largest vocabulary or hidden size shipped
+MAX_ELEMENTS = 1 << 40  # 2 TB of fp16: beyond any memory an engine here has
 LUT_GROUP_ROWS = 8  # per-grouped-channel palettisation: one lookup table per 8 output rows (published)
 
 
@@ -135,6 +137,12 @@ class Workload:
                             f"{', '.join(q for q in QUANTS if q)} or none")
         if self.hidden < 1 or self.vocab < 1 or self.batch < 1 or self.tokens < 1:
             raise UserError(f"workload {self.name!r}: hidden, vocab, batch and tokens must be positive")
+        if max(self.hidden, self.vocab) > MAX_DIMENSION or max(self.batch, self.tokens) > MAX_DIMENSION:
+            raise UserError(f"workload {self.name[:80]!r}: hidden, vocab, batch and tokens must be at most "
+                            f"{MAX_DIMENSION:,}")
+        if self.hidden * self.vocab > MAX_ELEMENTS:
+            raise UserError(f"workload {self.name[:80]!r}: {self.vocab:,} x {self.hidden:,} weights is more than "
+                            f"{MAX_ELEMENTS:,}")
 
     @property
     def weights(self) -> WeightSource:
@@ -253,6 +261,8 @@ def resolve_workload(spec: str) -> Workload:
 
         return checkpoint_workload(spec)
     match = _PARAMETRIC.match(spec)
+    if match and max(len(match[1]), len(match[2])) > 9:
+        raise UserError(f"workload {spec[:60]!r}...: HIDDEN and VOCAB must be at most {MAX_DIMENSION:,}")
     if match:
         hidden, vocab = int(match[1]), int(match[2])
         dtype = match[3] or "fp16"

@@ -23,8 +23,10 @@ def checkpoint_workload(spec: str, use_hash_cache: bool = True) -> Workload:
     weights = CheckpointWeights(entry, checkpoint.model, reason, checkpoint.revision, use_hash_cache)
     vocab, hidden = weights.shape
     where = checkpoint.model + (f"@{checkpoint.revision[:12]}" if checkpoint.revision else "")
+    # No sha256 here: hashing reads the whole tensor, and a tensor too large for this machine must be
+    # refused (by the memory preflight) before that; the record's origin carries the hash.
     note = (f"checkpoint {where} ({checkpoint.layout}): tensor {entry.name} [{vocab}, {hidden}] "
-            f"{weights.dtype}, sha256 {weights.sha256[:16]}; chosen because {reason}")
+            f"{weights.dtype}, {entry.nbytes:,} bytes; chosen because {reason}")
     if weights.dtype == "bf16":
         note += f"; {BF16_NOTE}"
     return Workload(

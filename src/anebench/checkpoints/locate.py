@@ -6,19 +6,20 @@ download it. Pickle checkpoints (``pytorch_model.bin``) are never loaded - unpic
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import UserError
+from ..inputs import loads, read_input_bytes
 from .safetensors_file import TensorEntry, read_header
 
 SINGLE_FILE = "model.safetensors"
 INDEX_FILE = "model.safetensors.index.json"
 PICKLE_NAMES = ("pytorch_model.bin", "pytorch_model.bin.index.json", "*.bin", "*.pt", "*.pth", "*.ckpt")
 REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+REVISION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")  # a commit hash or a branch-like name
 
 
 @dataclass
@@ -69,8 +70,7 @@ def find_in_hub_cache(repo_id: str) -> tuple[Path, str]:
         raise UserError(
             f"hf:{repo_id}: not a local directory and not in the Hugging Face cache {cache}; {download}"
         )
-    ref = repo_dir / "refs" / "main"
-    revision = ref.read_text().strip() if ref.is_file() else None
+    revision = read_ref(repo_dir / "refs" / "main", snapshots)
     if revision and (snapshots / revision).is_dir():
         return snapshots / revision, revision
     available = sorted(p for p in snapshots.iterdir() if p.is_dir())
@@ -82,6 +82,23 @@ def find_in_hub_cache(repo_id: str) -> tuple[Path, str]:
         f"hf:{repo_id}: refs/main is missing and the cache has {len(available)} snapshots "
         f"({', '.join(p.name[:12] for p in available)}); name one as hf:{snapshots}/REVISION"
     )
+
+
+def read_ref(ref: Path, snapshots: Path) -> str | None:
+    """The revision refs/main names, confined to the cache: one plain name of a snapshot directory
+    there (a ref such as ``../../../etc`` or an absolute path is refused, not followed)."""
+    if not ref.is_file():
+        return None
+    try:
+        revision = read_input_bytes(ref, "", 4096).decode("utf-8").strip()
+    except (UserError, UnicodeDecodeError):
+        raise UserError(f"{ref}: not a readable revision name") from None
+    if not REVISION.match(revision):
+        raise UserError(f"{ref}: {revision[:80]!r} is not a revision name; a ref must name a snapshot in {snapshots}")
+    target = os.path.realpath(snapshots / revision)
+    if os.path.dirname(target) != os.path.realpath(snapshots):
+        raise UserError(f"{ref}: snapshot {revision!r} lies outside the cache {snapshots}")
+    return revision
 
 
 def open_checkpoint(path_text: str) -> Checkpoint:
@@ -138,10 +155,8 @@ def safetensors_files(directory: Path, path_text: str) -> tuple[list[Path], str]
 
 def read_index(index: Path) -> dict[str, str]:
     """The index's weight_map: tensor name -> shard file name."""
-    try:
-        weight_map = json.loads(index.read_text(encoding="utf-8")).get("weight_map")
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError) as exc:
-        raise UserError(f"{index}: not a valid safetensors index ({exc})") from exc
+    loaded = loads(read_input_bytes(index, "", 64 * 1024 * 1024), str(index))
+    weight_map = loaded.get("weight_map") if isinstance(loaded, dict) else None
     if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
         raise UserError(f"{index}: not a valid safetensors index (no weight_map of tensor -> shard file)")
     for shard in weight_map.values():
@@ -163,10 +178,7 @@ def read_config(directory: Path) -> dict:
     config = directory / "config.json"
     if not config.is_file():
         return {}
-    try:
-        loaded = json.loads(config.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UserError(f"{config}: not valid JSON ({exc})") from exc
+    loaded = loads(read_input_bytes(config, "", 16 * 1024 * 1024), str(config), constants=False)
     if not isinstance(loaded, dict):
         raise UserError(f"{config}: expected a JSON object")
     return loaded

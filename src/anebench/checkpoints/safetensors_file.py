@@ -7,13 +7,14 @@ truncated file. Only headers are read; tensor data is memory-mapped later, never
 
 from __future__ import annotations
 
-import json
 import math
+import stat
 import struct
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import UserError
+from ..inputs import loads
 
 # The reference implementation refuses headers over 100 MB; a larger length means a corrupt file.
 MAX_HEADER_BYTES = 100_000_000
@@ -62,7 +63,10 @@ def read_header(path: Path) -> dict[str, TensorEntry]:
     """Every tensor entry of one safetensors file, validated against the file's real size."""
     path = Path(path)
     try:
-        size = path.stat().st_size
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode):
+            raise UserError(f"{path}: not a regular file (a device or FIFO); give a safetensors file")
+        size = info.st_size
         with path.open("rb") as handle:
             prefix = handle.read(8)
             if len(prefix) < 8:
@@ -79,9 +83,9 @@ def read_header(path: Path) -> dict[str, TensorEntry]:
     except OSError as exc:
         raise UserError(f"{path}: cannot read ({exc.strerror or exc})") from exc
     try:
-        header = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UserError(f"{path}: corrupt safetensors header (not valid JSON: {exc})") from exc
+        header = loads(raw, f"{path}: corrupt safetensors header")
+    except UserError as exc:
+        raise UserError(str(exc)) from None
     if not isinstance(header, dict):
         raise UserError(f"{path}: corrupt safetensors header (expected a JSON object)")
     data_start = 8 + header_len
@@ -109,12 +113,13 @@ def _parse_entry(path: Path, name: str, info: object, data_start: int) -> Tensor
     dtype, shape, offsets = info.get("dtype"), info.get("shape"), info.get("data_offsets")
     if not isinstance(dtype, str):
         raise corrupt("missing dtype")
-    if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
+    # bool is an int in Python: [true, 4096] is not a shape
+    if not isinstance(shape, list) or not all(type(d) is int and 0 <= d < 2**48 for d in shape):
         raise corrupt(f"shape {shape!r} is not a list of sizes")
     if (
         not isinstance(offsets, list)
         or len(offsets) != 2
-        or not all(isinstance(o, int) for o in offsets)
+        or not all(type(o) is int for o in offsets)
         or not 0 <= offsets[0] <= offsets[1]
     ):
         raise corrupt(f"data_offsets {offsets!r} are not [begin, end]")

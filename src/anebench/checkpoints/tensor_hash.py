@@ -1,8 +1,9 @@
 """The sha256 of one tensor's bytes, streamed in chunks and cached by file identity.
 
 Hashing a 1 GB head reads the whole tensor once (about a second); the cache makes every later run
-free. A cache entry is keyed by the resolved file path, its size and mtime and the tensor's byte range,
-so a rewritten file is hashed again. The cache is only an optimisation: any failure to read or write
+free. A cache entry is keyed by the resolved file path, its size, inode, mtime and ctime and the
+tensor's byte range, so a rewritten file is hashed again even when its mtime was set back (ctime cannot
+be set by a user), and a file replaced by another (new inode) too. The cache is only an optimisation: any failure to read or write
 it falls back to hashing, and entries are written atomically, one file per key, so concurrent runs
 never see half an entry.
 """
@@ -18,7 +19,7 @@ from ..errors import UserError
 from .safetensors_file import TensorEntry
 
 CHUNK_BYTES = 8 << 20
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: inode and ctime joined the key
 
 
 def cache_dir() -> Path:
@@ -56,6 +57,9 @@ def _cache_key(entry: TensorEntry) -> dict:
         "path": str(entry.path.resolve()),
         "size": stat.st_size,
         "mtime_ns": stat.st_mtime_ns,
+        "ctime_ns": stat.st_ctime_ns,
+        "inode": stat.st_ino,
+        "device": stat.st_dev,
         "offset": entry.offset,
         "nbytes": entry.nbytes,
     }
@@ -79,9 +83,9 @@ def tensor_sha256(entry: TensorEntry, use_cache: bool = True) -> str:
         pass
     value = stream_sha256(entry.path, entry.offset, entry.nbytes)
     try:
-        from ..results.files import atomic_write_text
+        from ..outputs import atomic_write_bytes
 
-        atomic_write_text(cached, json.dumps({"key": key, "sha256": value}, sort_keys=True))
-    except OSError:
+        atomic_write_bytes(cached, json.dumps({"key": key, "sha256": value}, sort_keys=True).encode())
+    except (OSError, UserError):
         pass  # a read-only cache costs a re-hash next time, nothing more
     return value

@@ -6,10 +6,12 @@ which is exact (bf16 is the top half of an fp32), because numpy has no bf16 type
 
 from __future__ import annotations
 
+import os
 from functools import cached_property
 
 import numpy as np
 
+from ..errors import UserError
 from .safetensors_file import TensorEntry
 from .tensor_hash import tensor_sha256
 
@@ -30,6 +32,11 @@ class CheckpointWeights:
                  use_hash_cache: bool = True):
         if entry.dtype not in MAPPED_DTYPES or len(entry.shape) != 2:
             raise ValueError(f"{entry.name}: a 2-D F32/F16/BF16 tensor is needed")
+        itemsize = MAPPED_DTYPES[entry.dtype].itemsize
+        if entry.offset % itemsize:
+            raise UserError(f"{entry.path}: tensor {entry.name!r} starts at byte {entry.offset}, not aligned to "
+                            f"its {itemsize}-byte elements; the checkpoint is malformed (rewrite it with "
+                            "safetensors' save_file)")
         self.entry = entry
         self.model = model
         self.reason = reason
@@ -71,8 +78,21 @@ class CheckpointWeights:
             "chosen_because": self.reason,
         }
 
+    def check_file(self) -> None:
+        """The file still holds the tensor: a file truncated under us would kill the process with
+        SIGBUS on the first mapped read, which Python cannot catch; this turns it into an error."""
+        needed = self.entry.offset + self.entry.nbytes
+        try:
+            size = os.stat(self.entry.path).st_size
+        except OSError as exc:
+            raise UserError(f"{self.entry.path}: cannot be read any more ({exc.strerror or exc})") from None
+        if size < needed:
+            raise UserError(f"{self.entry.path}: the file shrank to {size:,} bytes while in use; tensor "
+                            f"{self.entry.name!r} needs {needed:,} (was it rewritten or truncated?)")
+
     @cached_property
     def _mapped(self) -> np.ndarray:
+        self.check_file()
         return np.memmap(self.entry.path, dtype=MAPPED_DTYPES[self.dtype], mode="r",
                          offset=self.entry.offset, shape=self.shape)
 
@@ -81,6 +101,7 @@ class CheckpointWeights:
         rows = self.shape[0]
         if not 0 <= start <= stop <= rows:
             raise ValueError(f"rows [{start}, {stop}) outside 0..{rows}")
+        self.check_file()
         block = np.asarray(self._mapped[start:stop])
         return bf16_bits_to_float32(block) if self.dtype == "bf16" else block
 

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 
 import click
 from rich.markup import escape  # messages quote shapes like [vocab, hidden]
 
 from .. import __version__
 from ..errors import MeasurementError, UserError
+from ..report.escape import clean_text
 from .common import err_console
 
 
@@ -35,11 +38,27 @@ def _register_commands() -> None:
 _register_commands()
 
 
+def _terminate(signum: int, frame: object) -> None:
+    """SIGTERM unwinds like Ctrl-C: finished steps are saved, staging folders removed, the cursor shown."""
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> None:
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        _main(argv)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _main(argv: list[str] | None) -> None:
     try:
         app.main(args=argv, prog_name="anebench", standalone_mode=False)
     except click.exceptions.Abort:
-        err_console.print("aborted")
+        err_console.print("interrupted: nothing was saved")
         sys.exit(130)
     except click.UsageError as exc:
         command = exc.ctx.command_path if exc.ctx else "anebench"
@@ -50,13 +69,14 @@ def main(argv: list[str] | None = None) -> None:
         exc.show()
         sys.exit(exc.exit_code)
     except UserError as exc:
-        err_console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        err_console.print(f"[red]error:[/red] {escape(clean_text(str(exc)))}", highlight=False, soft_wrap=True)
         sys.exit(UserError.exit_code)
     except MeasurementError as exc:
-        err_console.print(f"[red]measurement refused:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        err_console.print(f"[red]measurement refused:[/red] {escape(clean_text(str(exc)))}", highlight=False,
+                          soft_wrap=True)
         sys.exit(MeasurementError.exit_code)
     except KeyboardInterrupt:
-        err_console.print("interrupted: nothing was saved")
+        err_console.print("interrupted: nothing was saved", highlight=False)
         sys.exit(130)
 
 

@@ -16,10 +16,18 @@ from ..workloads import resolve_workload
 from .common import err_console, out_console, progress_bar
 
 
+def check_bundle_dir(out: Path) -> None:
+    """--out is a folder for the bundle: a device, FIFO or file there is refused, not replaced."""
+    if out.is_symlink() and not out.exists():
+        raise UserError(f"--out {out}: a dangling symlink; give a directory")
+    if out.exists() and not out.is_dir():
+        kind = "a file" if out.is_file() else "not a directory (a device, FIFO or socket)"
+        raise UserError(f"--out {out}: is {kind}; give a directory")
+
+
 def copy_bundle(package: Path, out: Path) -> Path:
     """Copy the cached bundle into ``out`` (a directory), atomically: a temporary name, then a rename."""
-    if out.exists() and not out.is_dir():
-        raise UserError(f"--out {out}: is a file; give a directory")
+    check_bundle_dir(out)
     target = out / package.name
     staging = out / f".{package.name}.partial"
     previous = out / f".{package.name}.previous"  # the old bundle stays whole until the new one is in place
@@ -90,8 +98,15 @@ def build(workload: str, quant: str | None, lut_mode: str, repeat: int, tokens: 
     """Write WORKLOAD as a Core ML .mlpackage shaped for the Neural Engine (cached; reused next time)."""
     from ..artifacts import BuildSpec, build_or_reuse
     from ..artifacts._coremltools import coremltools as require_coremltools
+    from ..artifacts.cache import default_cache_dir
+    from ..artifacts.resources import check_build_resources
 
-    spec = BuildSpec.for_workload(resolve_workload(workload).with_tokens(tokens), quant, lut_mode=lut_mode, repeat=repeat,
+    resolved = resolve_workload(workload).with_tokens(tokens)
+    if out is not None:
+        check_bundle_dir(out)
+    # Memory and disk before anything is hashed or allocated (a checkpoint's hash reads every byte).
+    check_build_resources(resolved, quant, repeat, Path(cache_dir) if cache_dir else default_cache_dir(), out)
+    spec = BuildSpec.for_workload(resolved, quant, lut_mode=lut_mode, repeat=repeat,
                                   max_split_rows=max_split_rows)
     require_coremltools()  # a missing install is refused before the progress bar is drawn
     with progress_bar() as progress:
@@ -101,8 +116,13 @@ def build(workload: str, quant: str | None, lut_mode: str, repeat: int, tokens: 
         def advance(done: int, total: int) -> None:
             progress.update(task, completed=done, total=total)
 
-        artifact = build_or_reuse(spec, cache_dir, advance)
-        progress.update(task, description=f"{label} ready")
+        try:
+            artifact = build_or_reuse(spec, cache_dir, advance)
+        except (ValueError, RuntimeError, ImportError) as exc:  # from coremltools: the cache is left clean
+            first = (str(exc).strip().splitlines() or [""])[0][:300]
+            raise UserError(f"build {spec.workload.name} ({spec.quant}): coremltools failed: "
+                            f"{type(exc).__name__}: {first}") from None
+        progress.update(task, description=f"{spec.workload.name} ({spec.quant}) ready")
     package = copy_bundle(artifact.package, out) if out is not None else artifact.package
     table = summary_table(artifact.manifest, package, artifact.reused)
     if as_json:

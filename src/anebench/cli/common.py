@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
+import tempfile
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -18,8 +20,10 @@ from rich.table import Table
 from ..engines import best_engine, resolve_device, usable_engine
 from ..engines.base import Engine
 from ..errors import UserError
-from ..results.files import document_json, save_records
 from ..model import ResultRecord
+from ..outputs import check_target, write_new
+from ..report.escape import clean_text
+from ..results.files import document_json, save_records
 from ..session import preflight_memory
 from ..system.host import host_label
 from ..system.power import energy_line
@@ -42,6 +46,34 @@ class Target:
     device: str
 
 
+def _remember(ctx: click.Context, param: click.Parameter, value: object) -> object:
+    ctx.meta[f"anebench.{param.name}"] = value
+    return value
+
+
+def _meta(key: str, default: object = None) -> object:
+    ctx = click.get_current_context(silent=True)
+    return ctx.meta.get(f"anebench.{key}", default) if ctx is not None else default
+
+
+def add_input(path: Path) -> None:
+    """A file this command reads: no output of the command may replace it."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is not None:
+        ctx.meta.setdefault("anebench.inputs", []).append(Path(path))
+
+
+def protected_paths() -> list[tuple[Path, str]]:
+    """The command's inputs and, with --store, the results store: never an output."""
+    protected = [(p, "an input of this command") for p in _meta("inputs", []) or []]
+    if _meta("store"):
+        from ..results.store import default_db_path
+
+        db = _meta("db") or default_db_path()
+        protected.append((Path(db), "the results store (--db)"))
+    return protected
+
+
 def measuring_options(func: Callable) -> Callable:
     """--engine/--device/--workload/--out/--json, the same for `run` and every suite."""
     options = [
@@ -52,6 +84,8 @@ def measuring_options(func: Callable) -> Callable:
         click.option("--out", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None,
                      help="Where to save the results (default: a file named after host and time)."),
         click.option("--no-save", is_flag=True, help="Do not save a results file."),
+        click.option("--force", is_flag=True, expose_value=False, callback=_remember,
+                     help="Replace a read-only --out file."),
         click.option("--json", "as_json", is_flag=True, help="Print exactly one JSON document on stdout."),
     ]
     for option in reversed(options):
@@ -69,8 +103,12 @@ def resolve_targets(engine_names: tuple[str, ...], device: str | None) -> list[T
 def resolve_workloads(specs: tuple[str, ...], default: str = "llama_lm_head") -> list[Workload]:
     resolved = [resolve_workload(s) for s in (specs or (default,))]
     for workload in resolved:
+        entry = getattr(workload.source, "entry", None)  # a checkpoint's tensor file is an input
+        if entry is not None:
+            add_input(entry.path)
         if workload.source is not None:  # say which real weights are measured (e.g. the tensor chosen)
-            err_console.print(f"{workload.name}: {workload.note}", markup=False, highlight=False, soft_wrap=True)
+            err_console.print(clean_text(f"{workload.name}: {workload.note}"), markup=False, highlight=False,
+                              soft_wrap=True)
     return resolved
 
 
@@ -81,15 +119,51 @@ def preflight(targets: list[Target], workloads: list[Workload]) -> None:
 
 
 def check_out_path(out: Path | None) -> None:
-    if out is not None and out.exists() and out.is_dir():
-        raise UserError(f"--out {out}: is a directory; give a file name")
-    if out is not None and not out.parent.exists():
-        raise UserError(f"--out {out}: directory {out.parent} does not exist")
+    """Refuse, before anything is measured, an --out the output policy would refuse after."""
+    if out is not None:
+        check_target(out, "--out", bool(_meta("force")), protected_paths())
+
+
+def default_out_stem(suite: str) -> str:
+    """Unique per run: the time to the millisecond and the process id (parallel runs never collide;
+    the file is also created only if the name is free)."""
+    now = datetime.now()
+    return f"anebench-{suite}-{host_label()}-{now.strftime('%Y%m%dT%H%M%S')}.{now.microsecond // 1000:03d}-{os.getpid()}"
 
 
 def default_out_path(suite: str) -> Path:
-    stamp = datetime.now().strftime("%Y%m%dT%H%M%S")
-    return Path.cwd() / f"anebench-{suite}-{host_label()}-{stamp}.json"
+    return Path.cwd() / f"{default_out_stem(suite)}.json"
+
+
+def fallback_dir() -> Path:
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("anebench", appauthor=False)) / "unsaved"
+
+
+def keep_unsaved(records: list[ResultRecord], suite: str) -> Path | None:
+    """The records in the user data dir (or the temp dir) when they could not be saved where asked."""
+    data = document_json(records).encode()
+    for directory in (fallback_dir(), Path(tempfile.gettempdir())):
+        try:
+            return write_new(directory, default_out_stem(suite), ".json", data)
+        except (OSError, UserError):
+            continue
+    return None
+
+
+def save_results(records: list[ResultRecord], suite: str, out: Path | None) -> Path:
+    """Save under the output policy; if that fails, keep the records in a fallback file and say where."""
+    try:
+        if out is not None:
+            return save_records(out, records, "--out", bool(_meta("force")), protected_paths())
+        return write_new(Path.cwd(), default_out_stem(suite), ".json", document_json(records).encode())
+    except (OSError, UserError) as exc:
+        reason = str(exc) if isinstance(exc, UserError) else f"{exc.strerror or exc}"
+        kept = keep_unsaved(records, suite)
+        where = f"they are kept in {kept}" if kept else "and could not be kept anywhere: use --json"
+        raise UserError(f"could not save the {len(records)} measured record(s) "
+                        f"to {out or Path.cwd()}: {reason}; {where}") from None
 
 
 @contextmanager
@@ -118,7 +192,7 @@ def results_table(records: list[ResultRecord], title: str = "anebench results") 
         gbps = f"{record.gbps:.2f}" if record.gbps else "-"
         if record.device_gbps:
             gbps += f" (device {record.device_gbps:.2f})"
-        table.add_row(
+        table.add_row(*(clean_text(cell) for cell in (
             record.engine.name,
             record.engine.device,
             record.workload.name,
@@ -127,7 +201,7 @@ def results_table(records: list[ResultRecord], title: str = "anebench results") 
             timing,
             gbps,
             ", ".join(w.split(":", 1)[0] for w in record.warnings) or "-",
-        )
+        )))
     return table
 
 
@@ -136,18 +210,24 @@ def emit(records: list[ResultRecord], suite: str, out: Path | None, no_save: boo
     """Print the table (stderr under --json), save the records, print the JSON document if asked."""
     (err_console if as_json else out_console()).print(results_table(records, title))
     for record in records:
-        label = f"{record.engine.name}:{record.engine.device} {record.workload.name}"
+        label = clean_text(f"{record.engine.name}:{record.engine.device} {record.workload.name}")
         for line in ([record.engine.dtype_note] if record.engine.dtype_note else []) + record.warnings:
-            err_console.print(f"[yellow]{escape(label)}:[/yellow] {escape(line)}", highlight=False, soft_wrap=True)
+            err_console.print(f"[yellow]{escape(label)}:[/yellow] {escape(clean_text(line))}", highlight=False,
+                              soft_wrap=True)
         if record.energy is not None:
             err_console.print(f"{escape(label)}: energy {escape(energy_line(record.energy))}",
                               highlight=False, soft_wrap=True)
-    saved = None
+    saved, failure = None, None
     if not no_save:
-        saved = out or default_out_path(suite)
-        save_records(saved, records)
-        err_console.print(f"saved {len(records)} record(s) to {saved}")
+        try:
+            saved = save_results(records, suite, out)
+            err_console.print(f"saved {len(records)} record(s) to {escape(str(saved))}", highlight=False,
+                              soft_wrap=True)
+        except UserError as exc:
+            failure = exc
     if as_json:
         sys.stdout.write(document_json(records))
         sys.stdout.flush()
+    if failure is not None:
+        raise failure
     return saved

@@ -13,8 +13,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..errors import UserError
-from ..results.importers import IMPORTERS
 from ..model import ResultRecord
+from ..outputs import check_target
+from ..report.escape import clean_text
+from ..results.importers import IMPORTERS
 from ..results.store import IngestReport, open_store
 from ..results.validate import InvalidFile, load_result_file
 from .common import err_console, out_console
@@ -31,9 +33,9 @@ def db_option(func):
 
 
 def _print_problems(error: UserError) -> None:
-    err_console.print(f"[red]error:[/red] {escape(str(error))}", highlight=False, soft_wrap=True)
+    err_console.print(f"[red]error:[/red] {escape(clean_text(str(error)))}", highlight=False, soft_wrap=True)
     for line in getattr(error, "problems", [])[:200]:
-        err_console.print(f"  {line}", highlight=False, soft_wrap=True, markup=False)
+        err_console.print(f"  {clean_text(line)}", highlight=False, soft_wrap=True, markup=False)
 
 
 def ingest_files(store, paths: list[Path], loader: Loader) -> tuple[list[IngestReport], list[UserError]]:
@@ -75,7 +77,7 @@ def ingest(files: tuple[Path, ...], published: bool, source_format: str, db: Pat
     for column in ("source", "added", "duplicates"):
         table.add_column(column, justify="left" if column == "source" else "right")
     for report in reports:
-        table.add_row(escape(report.source_label), str(report.added), str(report.duplicates))
+        table.add_row(escape(clean_text(report.source_label)), str(report.added), str(report.duplicates))
     (err_console if as_json else out_console()).print(table)
     for failure in failures:
         _print_problems(failure)
@@ -96,26 +98,34 @@ def ingest(files: tuple[Path, ...], published: bool, source_format: str, db: Pat
               show_default=True, help="Output format.")
 @click.option("--out", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the report here (Markdown also writes its chart PNGs beside it).")
+@click.option("--force", is_flag=True, help="Replace a read-only --out file.")
 @db_option
-def report(fmt: str, out: Path | None, db: Path | None) -> None:
+def report(fmt: str, out: Path | None, force: bool, db: Path | None) -> None:
     """Generate the results matrix by chip from the store (tiers, utilisation, verdicts, coverage)."""
-    from ..report.build import render_report
+    from ..report.build import render_report, renderable
+    from ..results.store import default_db_path
 
-    if out is not None and out.exists() and out.is_dir():
-        raise UserError(f"--out {out}: is a directory; give a file name")
-    if out is not None and not out.parent.exists():
-        raise UserError(f"--out {out}: directory {out.parent} does not exist")
-    with open_store(db) as store:
-        records = store.records()
+    db_path = db if db is not None else default_db_path()
+    if out is not None:
+        check_target(out, "--out", force, [(db_path, "the results store (--db)")])
+    with open_store(db_path, create=False, readonly=True) as store:  # a reader never creates a database
+        rows = store.rows()
         source = f"store {store.path}"
-    if not records:
+    if not rows:
         raise UserError(f"--db {store.path}: the store is empty; run `anebench ingest --published` or "
                         "`anebench ingest FILE...` first")
-    text = render_report(records, fmt, out, source)
+    records, skipped = renderable(rows)
+    for record_id, why in skipped:
+        err_console.print(f"[yellow]warning:[/yellow] record {record_id[:16]} skipped: it cannot be rendered "
+                          f"({escape(clean_text(why))}); `anebench store remove {record_id[:16]}` deletes it",
+                          highlight=False, soft_wrap=True)
+    if not records:
+        raise UserError(f"--db {store.path}: no record in the store can be rendered")
+    text = render_report(records, fmt, out, source, force=force, protected=[(db_path, "the results store (--db)")])
     if out is None:
         sys.stdout.write(text)
     else:
-        err_console.print(f"wrote {fmt} report of {len(records)} record(s) to {out}")
+        err_console.print(f"wrote {fmt} report of {len(records)} record(s) to {escape(str(out))}", highlight=False)
 
 
 @click.command()
@@ -123,20 +133,38 @@ def report(fmt: str, out: Path | None, db: Path | None) -> None:
 @click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("."),
               show_default=True, help="Where to write the submission file and the issue body.")
 @click.option("--drop-host-ids", is_flag=True,
-              help="Remove the host fingerprint and machine model (keeps chip, OS and core counts).")
-def submit(result: Path, out_dir: Path, drop_host_ids: bool) -> None:
+              help="Remove the host fingerprint, machine model, host and login names, paths and private "
+                   "model folder names, everywhere (file names too).")
+@click.option("--force", is_flag=True, help="Replace read-only output files.")
+def submit(result: Path, out_dir: Path, drop_host_ids: bool, force: bool) -> None:
     """Validate RESULT.json and write a submission file plus a Markdown issue body (no network)."""
     from ..report.submission import write_submission
 
     if not out_dir.is_dir():
         raise UserError(f"--out-dir {out_dir}: no such directory")
     try:
-        submission, body = write_submission(result, out_dir, drop_host_ids)
+        submission, body = write_submission(result, out_dir, drop_host_ids, force)
     except InvalidFile as exc:
         _print_problems(exc)
         sys.exit(UserError.exit_code)
-    click.echo(f"submission: {submission}")
-    click.echo(f"issue body: {body}")
+    click.echo(f"submission: {clean_text(str(submission))}")
+    click.echo(f"issue body: {clean_text(str(body))}")
+
+
+@click.group()
+def store() -> None:
+    """Manage the results store."""
+
+
+@store.command("remove")
+@click.argument("record_ids", nargs=-1, required=True)
+@db_option
+def store_remove(record_ids: tuple[str, ...], db: Path | None) -> None:
+    """Delete records by id (at least 8 leading hex digits), e.g. one that a report skips."""
+    with open_store(db, create=False) as opened:
+        for prefix in record_ids:
+            removed = opened.remove(prefix.strip().lower())
+            err_console.print(f"removed record {removed} from {escape(str(opened.path))}", highlight=False)
 
 
 def store_measured(records: list[ResultRecord], db: Path | None) -> None:
@@ -179,17 +207,17 @@ def show_family_comparison(records: list[ResultRecord], console: Console) -> Non
         for column in ("chip", "config", "engine:device", "GB/s", "latency ms", "source"):
             table.add_column(column, justify="right" if column in ("GB/s", "latency ms") else "left")
         for row in rows:
-            table.add_row(row.chip, row.config or "-", row.engine,
+            table.add_row(clean_text(row.chip), clean_text(row.config or "-"), clean_text(row.engine),
                           f"{row.gbps:.2f}" if row.gbps else "-",
-                          f"{row.latency_ms:.2f} ({row.statistic})" if row.latency_ms else "-", row.source,
+                          f"{row.latency_ms:.2f} ({row.statistic})" if row.latency_ms else "-", clean_text(row.source),
                           style="bold" if row.yours else None)
         console.print(table)
     for note in notes:
-        console.print(note, highlight=False, markup=False, soft_wrap=True)
+        console.print(clean_text(note), highlight=False, markup=False, soft_wrap=True)
 
 
 def register(app: click.Group) -> None:
-    for command in (ingest, report, submit):
+    for command in (ingest, report, submit, store):
         app.add_command(command)
 
 

@@ -38,15 +38,16 @@ from .common import (
     resolve_targets,
     resolve_workloads,
 )
+from .params import RUNS, TIME_BUDGET, WARMUP
 from .results import finish_run, store_options
 
 
 def run_options(func):
-    func = click.option("--warmup", type=click.IntRange(min=0), default=None,
+    func = click.option("--warmup", type=WARMUP, default=None,
                         help="Fixed warmup count (default: warm up until steady, capped).")(func)
-    func = click.option("--time-budget", type=click.FloatRange(min=0, min_open=True), default=None,
+    func = click.option("--time-budget", type=TIME_BUDGET, default=None,
                         help="Stop timing after this many seconds of calls (at least one run).")(func)
-    func = click.option("--runs", "-n", type=click.IntRange(min=1), default=300, show_default=True,
+    func = click.option("--runs", "-n", type=RUNS, default=300, show_default=True,
                         help="Timed calls per measurement.")(func)
     return func
 
@@ -83,9 +84,9 @@ def mitigation_options(func):
     """The idle-state mitigations of a Core ML run; each is recorded in method.mitigations."""
     func = click.option("--repeat", type=click.IntRange(1, 64), default=1, show_default=True,
                         help="Core ML: the bundle reads R distinct weight sets per call (longer ANE tasks).")(func)
-    func = click.option("--batch", "deprecated_batch", type=click.IntRange(min=1), default=None, hidden=True,
+    func = click.option("--batch", "deprecated_batch", type=click.IntRange(1, 4096), default=None, hidden=True,
                         help="Deprecated name of --predicts-per-call.")(func)
-    func = click.option("--predicts-per-call", "predicts", type=click.IntRange(min=1), default=1,
+    func = click.option("--predicts-per-call", "predicts", type=click.IntRange(1, 4096), default=1,
                         show_default=True,
                         help="Core ML: K predicts per call, each re-reading every weight (longer calls; not "
                              "a batch: for several tokens per weight read build with --tokens).")(func)
@@ -152,19 +153,31 @@ def run(engines, device, workloads, out: Path | None, no_save: bool, as_json: bo
     if busy:  # said before measuring, so the user can stop and retry on a quiet machine
         err_console.print(f"warning: {busy}", highlight=False, soft_wrap=True)
     records = []
-    with progress_bar() as progress:
-        for step in steps:
-            label = f"{step.engine.name}:{step.device} {step.workload.name}"
-            task = progress.add_task(f"{label} (loading)", total=options.runs)
+    interrupted = False
+    with progress_bar() as progress:  # its exit restores the cursor, however the loop ends
+        try:
+            for step in steps:
+                label = f"{step.engine.name}:{step.device} {step.workload.name}"
+                task = progress.add_task(f"{label} (loading)", total=options.runs)
 
-            def advance(done: int, total: int, task=task, label=label) -> None:
-                progress.update(task, completed=done, description=label)
+                def advance(done: int, total: int, task=task, label=label) -> None:
+                    progress.update(task, completed=done, description=label)
 
-            with mitigations.awake() as awake:
-                record = measure_workload(step.engine, step.device, step.workload,
-                                          mitigations.options(options, step), advance,
-                                          on_prepared=awake.on_prepared, phase=awake.phase)
-                records.append(awake.annotate(record))
+                with mitigations.awake() as awake:
+                    record = measure_workload(step.engine, step.device, step.workload,
+                                              mitigations.options(options, step), advance,
+                                              on_prepared=awake.on_prepared, phase=awake.phase)
+                    records.append(awake.annotate(record))
+        except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (cli.main turns it into the same)
+            if not records:
+                raise
+            interrupted = True
+    if interrupted:
+        saved = emit(records, "run", out, no_save, as_json)
+        where = f"saved to {saved}" if saved else "not saved (--no-save)"
+        err_console.print(f"interrupted: the {len(records)} finished step(s) of {len(steps)} are {where}",
+                          markup=False, highlight=False, soft_wrap=True)
+        raise SystemExit(130)
     emit(records, "run", out, no_save, as_json)
     finish_run(records, as_json)  # --store, and the figure beside the published ones
     hint = concurrency_hint(describe_host().chip) if campaign else None

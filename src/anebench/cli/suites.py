@@ -1,7 +1,7 @@
 """`anebench sweep | roofline | latency | compute | concurrent`: the suites beyond one number.
 
 Each command takes the same --engine/--device/--workload/--out/--no-save/--json as `anebench run`,
-saves records in the same schema (the suite's analysis in each record's extras), prints a table, and
+saves records in the same schema (the suite's analysis in each record's typed section), prints a table, and
 writes its plots beside the results file (or at --plot STEM).
 """
 
@@ -22,6 +22,7 @@ from ..suites.common import ProgressFactory, with_dtype
 from ..workloads import resolve_workload
 from .common import (
     PIPED_WIDTH,
+    add_input,
     check_out_path,
     emit,
     err_console,
@@ -32,6 +33,7 @@ from .common import (
     resolve_workloads,
 )
 from .plans import coreml_only_target, dry_run_option, measuring_targets, show_plan
+from .params import MEBIBYTES, MEBIBYTES_OR_ZERO, RUNS, TIME_BUDGET, WARMUP
 from .run import options_from, power_option
 
 
@@ -48,11 +50,11 @@ def max_tokens_option(func):
 def timing_options(runs: int, budget: float | None):
     """--runs/--time-budget/--warmup as in `run`, with defaults that suit the suite."""
     def decorate(func):
-        func = click.option("--warmup", type=click.IntRange(min=0), default=None,
+        func = click.option("--warmup", type=WARMUP, default=None,
                             help="Fixed warmup count (default: warm up until steady, capped).")(func)
-        func = click.option("--time-budget", type=click.FloatRange(min=0, min_open=True), default=budget,
+        func = click.option("--time-budget", type=TIME_BUDGET, default=budget,
                             show_default=True, help="Stop each measurement after this many seconds of calls.")(func)
-        func = click.option("--runs", "-n", type=click.IntRange(min=1), default=runs, show_default=True,
+        func = click.option("--runs", "-n", type=RUNS, default=runs, show_default=True,
                             help="Timed calls per measurement.")(func)
         return click.option("--plot", "plot_stem", type=click.Path(dir_okay=False, path_type=Path), default=None,
                             help="Write the plots to STEM.png and STEM.svg (default: beside the results).")(func)
@@ -101,12 +103,12 @@ def suite_options(runs, time_budget, warmup, suite, power) -> RunOptions:
 @measuring_options
 @timing_options(runs=50, budget=2.0)
 @power_option
-@click.option("--min-mb", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--min-mb", type=MEBIBYTES, default=None,
               help="Smallest weight size in MiB (default 1).")
-@click.option("--max-mb", type=click.FloatRange(min=0, min_open=True), default=None,
+@click.option("--max-mb", type=MEBIBYTES, default=None,
               help="Largest weight size in MiB (default 8x the device's cache, 1024 when unknown).")
-@click.option("--points", type=click.IntRange(min=2), default=None, help="Sizes to measure (default 12).")
-@click.option("--cache-mb", type=click.FloatRange(min=0), default=None,
+@click.option("--points", type=click.IntRange(2, 1000), default=None, help="Sizes to measure (default 12).")
+@click.option("--cache-mb", type=MEBIBYTES_OR_ZERO, default=None,
               help="The device's last-level cache in MiB for the knee (default: detected; 0: unknown, "
                    "the knee is found from the data).")
 @click.option("--quick", is_flag=True, help="7 sizes, 15 runs and 0.5 s each: a first look.")
@@ -186,7 +188,7 @@ def sweep(engines, device, workloads, out, no_save, as_json, plot_stem, runs, ti
 @measuring_options
 @timing_options(runs=30, budget=5.0)
 @power_option
-@click.option("--max-batch", type=click.IntRange(min=2), default=1024, show_default=True,
+@click.option("--max-batch", type=click.IntRange(2, 1 << 20), default=1024, show_default=True,
               help="Largest batch; the sweep stops earlier once clearly compute-bound.")
 @max_tokens_option
 @dry_run_option
@@ -261,9 +263,11 @@ def latency(engines, device, workloads, out, no_save, as_json, plot_stem, runs, 
 
     targets = resolve_targets(engines, device)
     specs = resolve_workloads(workloads) if workloads else [None]  # None: the smallest the engine accepts
-    check_out_path(out)
     options = suite_options(runs, time_budget, warmup, "latency", power)
-    saved_sweep = load_records(sweep_file) if sweep_file else []
+    if sweep_file:
+        add_input(sweep_file)
+    check_out_path(out)
+    saved_sweep = load_saved_sweep(sweep_file) if sweep_file else []
     records, fits = [], []
     with progress_bar() as progress:
         factory = progress_factory(progress)
@@ -309,7 +313,7 @@ def latency(engines, device, workloads, out, no_save, as_json, plot_stem, runs, 
 @measuring_options
 @timing_options(runs=20, budget=3.0)
 @power_option
-@click.option("--batch", "-b", type=click.IntRange(min=2), default=512, show_default=True,
+@click.option("--batch", "-b", type=click.IntRange(2, 1 << 20), default=512, show_default=True,
               help="Input vectors per call: large enough to be compute-bound.")
 @click.option("--dtype", "dtypes", multiple=True, type=click.Choice(["fp32", "fp16", "bf16"]),
               help="Weight dtype (repeatable; default: the workload's).")
@@ -366,7 +370,7 @@ def compute(engines, device, workloads, out, no_save, as_json, plot_stem, runs, 
 @measuring_options
 @timing_options(runs=50, budget=10.0)
 @power_option
-@click.option("--copies", type=click.IntRange(min=2), default=None,
+@click.option("--copies", type=click.IntRange(2, 256), default=None,
               help="Copies to run at once (default 2, or one per device with --devices).")
 @click.option("--processes", "mode", flag_value="processes", default=None,
               help="Run the copies as spawned processes (the default where threads cannot overlap).")
@@ -429,6 +433,14 @@ def concurrent(engines, device, workloads, out, no_save, as_json, plot_stem, run
         title = f"concurrent {target.engine.name} {base.name} x{result.plan.copies} ({result.plan.mode})"
         write_plot(stem_for(plot_stem, saved, "concurrent", f"{i}-{target.engine.name}-{target.device}",
                             len(results) > 1), plot_concurrency, result.analysis.as_dict(), title)
+
+
+def load_saved_sweep(path: Path) -> list:
+    """A saved sweep's records; a crafted or damaged file is one line naming the flag, not a traceback."""
+    try:
+        return load_records(path)
+    except UserError as exc:
+        raise UserError(f"--sweep {path}: malformed sweep file; give one saved by `anebench sweep` ({exc})") from None
 
 
 def overhead_text(overhead_us: float, se_us: float | None) -> str:

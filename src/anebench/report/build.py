@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import UserError
+from ..model import ResultRecord, utc_now
+from ..outputs import Protected
 from ..results.aggregate import Aggregate, aggregate
 from ..results.files import atomic_write_bytes, atomic_write_text
-from ..model import ResultRecord, utc_now
 from .csvjson import render_csv, render_json
 from .energy import energy_sections
 from .html import render_html
@@ -44,7 +45,32 @@ def _slug(key: tuple) -> str:
     return "-".join("".join(ch if ch.isalnum() else "_" for ch in str(part))[:40] for part in parts)
 
 
-def render_report(records: list[ResultRecord], fmt: str, out: Path | None, source: str) -> str:
+def renderable(rows: list[tuple[str, str]]) -> tuple[list[ResultRecord], list[tuple[str, str]]]:
+    """(records a report can show, [(id, why) of those it cannot]) from the store's (id, JSON) rows.
+
+    Each record is loaded and put through the report's aggregation and tables on its own, so that one
+    odd record (an old schema, a value of an unexpected type) is skipped by name instead of taking the
+    whole report down.
+    """
+    good: list[ResultRecord] = []
+    skipped: list[tuple[str, str]] = []
+    for record_id, body in rows:
+        try:
+            record = ResultRecord.model_validate_json(body)
+            agg = aggregate([record])
+            sections(agg)
+            render_csv(agg)
+            render_json(agg, {})
+        except Exception as exc:  # noqa: BLE001 - any failure of one record skips that record only
+            first = str(exc).splitlines()[0] if str(exc) else ""
+            skipped.append((record_id, f"{type(exc).__name__}: {first}"[:200]))
+            continue
+        good.append(record)
+    return good, skipped
+
+
+def render_report(records: list[ResultRecord], fmt: str, out: Path | None, source: str, force: bool = False,
+                  protected: Protected = ()) -> str:
     """The report text; with ``out``, also writes it (and Markdown's chart PNGs beside it)."""
     if fmt not in FORMATS:
         raise UserError(f"--format {fmt!r} is not supported; valid: {', '.join(FORMATS)}")
@@ -61,11 +87,11 @@ def render_report(records: list[ResultRecord], fmt: str, out: Path | None, sourc
         if out is not None:
             for key, png in charts(agg).items():
                 name = f"{out.stem}-{_slug(key)}.png"
-                atomic_write_bytes(out.parent / name, png)
+                atomic_write_bytes(out.parent / name, png, "--out chart", force, protected)
                 links[key] = name
         else:
             header.append("Charts: give --out PATH to write them beside the report, or use --format html.")
         text = render_markdown(header, all_sections(agg, records), links)
     if out is not None:
-        atomic_write_text(out, text)
+        atomic_write_text(out, text, "--out", force, protected)
     return text

@@ -50,4 +50,4 @@ def render_json(agg: Aggregate, header: dict) -> str:
         "excluded": [asdict(e) for e in agg.excluded],
         "rules": agg.rules,
     }
-    return json.dumps(document, indent=1, ensure_ascii=False) + "\n"
+    return json.dumps(document, indent=1, ensure_ascii=True) + "\n"  # control and bidi characters escaped

@@ -7,17 +7,29 @@ import re
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
+# C0 controls but tab and newline, DEL, C1 controls, and the bidirectional overrides, embeddings and
+# isolates (U+202A-U+202E, U+2066-U+2069) and marks that can make text read differently than it is.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def clean_text(value: object, keep_newlines: bool = True) -> str:
+    """The text with every control character shown as a visible escape (ESC -> \\x1b, RLO -> \\u202e):
+    a contributor's string can neither drive a terminal nor reorder what a reader sees."""
+    text = str(value)
+    if not keep_newlines:
+        text = text.replace("\n", " ").replace("\t", " ")
+    return _CONTROL.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"), text)
 
 
 def md_cell(value: object) -> str:
     """One Markdown table cell: no pipes, backticks, brackets or raw HTML can take effect."""
-    text = " ".join(str(value).split())  # a newline would end the table row
+    text = " ".join(clean_text(value).split())  # a newline would end the table row
     text = html.escape(text, quote=True)  # <script> becomes text; & stays literal
     return _MD_SPECIAL.sub(r"\\\1", text)
 
 
 def html_text(value: object) -> str:
-    return html.escape(str(value), quote=True)
+    return html.escape(clean_text(value), quote=True)
 
 
 def csv_cell(value: object) -> object:
@@ -26,5 +38,5 @@ def csv_cell(value: object) -> object:
     Numbers pass through unchanged (a negative number is data, not a formula)."""
     if isinstance(value, (int, float)) or value is None:
         return value
-    text = str(value)
+    text = clean_text(value, keep_newlines=False)
     return "'" + text if text.startswith(FORMULA_STARTS) else text

@@ -2,21 +2,73 @@
 
 from __future__ import annotations
 
+import getpass
+import re
+import socket
 from pathlib import Path
 
 from ..errors import UserError
-from ..results.files import atomic_write_text, document_json
 from ..model import ResultRecord
+from ..outputs import check_target
+from ..results.files import atomic_write_text, document_json
 from ..results.store import record_chip
 from ..results.validate import load_result_file
 from ..system.chips import lookup_chip
+from ..system.host import host_label
 from .escape import md_cell
+
+DROPPED = "<dropped>"
+# Absolute paths under a home or a private folder, with or without a user name in them.
+_PATH = re.compile(r"(?<![\w.])(?:[A-Za-z]:)?(?:/|\\)(?:Users|home|root|private|var|tmp|mnt|media|Volumes|opt|srv|data|work)"
+                   r"(?:[/\\][^\s\"'`|,;:]*)?")
+
+
+def _identifying_strings(record: ResultRecord) -> list[str]:
+    """Strings that name this machine or its owner: host and login names, home folder, and a local
+    checkpoint's folder and file names (a model found in the Hugging Face cache keeps its public name)."""
+    found = {socket.gethostname(), socket.gethostname().split(".")[0], host_label(), Path.home().name}
+    try:
+        found.add(getpass.getuser())
+    except (KeyError, OSError):
+        pass
+    origin = record.workload.origin
+    model, file = origin.get("model"), origin.get("file")
+    from_hub = bool(origin.get("revision"))
+    if isinstance(model, str) and model and not from_hub:
+        found.add(model)
+    if isinstance(file, str) and file:
+        found.update(part for part in Path(file).parts[:-1] if part not in ("/", "\\"))
+    return sorted((s for s in found if s and len(s) >= 2 and s not in COMMON_WORDS), key=len, reverse=True)
+
+
+COMMON_WORDS = {"root", "user", "home", "model", "models", "anebench", "localhost", "snapshots", "hub", "cache",
+                "huggingface", "Users", "work", "data", "tmp", "var", "private", "lm_head", "weight", "fp16",
+                "fp32", "bf16", "coreml", "numpy", "torch", "mlx", "cpu", "gpu", "ane", "run"}
+
+
+def _scrub(value: object, secrets: list[str]) -> object:
+    if isinstance(value, str):
+        text = _PATH.sub(DROPPED, value)
+        for secret in secrets:  # whole words only: a host called "mac" leaves "macOS" alone
+            text = re.sub(rf"(?<![A-Za-z0-9]){re.escape(secret)}(?![A-Za-z0-9])", DROPPED, text)
+        return text
+    if isinstance(value, dict):
+        return {k: _scrub(v, secrets) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrub(v, secrets) for v in value]
+    return value
 
 
 def drop_host_identifiers(record: ResultRecord) -> ResultRecord:
-    """Keep what a comparison needs (chip, OS, cores, memory); drop what identifies the machine."""
+    """Keep what a comparison needs (chip, OS, cores, memory, the workload's fingerprint); remove what
+    identifies the machine or its owner everywhere in the record: the host fingerprint and machine
+    model, host and login names, absolute paths and a local checkpoint's folder names."""
     host = record.host.model_copy(update={"fingerprint": "", "machine_model": None})
-    return record.model_copy(update={"host": host, "id": None}).with_id()
+    body = record.model_copy(update={"host": host, "id": None}).model_dump(mode="json", by_alias=True)
+    for key in ("file",):
+        body["workload"]["origin"].pop(key, None)
+    scrubbed = _scrub(body, _identifying_strings(record))
+    return ResultRecord.model_validate(scrubbed).with_id()
 
 
 def issue_body(records: list[ResultRecord], submission_name: str, anonymized: bool) -> str:
@@ -46,15 +98,20 @@ def issue_body(records: list[ResultRecord], submission_name: str, anonymized: bo
     return "\n".join(lines)
 
 
-def write_submission(result: Path, out_dir: Path, anonymize: bool) -> tuple[Path, Path]:
+def write_submission(result: Path, out_dir: Path, anonymize: bool, force: bool = False) -> tuple[Path, Path]:
     records = load_result_file(result)
     if not records:
         raise UserError(f"{result}: the results document holds no records; nothing to submit")
     if anonymize:
         records = [drop_host_identifiers(r) for r in records]
-    stem = result.name.removesuffix(".json")
+        stem = f"anebench-submission-{records[0].id[:12]}"  # the input's name may hold the host name
+    else:
+        stem = result.name.removesuffix(".json")
     submission = out_dir / f"{stem}.submission.json"
     body = out_dir / f"{stem}.issue.md"
-    atomic_write_text(submission, document_json(records))
-    atomic_write_text(body, issue_body(records, submission.name, anonymize))
+    protected = [(result, "the RESULT file being submitted")]
+    for target in (submission, body):  # both refused, or neither written
+        check_target(target, "submission file", force, protected)
+    atomic_write_text(submission, document_json(records), "submission file", force, protected)
+    atomic_write_text(body, issue_body(records, submission.name, anonymize), "issue body", force, protected)
     return submission, body

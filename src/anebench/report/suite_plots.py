@@ -1,6 +1,6 @@
 """Plots of the suites (sweep, roofline, concurrency), PNG and SVG, with matplotlib's Agg backend.
 
-Each function takes a suite's analysis (the dicts the records carry in ``extras``) and a path stem, and
+Each function takes a suite's analysis (the analyses the suites return) and a path stem, and
 writes ``STEM.png`` and ``STEM.svg`` atomically; it returns the paths written.
 """
 

@@ -7,17 +7,20 @@ no-op because its id is the sha256 of its content. Reports only read from here.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import platformdirs
 
 from ..errors import UserError
-from ..system.chips import chip_key
 from ..model import ResultRecord, utc_now
-from .validate import InvalidFile, validate_records
+from ..system.chips import chip_key
+from .validate import InvalidFile, record_chip, validate_records
 
+T = TypeVar("T")
 STORE_SCHEMA = "anebench.store/1"
 DB_FILENAME = "results.sqlite"
 
@@ -68,15 +71,6 @@ class IngestReport:
         return self.added + self.duplicates
 
 
-def record_chip(record: ResultRecord) -> str | None:
-    """The chip a figure belongs to: the GPU for CUDA devices, else the host's chip."""
-    if record.engine.device.startswith("cuda"):
-        gpu = record.engine.details.get("gpu")
-        if isinstance(gpu, str) and gpu:
-            return gpu
-    return record.host.chip
-
-
 class Store:
     def __init__(self, connection: sqlite3.Connection, path: Path):
         self._db = connection
@@ -97,6 +91,9 @@ class Store:
         problems = validate_records(prepared, source_label)
         if problems:
             raise InvalidFile(source_label, problems)
+        return with_retries(lambda: self._insert(prepared, source_label), self.path)
+
+    def _insert(self, prepared: list[ResultRecord], source_label: str) -> IngestReport:
         report = IngestReport(source_label)
         now = utc_now().isoformat()
         with self._db:  # one transaction: committed on success, rolled back on any exception
@@ -131,47 +128,136 @@ class Store:
         if provenance:
             query += " WHERE provenance = ?"
             args = (provenance,)
-        rows = self._db.execute(query + " ORDER BY created, id", args).fetchall()
+        rows = with_retries(lambda: self._db.execute(query + " ORDER BY created, id", args).fetchall(), self.path)
         return [ResultRecord.model_validate_json(body) for (body,) in rows]
 
+    def rows(self) -> list[tuple[str, str]]:
+        """(id, stored JSON) of every record, for readers that must survive a record they cannot load."""
+        query = "SELECT id, body FROM records ORDER BY created, id"
+        return with_retries(lambda: self._db.execute(query).fetchall(), self.path)
+
     def count(self) -> int:
-        return self._db.execute("SELECT COUNT(*) FROM records").fetchone()[0]
+        return with_retries(lambda: self._db.execute("SELECT COUNT(*) FROM records").fetchone()[0], self.path)
+
+    def remove(self, prefix: str) -> str:
+        """Delete the one record whose id starts with ``prefix`` (at least 8 hex digits); its full id."""
+        if not (8 <= len(prefix) <= 64 and all(c in "0123456789abcdef" for c in prefix)):
+            raise UserError(f"record id {prefix[:80]!r}: give at least 8 hex digits of an id")
+
+        def delete() -> str:
+            with self._db:
+                found = self._db.execute("SELECT id FROM records WHERE id LIKE ? || '%' LIMIT 2",
+                                         (prefix,)).fetchall()
+                if not found:
+                    raise UserError(f"record {prefix}: no record in {self.path} has this id")
+                if len(found) > 1:
+                    raise UserError(f"record {prefix}: more than one record starts with it; give more digits")
+                self._db.execute("DELETE FROM records WHERE id = ?", (found[0][0],))
+                return str(found[0][0])
+
+        return with_retries(delete, self.path)
 
 
-def open_store(path: Path | str | None = None) -> Store:
-    """Open (creating if needed) the store at ``path``, default: the platform's user data dir."""
+BUSY_TIMEOUT_S = 30.0  # how long a writer waits for another process's transaction
+RETRIES = 3  # whole attempts after a busy timeout, with a short pause between them
+
+
+def describe_sqlite_error(exc: sqlite3.Error, path: Path) -> str:
+    """One line naming what went wrong with the database at ``path``."""
+    text = str(exc).lower()
+    if "locked" in text or "busy" in text:
+        return (f"--db {path}: the database is locked by another process (waited {BUSY_TIMEOUT_S:.0f} s, "
+                f"{RETRIES} attempts); try again when it has finished")
+    if "readonly" in text or "read-only" in text:
+        return f"--db {path}: the database (or its folder) is read-only; give a writable --db"
+    if "malformed" in text or "not a database" in text or "encrypted" in text:
+        return f"--db {path}: not an anebench results database: not SQLite, or damaged ({exc}); give another --db"
+    if "full" in text:
+        return f"--db {path}: the disk is full; nothing was stored"
+    if "unable to open" in text:
+        return f"--db {path}: cannot open the database file (missing folder or permissions)"
+    if "disk i/o" in text:
+        return f"--db {path}: an I/O error while using the database ({exc})"
+    return f"--db {path}: database error ({exc})"
+
+
+def with_retries(action: Callable[[], T], path: Path) -> T:
+    """Run ``action``; a busy database is retried, every SQLite failure becomes a one-line UserError."""
+    for attempt in range(RETRIES):
+        try:
+            return action()
+        except sqlite3.OperationalError as exc:
+            if ("locked" in str(exc) or "busy" in str(exc)) and attempt + 1 < RETRIES:
+                time.sleep(0.2 * (attempt + 1))
+                continue
+            raise UserError(describe_sqlite_error(exc, path)) from None
+        except sqlite3.Error as exc:
+            raise UserError(describe_sqlite_error(exc, path)) from None
+    raise AssertionError("unreachable")
+
+
+def open_store(path: Path | str | None = None, create: bool = True, readonly: bool = False) -> Store:
+    """Open the store at ``path`` (default: the platform's user data dir); ``create``: make it if absent.
+
+    Without ``create`` no file or folder is ever made (``report``, ``store remove``); ``readonly``
+    (``report``) opens the database so that it cannot be changed either.
+    """
     path = Path(path) if path is not None else default_db_path()
     if path.exists() and path.is_dir():
         raise UserError(f"--db {path}: is a directory; give a database file name")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        connection = sqlite3.connect(path)
+    if path.exists() and not path.is_file():
+        raise UserError(f"--db {path}: not a regular file (a device or FIFO); give a database file")
+    if not create and not path.exists():
+        raise UserError(f"--db {path}: no such database; run `anebench ingest` first or give an existing --db")
+
+    def connect() -> sqlite3.Connection:
+        if create:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            connection = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S)
+        else:
+            mode = "ro" if readonly else "rw"  # "rw" fails on a missing file instead of creating it
+            connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode={mode}", timeout=BUSY_TIMEOUT_S, uri=True)
         try:
-            _prepare(connection, path)
+            _prepare(connection, path, create)
         except BaseException:
             connection.close()  # a refused file is left as it was, not held open
             raise
-    except sqlite3.DatabaseError as exc:
-        raise UserError(f"--db {path}: not an anebench results database ({exc})") from None
+        return connection
+
+    try:
+        connection = with_retries(connect, path)
     except OSError as exc:
         raise UserError(f"--db {path}: cannot create the database ({exc.strerror})") from None
     return Store(connection, path)
 
 
-def _prepare(connection: sqlite3.Connection, path: Path) -> None:
+def _prepare(connection: sqlite3.Connection, path: Path, create: bool = True) -> None:
     """Create the tables of a new store. Another store schema, or another program's database, is
-    refused before anything is written to it."""
-    tables = {name for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    found = None
-    if "meta" in tables:
-        found = connection.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
-    if found is not None and found[0] != STORE_SCHEMA:
-        raise UserError(f"--db {path}: store schema {found[0]!r}; this anebench reads {STORE_SCHEMA}")
-    if tables and found is None:
-        shown = ", ".join(sorted(tables)[:5])
-        raise UserError(f"--db {path}: a SQLite database of something else (tables {shown}); give a new file "
-                        "or an anebench results database")
-    with connection:
-        connection.executescript(_DDL)
-        if found is None:
-            connection.execute("INSERT INTO meta (key, value) VALUES ('schema', ?)", (STORE_SCHEMA,))
+    refused before anything is written to it. Several processes creating one new store at once take
+    turns: the check and the creation run in one write transaction (BEGIN IMMEDIATE)."""
+    if create:
+        connection.execute("BEGIN IMMEDIATE")
+    try:
+        tables = {name for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        found = None
+        if "meta" in tables:
+            found = connection.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        if found is not None and found[0] != STORE_SCHEMA:
+            raise UserError(f"--db {path}: store schema {found[0]!r}; this anebench reads {STORE_SCHEMA}")
+        if tables and found is None:
+            shown = ", ".join(sorted(tables)[:5])
+            raise UserError(f"--db {path}: a SQLite database of something else (tables {shown}); give a new "
+                            "file or an anebench results database")
+        if not create:
+            if found is None:
+                raise UserError(f"--db {path}: an empty database, not an anebench results store")
+            return
+        for statement in _DDL.split(";"):
+            if statement.strip():
+                connection.execute(statement)
+        connection.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('schema', ?)", (STORE_SCHEMA,))
+        connection.execute("COMMIT")
+    except BaseException:
+        if connection.in_transaction:
+            connection.execute("ROLLBACK")
+        raise

@@ -12,14 +12,142 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from ..errors import UserError
-from .files import read_json_file
 from ..model import DOCUMENT_SCHEMA, OLD_DOCUMENT_SCHEMAS, ResultRecord
+from ..system.chips import lookup_chip
+from .files import read_json_file
 
 # A stated GB/s and a stated latency must agree with the stated bytes within this fraction; the
 # published figures are rounded to 2-3 digits, which is well inside it.
 CONSISTENCY_TOLERANCE = 0.03
 MIN_LATENCY_S = 1e-6  # no timer used here resolves a weight-streaming call shorter than this
 MAX_PROBLEMS_SHOWN = 50
+# A measured figure may exceed the chip's published memory bandwidth by this fraction (rounding of
+# the published figure, a slightly faster memory configuration); more is a timing or unit error.
+BANDWIDTH_MARGIN = 1.10
+# Bound for a device the chip catalog does not know: above every memory system shipping (HBM3e GPUs
+# reach 8 TB/s). Stated in the refusal so that a contributor can see it.
+UNKNOWN_DEVICE_BOUND_GBPS = 20_000.0
+# Weights that may fit in a cache stream from SRAM, far faster than DRAM: the bound is this multiple of
+# the memory bandwidth (or the unknown-device bound, whichever is larger).
+CACHE_RESIDENT_FACTOR = 20.0
+ASSUMED_MAX_CACHE_BYTES = 128 * 1024 * 1024  # when not stated: above every catalog chip's (M2 Ultra: 96 MB)
+CACHE_FACTOR = 4  # STREAM's rule, as measure.stats applies it
+MAX_MULTIPLIER = 64 * 4096  # --repeat (<= 64) x --batch (<= 4096): reads of the weights per call
+QUANT_BITS = {"lut4": 4, "lut6": 6, "int8": 8}
+DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
+QUANT_TOLERANCE = 0.02  # a quantised bundle adds lookup tables, scales and blob headers to the indices
+PUBLISHED_SOURCES = ("anebench:",)  # source labels of the packaged data; nothing else may be "published"
+
+
+def record_chip(record: ResultRecord) -> str | None:
+    """The chip a figure belongs to: the GPU for CUDA devices, else the host's chip."""
+    if record.engine.device.startswith("cuda"):
+        gpu = record.engine.details.get("gpu")
+        if isinstance(gpu, str) and gpu:
+            return gpu
+    return record.host.chip
+
+
+def may_be_cache_resident(record: ResultRecord) -> bool:
+    if any(w.startswith("cache-resident") for w in record.warnings):
+        return True
+    cache = record.host.llc_bytes or ASSUMED_MAX_CACHE_BYTES
+    return record.workload.weight_bytes < CACHE_FACTOR * cache
+
+
+def gbps_bound(record: ResultRecord) -> tuple[float, str]:
+    """(the highest GB/s this record can honestly show, why): the chip catalog's memory bandwidth
+    plus a margin, a generous cache bound for weights that may fit in a cache, or the stated bound
+    for a device the catalog does not know."""
+    name = record_chip(record)
+    chip = lookup_chip(name)
+    if chip is None or not chip.bandwidth_known or chip.bandwidth_gbps_max is None:
+        what = f"{name!r} is not in the chip catalog" if chip is None else f"{chip.key} has no published bandwidth"
+        if name is None:
+            what = "no chip is stated"
+        return UNKNOWN_DEVICE_BOUND_GBPS, f"{what}; the bound for an unknown device is {UNKNOWN_DEVICE_BOUND_GBPS:g} GB/s"
+    memory = chip.bandwidth_gbps_max
+    if may_be_cache_resident(record):
+        bound = max(memory * CACHE_RESIDENT_FACTOR, UNKNOWN_DEVICE_BOUND_GBPS)
+        return bound, f"weights small enough for a cache on {chip.key}: at most {bound:g} GB/s"
+    bound = memory * BANDWIDTH_MARGIN
+    return bound, f"{chip.key} has {memory:g} GB/s of memory bandwidth (+{BANDWIDTH_MARGIN - 1:.0%})"
+
+
+def weight_bytes_problem(record: ResultRecord) -> str | None:
+    """``weight_bytes`` must be what the shape, dtype and quantisation store, read k times per call
+    (batched predicts and repeated weight sets count every read), k a whole number."""
+    if record.facts.weight_bytes_unknown:
+        return None
+    w = record.workload
+    elements = w.shape[0] * w.shape[1]
+    quant = w.quant if w.quant in QUANT_BITS else None
+    if quant is None and record.engine.run_dtype in QUANT_BITS:
+        quant = record.engine.run_dtype
+    limit = MAX_MULTIPLIER * max(w.batch, 1)
+    if quant is not None:
+        bits = QUANT_BITS[quant]
+        base = elements * bits / 8
+        extra = w.shape[0] * 2 if quant == "int8" else -(-w.shape[0] // 8) * (2**bits) * 2
+        expected = base + extra
+        k = round(w.weight_bytes / expected)
+        if 1 <= k <= limit and abs(w.weight_bytes / (k * expected) - 1) <= QUANT_TOLERANCE:
+            return None
+        return (f"workload.weight_bytes: {w.weight_bytes:,} does not fit shape {w.shape} stored as {quant} "
+                f"(about {expected:,.0f} bytes per read)")
+    sizes = sorted({DTYPE_BYTES[d] for d in (w.dtype, record.engine.run_dtype, "fp16") if d in DTYPE_BYTES})
+    for size in sizes:
+        per_read = elements * size
+        if w.weight_bytes % per_read == 0 and 1 <= w.weight_bytes // per_read <= limit:
+            return None
+    shown = " or ".join(f"{elements * size:,}" for size in sizes)
+    return (f"workload.weight_bytes: {w.weight_bytes:,} is not a whole number of reads of shape {w.shape} "
+            f"in {w.dtype} ({shown} bytes per read)")
+
+
+def summary_problems(record: ResultRecord, label: str = "summary") -> list[str]:
+    """Order statistics must be in order: min <= p5 <= median <= p95 <= max, mean within [min, max]."""
+    s = record.summary if label == "summary" else record.device_summary
+    if s is None:
+        return []
+    problems = []
+    if s.min is not None and s.max is not None and s.min > s.max:
+        problems.append(f"{label}: min is above max")
+    for name in ("median", "mean", "p5", "p95"):
+        value = getattr(s, name)
+        if value is None:
+            continue
+        if s.min is not None and value < s.min * (1 - 1e-9):
+            problems.append(f"{label}: {name} {value:g} is below min {s.min:g}")
+        if s.max is not None and value > s.max * (1 + 1e-9):
+            problems.append(f"{label}: {name} {value:g} is above max {s.max:g}")
+    if s.p5 is not None and s.p95 is not None and s.p5 > s.p95:
+        problems.append(f"{label}: p5 is above p95")
+    if s.median is not None and s.p5 is not None and s.p95 is not None and not s.p5 <= s.median <= s.p95:
+        problems.append(f"{label}: median lies outside [p5, p95]")
+    return problems
+
+
+def physics_problems(record: ResultRecord) -> list[str]:
+    """What arithmetic and the hardware forbid: impossible GB/s, bytes that do not fit the shape,
+    statistics out of order."""
+    problems = []
+    bound, why = gbps_bound(record)
+    for field, value in (("gbps", record.gbps), ("device_gbps", record.device_gbps)):
+        if value is not None and value > bound:
+            problems.append(f"{field}: {value:g} GB/s is above what the device can read ({why})")
+    implied = None
+    latency = record.latency_s()
+    if latency and not record.facts.weight_bytes_unknown:
+        implied = record.workload.weight_bytes / latency / 1e9
+        if record.gbps is None and implied > bound:
+            problems.append(f"summary.{record.method.statistic}: implies {implied:.4g} GB/s, above what the "
+                            f"device can read ({why})")
+    found = weight_bytes_problem(record)
+    if found:
+        problems.append(found)
+    problems += summary_problems(record, "summary") + summary_problems(record, "device_summary")
+    return problems
 
 
 class InvalidFile(UserError):
@@ -65,8 +193,7 @@ def plausibility_problems(record: ResultRecord) -> list[str]:
         if record.method.runs is None:
             problems.append("method.runs: a measured record must state its run count")
     s = record.summary
-    if s.min is not None and s.max is not None and s.min > s.max:
-        problems.append("summary: min is above max")
+    problems += physics_problems(record)
     if None not in (s.median, s.ci95_low, s.ci95_high) and not s.ci95_low <= s.median <= s.ci95_high:
         problems.append("summary: median lies outside its 95% confidence interval")
     created = record.created if record.created.tzinfo else record.created.replace(tzinfo=timezone.utc)
@@ -78,12 +205,20 @@ def plausibility_problems(record: ResultRecord) -> list[str]:
 
 
 def validate_raw(data: object, where: str) -> tuple[ResultRecord | None, list[str]]:
-    """One raw record (parsed JSON) -> (record with id, []) or (None, problems)."""
+    """One raw record (parsed JSON) from a user's file -> (record with id, []) or (None, problems).
+
+    A file may not claim provenance "published": that is reserved for the figures shipped in the
+    package (``ingest --published``); such a record is refused, not downgraded, so nobody's edit can
+    pass for a published figure.
+    """
     try:
         record = ResultRecord.model_validate(data)
     except ValidationError as exc:
         return None, _pydantic_problems(exc, where)
     problems = [f"{where}: {p}" for p in plausibility_problems(record)]
+    if record.provenance == "published":
+        problems.append(f"{where}: provenance: 'published' is reserved for the figures shipped with anebench "
+                        "(ingest --published); a file can be 'measured' or 'imported'")
     if problems:
         return None, problems
     return (record if record.id else record.with_id()), []

@@ -79,7 +79,7 @@ def run_sweep(engine: Engine, device: str, base: Workload, plan: SweepPlan, opti
 
 
 def finish_sweep(records: list[ResultRecord], cache_bytes: int | None) -> SweepResult:
-    """Fit the measured points and write the analysis into every record's extras["sweep"]."""
+    """Fit the measured points and write the analysis into every record's sweep section."""
     sizes = [r.workload.weight_bytes for r in records]
     latencies = [r.latency_s() for r in records]
     try:

@@ -14,10 +14,12 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ...errors import UserError
+from ...inputs import check_depth, read_input_bytes
 from .embedded_json import find_json_objects
 
 SOURCE = "anemll-bench"
 MAX_FILE_BYTES = 32 * 1024 * 1024  # its HTML report with charts is a few MB; more is not its file
+MAX_TEXT_DEPTH = 64  # its JSON nests 4 deep; its HTML report's scripts a few more
 
 FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
 
@@ -40,7 +42,7 @@ class ToolOs(_ToolModel):
 
 
 class ToolRam(_ToolModel):
-    total_gb: Annotated[FiniteFloat, Field(gt=0)] | None = None
+    total_gb: Annotated[FiniteFloat, Field(gt=0, le=1_000_000)] | None = None  # 1 PB: beyond any Mac
 
 
 class ToolSystemInfo(_ToolModel):
@@ -79,26 +81,31 @@ def is_tool_document(value: dict) -> bool:
 
 
 def read_text(path: Path) -> str:
-    """A file's text; a missing, huge, binary or unreadable file is one clear line."""
+    """A file's text; a missing, huge, binary, unreadable or non-regular file (device, FIFO) is one
+    clear line, and so is text nested deeper than any JSON the tool writes (checked in linear time:
+    searching broken, deeply nested JSON from every brace would take minutes)."""
     path = Path(path)
+    data = read_input_bytes(path, "", MAX_FILE_BYTES)
     try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise UserError(f"{path}: {size / 1e6:.0f} MB is too large for an {SOURCE} result file")
-        return path.read_bytes().decode("utf-8-sig")
-    except FileNotFoundError:
-        raise UserError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise UserError(f"{path}: is a directory; give {SOURCE} result files") from None
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise UserError(f"{path}: not UTF-8 text; expected {SOURCE}'s JSON or its HTML report") from None
-    except OSError as exc:
-        raise UserError(f"{path}: cannot be read ({exc.strerror})") from None
+    check_depth(text, str(path), MAX_TEXT_DEPTH)
+    return text
 
 
 def find_documents(text: str) -> tuple[list[dict], list[str]]:
-    """The tool's JSON objects in a file's text, or (nothing, the reason as one line)."""
-    search = find_json_objects(text, is_tool_document)
+    """The tool's JSON objects in a file's text, or (nothing, the reasons, one line each).
+
+    A file is imported whole or not at all: a block that starts like one of the tool's documents but
+    does not parse (a paste cut short) refuses the file, even when other blocks are whole.
+    """
+    search = find_json_objects(text, is_tool_document, marker='"system_info"')
+    if search.gave_up:
+        return [], [search.gave_up]
+    if search.objects and search.broken:
+        return [], [f"an {SOURCE} result block is broken ({b}); nothing from this file was imported"
+                    for b in search.broken]
     if search.objects:
         return search.objects, []
     broken = f" (the JSON there is broken: {search.error})" if search.error and "system_info" in text else ""

@@ -12,13 +12,23 @@ import ast
 import html
 import json
 import re
+import time
 import warnings
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from ...inputs import MAX_JSON_DEPTH, nesting_depth
 
 # A quoted literal on one line that starts with "{" and ends with "}": where an HTML report keeps its
 # JSON as a JavaScript (or Python repr) string. Escapes and plain characters are disjoint: linear time.
 _STRING_LITERAL = re.compile(r"""(['"])\{(?:(?!\1)[^\\\n]|\\.)*\}\1""")
+
+
+# Parsing broken JSON from every "{" costs up to the rest of the text each time: the work is capped at
+# this many characters per character of input (plus a floor), and by a deadline, then the search stops.
+WORK_FACTOR = 16
+WORK_FLOOR = 1 << 20
+DEADLINE_S = 3.0
 
 
 @dataclass
@@ -26,6 +36,19 @@ class Search:
     objects: list[dict]  # accepted objects, distinct, in the order they appear
     form: str | None  # "json", "text", "html-escaped" or "string literal": where they were found
     error: str | None  # when nothing was accepted: the parse error of the attempt that got furthest
+    broken: list[str] = field(default_factory=list)  # blocks that start with ``marker`` but do not parse
+    gave_up: str | None = None  # the search ran out of its work budget: the input is refused
+
+
+class _Budget:
+    def __init__(self, size: int):
+        self.left = WORK_FACTOR * size + WORK_FLOOR
+        self.deadline = time.monotonic() + DEADLINE_S
+
+    def spend(self, amount: int) -> bool:
+        """False once the budget is spent (then the search stops)."""
+        self.left -= amount
+        return self.left > 0 and time.monotonic() < self.deadline
 
 
 def _literal_values(text: str) -> Iterator[str]:
@@ -44,29 +67,56 @@ def _literal_values(text: str) -> Iterator[str]:
             yield value
 
 
-def _scan(text: str, accept: Callable[[dict], bool]) -> tuple[list[dict], tuple[int, str] | None]:
-    """Objects decoded from each '{' in turn; an accepted one is skipped over, others are searched."""
+class _GaveUp(Exception):
+    pass
+
+
+# Where an object can start: "{" then a key or "}". Each failed attempt costs O(position) in Python's
+# JSONDecodeError (it counts lines), so braces that cannot open an object are never tried.
+_CANDIDATE = re.compile(r'\{\s*["}]')
+
+
+def _next_start(text: str, position: int) -> int:
+    match = _CANDIDATE.search(text, position)
+    return match.start() if match else -1
+
+
+def _scan(text: str, accept: Callable[[dict], bool], budget: _Budget, marker: str | None = None,
+          broken: list[str] | None = None) -> tuple[list[dict], tuple[int, str] | None]:
+    """Objects decoded from each '{' in turn; an accepted one is skipped over, others are searched.
+    A failed decode whose parsed part holds ``marker`` is a broken block, added to ``broken``."""
     decoder = json.JSONDecoder()
     found: list[dict] = []
     furthest: tuple[int, str] | None = None
-    start = text.find("{")
+    start = _next_start(text, 0)
     while start != -1:
         try:
             value, end = decoder.raw_decode(text, start)
         except json.JSONDecodeError as exc:
             progress = exc.pos - start
+            if not budget.spend(progress + 1):
+                raise _GaveUp from None
+            where = f"{exc.msg} (line {exc.lineno}, column {exc.colno})"
             if furthest is None or progress > furthest[0]:
-                furthest = (progress, f"{exc.msg} (line {exc.lineno}, column {exc.colno})")
-            start = text.find("{", start + 1)
+                furthest = (progress, where)
+            if marker and broken is not None and marker in text[start:exc.pos]:
+                broken.append(where)
+                start = _next_start(text, exc.pos)  # the block's inner objects are parts of it, not blocks
+                continue
+            start = _next_start(text, start + 1)
             continue
-        except RecursionError:
-            start = text.find("{", start + 1)
+        except RecursionError:  # nested past the parser's limit: costly, and never a document
+            if not budget.spend(100_000):
+                raise _GaveUp from None
+            start = _next_start(text, start + 1)
             continue
+        if not budget.spend(end - start):
+            raise _GaveUp
         if isinstance(value, dict) and accept(value):
             found.append(value)
-            start = text.find("{", end)
+            start = _next_start(text, end)
         else:
-            start = text.find("{", start + 1)
+            start = _next_start(text, start + 1)
     return found, furthest
 
 
@@ -81,14 +131,25 @@ def _distinct(objects: list[dict]) -> list[dict]:
     return unique
 
 
-def find_json_objects(text: str, accept: Callable[[dict], bool]) -> Search:
-    """Every distinct JSON object in ``text`` that ``accept`` takes, from the first form that has one."""
+def find_json_objects(text: str, accept: Callable[[dict], bool], marker: str | None = None) -> Search:
+    """Every distinct JSON object in ``text`` that ``accept`` takes, from the first form that has one;
+    with ``marker`` (e.g. '"system_info"'), also the blocks holding it that do not parse."""
     try:
         whole = json.loads(text)
     except (json.JSONDecodeError, RecursionError):
         whole = None
     if isinstance(whole, dict) and accept(whole):
         return Search([whole], "json", None)
+    try:
+        return _search_forms(text, accept, marker)
+    except _GaveUp:
+        return Search([], None, None, gave_up=(
+            f"it holds too much broken or deeply nested JSON to search (limits: {DEADLINE_S:g} s, "
+            f"{WORK_FACTOR}x its size in parsing, {MAX_JSON_DEPTH} levels of nesting)"))
+
+
+def _search_forms(text: str, accept: Callable[[dict], bool], marker: str | None) -> Search:
+    budget = _Budget(len(text))
 
     furthest: tuple[int, str] | None = None
     forms: list[tuple[str, Callable[[], Iterator[str]]]] = [
@@ -98,11 +159,14 @@ def find_json_objects(text: str, accept: Callable[[dict], bool]) -> Search:
     ]
     for form, candidates in forms:
         objects: list[dict] = []
+        broken: list[str] = []
         for candidate in candidates():
-            found, error = _scan(candidate, accept)
+            if nesting_depth(candidate) > MAX_JSON_DEPTH:  # decoded literals were not depth-checked
+                raise _GaveUp
+            found, error = _scan(candidate, accept, budget, marker, broken)
             objects.extend(found)
             if error and (furthest is None or error[0] > furthest[0]):
                 furthest = error
         if objects:
-            return Search(_distinct(objects), form, None)
+            return Search(_distinct(objects), form, None, broken)
     return Search([], None, furthest[1] if furthest else None)

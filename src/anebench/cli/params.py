@@ -1,0 +1,66 @@
+"""Option types that check every limit when the command line is parsed, before anything is measured.
+
+click's FloatRange lets ``nan`` and ``inf`` through (every comparison with NaN is false), and an
+unbounded count lets a run measure for an hour and then fail the record's schema; these types refuse
+both at once, as a usage error (one line, exit 2).
+"""
+
+from __future__ import annotations
+
+import math
+
+import click
+
+from ..model import ResultRecord
+
+
+def _max_samples() -> int:
+    """The record's own limit on raw samples, so the option and the schema cannot drift apart."""
+    for item in ResultRecord.model_fields["samples_s"].metadata:
+        limit = getattr(item, "max_length", None)
+        if limit is not None:
+            return int(limit)
+    return 1_000_000
+
+
+MAX_RUNS = _max_samples()
+MAX_WARMUP = 1_000_000
+MAX_TIME_BUDGET_S = 86_400.0  # one day of calls per measurement
+MAX_MIB = 16 * 1024 * 1024.0  # 16 TiB of weights: beyond any machine this runs on
+
+
+class FiniteFloat(click.ParamType):
+    """A float in [low, high] (``low_open``: excluding low) that is neither NaN nor infinite."""
+
+    name = "float"
+
+    def __init__(self, low: float | None = None, high: float | None = None, low_open: bool = False):
+        self.low, self.high, self.low_open = low, high, low_open
+
+    def convert(self, value, param, ctx):  # type: ignore[no-untyped-def]
+        if isinstance(value, float) and math.isfinite(value):
+            number = value
+        else:
+            try:
+                number = float(value)
+            except (TypeError, ValueError):
+                self.fail(f"{value!r} is not a number", param, ctx)
+            if not math.isfinite(number):
+                self.fail(f"{value!r} is not a finite number", param, ctx)
+        if self.low is not None and (number < self.low or (self.low_open and number == self.low)):
+            self.fail(f"{value!r} must be {'>' if self.low_open else '>='} {self.low:g}", param, ctx)
+        if self.high is not None and number > self.high:
+            self.fail(f"{value!r} must be <= {self.high:g}", param, ctx)
+        return number
+
+    def __repr__(self) -> str:
+        return f"FiniteFloat({self.low}, {self.high})"
+
+
+RUNS = click.IntRange(1, MAX_RUNS)
+WARMUP = click.IntRange(0, MAX_WARMUP)
+TIME_BUDGET = FiniteFloat(0, MAX_TIME_BUDGET_S, low_open=True)
+MEBIBYTES = FiniteFloat(0, MAX_MIB, low_open=True)
+MEBIBYTES_OR_ZERO = FiniteFloat(0, MAX_MIB)
+
+__all__ = ["MAX_RUNS", "MEBIBYTES", "MEBIBYTES_OR_ZERO", "RUNS", "TIME_BUDGET", "WARMUP", "FiniteFloat"]

@@ -1,0 +1,119 @@
+"""Reading what a user hands us, bounded: regular files only, a size cap, a nesting cap, finite numbers.
+
+A device (``/dev/zero``), a FIFO or a socket is refused before it is opened for reading, so nothing
+can hang or read without end; a file is read with a cap one byte past its limit, so a file that grows
+while it is read is refused too. JSON is checked for nesting depth in linear time before it is parsed
+(Python's parser raises RecursionError a few thousand levels down, and a scan of broken JSON from
+every brace is quadratic in the depth), and numbers outside float range or NaN/Infinity literals are
+refused instead of becoming ``inf``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .errors import UserError
+
+MAX_INPUT_BYTES = 256 * 1024 * 1024  # a results document of 1000 full records is ~30 MB
+MAX_JSON_DEPTH = 64  # a results document nests about 8 deep; anemll-bench's files about 6
+_JSON_STRING = re.compile(rb'"(?:[^"\\\n]|\\.)*"')
+_OPEN = np.zeros(256, dtype=np.int8)
+_OPEN[[ord("{"), ord("[")]] = 1
+_OPEN[[ord("}"), ord("]")]] = -1
+
+
+def read_input_bytes(path: Path, what: str = "", limit: int = MAX_INPUT_BYTES) -> bytes:
+    """The bytes of a regular file of at most ``limit`` bytes; anything else is one UserError line."""
+    path = Path(path)
+    label = f"{what} {path}".strip()
+    try:
+        info = os.stat(path)
+        if stat.S_ISDIR(info.st_mode):
+            raise UserError(f"{label}: is a directory; give a file")
+        if not stat.S_ISREG(info.st_mode):
+            kind = "a FIFO (named pipe)" if stat.S_ISFIFO(info.st_mode) else "a device or socket"
+            raise UserError(f"{label}: is {kind}, not a regular file; give a file")
+        if info.st_size > limit:
+            raise UserError(f"{label}: {info.st_size:,} bytes is larger than the {limit:,}-byte limit")
+        with open(path, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):  # swapped after the check
+                raise UserError(f"{label}: is not a regular file; give a file")
+            data = handle.read(limit + 1)
+    except FileNotFoundError:
+        raise UserError(f"{label}: no such file") from None
+    except IsADirectoryError:
+        raise UserError(f"{label}: is a directory; give a file") from None
+    except OSError as exc:
+        raise UserError(f"{label}: cannot be read ({exc.strerror or exc})") from None
+    if len(data) > limit:
+        raise UserError(f"{label}: larger than the {limit:,}-byte limit")
+    return data
+
+
+def nesting_depth(text: str | bytes) -> int:
+    """The deepest bracket nesting outside JSON strings, in linear time (numpy, no recursion)."""
+    raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    stripped = _JSON_STRING.sub(b"", raw)
+    if not stripped:
+        return 0
+    steps = _OPEN[np.frombuffer(stripped, dtype=np.uint8)].astype(np.int64)
+    return int(np.cumsum(steps).max(initial=0))
+
+
+def check_depth(text: str | bytes, where: str, limit: int = MAX_JSON_DEPTH) -> None:
+    depth = nesting_depth(text)
+    if depth > limit:
+        raise UserError(f"{where}: JSON nested {depth} levels deep (limit {limit}); not a file of this kind")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"number {text[:40]} is outside the range of a float")
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > 40:  # far past any size; also keeps int() from quadratic work
+        raise ValueError(f"integer of {len(text)} digits is out of range")
+    return int(text)
+
+
+def loads(text: str | bytes, where: str, limit: int = MAX_JSON_DEPTH, constants: bool = True) -> Any:
+    """json.loads with the nesting checked first and no number outside float range (1e400 is refused,
+    not read as inf); errors are one UserError. ``constants``: NaN/Infinity literals are let through
+    for a schema to name field by field (a result file), else refused."""
+    check_depth(text, where, limit)
+    try:
+        if constants:
+            return json.loads(text, parse_float=_finite_float, parse_int=_bounded_int)
+        return json.loads(text, parse_float=_finite_float, parse_int=_bounded_int, parse_constant=_no_constant)
+    except RecursionError:
+        raise UserError(f"{where}: JSON nested too deep") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{where}: not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{where}: not valid JSON ({exc})") from None
+    except ValueError as exc:
+        raise UserError(f"{where}: not valid JSON ({exc})") from None
+
+
+def read_json(path: Path, what: str = "", limit_bytes: int = MAX_INPUT_BYTES, depth: int = MAX_JSON_DEPTH) -> Any:
+    """A bounded regular file parsed as bounded JSON."""
+    data = read_input_bytes(path, what, limit_bytes)
+    return loads(data, f"{what} {path}".strip(), depth)
+
+
+__all__ = ["MAX_INPUT_BYTES", "MAX_JSON_DEPTH", "check_depth", "loads", "nesting_depth", "read_input_bytes",
+           "read_json"]

@@ -15,9 +15,9 @@ from .errors import MeasurementError, UserError
 from .measure.check import check_output
 from .measure.clock import PERF_COUNTER, Clock
 from .measure.stats import cache_warning, stability_warnings, summarize
-from .measure.timing import DEFAULT_RUNS, ProgressCallback, time_calls
+from .measure.timing import DEFAULT_RUNS, ProgressCallback, time_repetitions
 from .measure.warmup import WarmupPolicy
-from .model import EngineInfo, MethodInfo, ResultRecord, ToolInfo, WorkloadInfo, utc_now
+from .model import EngineInfo, MethodInfo, Repetitions, ResultRecord, ToolInfo, WorkloadInfo, utc_now
 from .model import gbps as gbps_of
 from .model import median as median_of
 from .system.host import available_memory_bytes, describe_host
@@ -29,7 +29,9 @@ DEVICE_GAP_LIMIT = 0.10
 
 @dataclass
 class RunOptions:
-    runs: int = DEFAULT_RUNS
+    runs: int = DEFAULT_RUNS  # timed calls in all, split over the repetitions
+    repetitions: int = 1  # independent repetitions, each after its own warmup (`run` asks for 3)
+    fresh_processes: bool = False  # each repetition loads the workload in a new process
     time_budget_s: float | None = None
     warmup: WarmupPolicy = field(default_factory=WarmupPolicy)
     clock: Clock = PERF_COUNTER
@@ -82,13 +84,17 @@ def measure_workload(
     on_prepared: Callable[[Prepared], None] | None = None,
 ) -> ResultRecord:
     options = options or RunOptions()
+    if options.fresh_processes:
+        from .fresh_processes import measure_in_fresh_processes
+
+        return measure_in_fresh_processes(engine, device, workload, options, progress)
     with prepared_workload(engine, device, workload) as prepared:
         if on_prepared is not None:
             on_prepared(prepared)
         check = verify_output(prepared)
         window = energy_window(device) if options.power else None
-        timing = time_calls(prepared, options.runs, options.warmup, options.clock, options.time_budget_s,
-                            progress)
+        timing = time_repetitions(prepared, options.runs, options.repetitions, options.warmup, options.clock,
+                                  options.time_budget_s, progress)
         extras = {"energy": finish_energy(window, prepared, timing)} if window is not None else None
         return build_record(engine, device, workload, prepared, options, timing, check, extras)
 
@@ -164,6 +170,7 @@ def build_record(engine, device, workload, prepared, options, timing, check, ext
         gbps=gbps,
         device_gbps=device_gbps,
         warnings=warnings,
+        repetitions=Repetitions(fresh_processes=timing.fresh_processes, runs=timing.repetition_list()),
         **(extras or {}),
     )
     return record.with_id()

@@ -8,6 +8,8 @@ import click
 from rich.table import Table
 
 from ..engines import ENGINE_FACTORIES
+from ..errors import UserError
+from ..measure.timing import DEFAULT_REPETITIONS, DEFAULT_RUNS, split_runs
 from ..measure.warmup import WarmupPolicy
 from ..runplan import (
     Mitigations,
@@ -38,8 +40,20 @@ def run_options(func):
                         help="Fixed warmup count (default: warm up until steady, capped).")(func)
     func = click.option("--time-budget", type=click.FloatRange(min=0, min_open=True), default=None,
                         help="Stop timing after this many seconds of calls (at least one run).")(func)
-    func = click.option("--runs", "-n", type=click.IntRange(min=1), default=300, show_default=True,
-                        help="Timed calls per measurement.")(func)
+    func = click.option("--runs", "-n", type=click.IntRange(min=1), default=DEFAULT_RUNS, show_default=True,
+                        help="Timed calls per measurement, split over the repetitions.")(func)
+    return func
+
+
+def repetition_options(func):
+    """How a measurement repeats: R independent repetitions, optionally each in a fresh process."""
+    func = click.option("--fresh-processes", is_flag=True,
+                        help="Run each repetition in a new process (re-draws memory placement and process "
+                             "state; pyperf's workers).")(func)
+    func = click.option("--repetitions", "-r", type=click.IntRange(min=1), default=DEFAULT_REPETITIONS,
+                        show_default=True,
+                        help="Independent repetitions, each with its own warmup; their spread gives the "
+                             "headline (between-run) interval. 1: that interval is unknown.")(func)
     return func
 
 
@@ -49,9 +63,14 @@ def power_option(func):
 
 
 def options_from(runs: int, time_budget: float | None, warmup: int | None, suite: str = "run",
-                 power: bool = False) -> RunOptions:
+                 power: bool = False, repetitions: int = 1, fresh_processes: bool = False) -> RunOptions:
     policy = WarmupPolicy(fixed=warmup) if warmup is not None else WarmupPolicy()
-    return RunOptions(runs=runs, time_budget_s=time_budget, warmup=policy, suite=suite, power=power)
+    split_runs(runs, repetitions)  # refuse --runs < --repetitions before any work
+    if power and fresh_processes:
+        raise UserError("--power with --fresh-processes: the energy counter is read in one process; "
+                        "drop one of them")
+    return RunOptions(runs=runs, time_budget_s=time_budget, warmup=policy, suite=suite, power=power,
+                      repetitions=repetitions, fresh_processes=fresh_processes)
 
 
 def mitigation_options(func):
@@ -83,10 +102,12 @@ def plan_steps(engines, device, workloads, mitigations: Mitigations) -> tuple[li
 @store_options
 @measuring_options
 @run_options
+@repetition_options
 @power_option
 @mitigation_options
 def run(engines, device, workloads, out: Path | None, no_save: bool, as_json: bool, runs: int,
-        time_budget: float | None, warmup: int | None, power: bool = False, keep_awake: bool = False,
+        time_budget: float | None, warmup: int | None, repetitions: int = DEFAULT_REPETITIONS,
+        fresh_processes: bool = False, power: bool = False, keep_awake: bool = False,
         batch: int = 1, repeat: int = 1) -> None:
     """Measure weight-read bandwidth (default: llama_lm_head on the best engine here; on a Mac, the
     published campaign: ANE heads, then the same head on GPU and CPU)."""
@@ -95,7 +116,8 @@ def run(engines, device, workloads, out: Path | None, no_save: bool, as_json: bo
     check_out_path(out)
     for step in steps:
         preflight_memory(step.engine, step.device, step.workload)
-    options = options_from(runs, time_budget, warmup, power=power)
+    options = options_from(runs, time_budget, warmup, power=power, repetitions=repetitions,
+                           fresh_processes=fresh_processes)
     records = []
     with progress_bar() as progress:
         for step in steps:
@@ -154,4 +176,4 @@ def register(app: click.Group) -> None:
         app.add_command(command)
 
 
-__all__ = ["err_console", "options_from", "power_option", "register", "run_options"]
+__all__ = ["err_console", "options_from", "power_option", "register", "repetition_options", "run_options"]

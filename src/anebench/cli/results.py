@@ -13,8 +13,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..errors import UserError
-from ..results.importers import IMPORTERS
 from ..model import ResultRecord
+from ..results.importers import IMPORTERS
 from ..results.store import IngestReport, open_store
 from ..results.validate import InvalidFile, load_result_file
 from .common import err_console, out_console
@@ -170,20 +170,29 @@ def finish_run(records: list[ResultRecord], as_json: bool) -> None:
 
 
 def show_family_comparison(records: list[ResultRecord], console: Console) -> None:
-    """End of `anebench run`: the user's figure beside the published ones of the same chip family."""
-    from ..report.compare import family_comparison
+    """End of `anebench run`: the user's figure beside the published ones of the same chip family,
+    each published point judged against the run's between-run interval."""
+    from ..report.compare import family_comparison, versus_label
+    from ..report.tables import fmt_halfwidth
 
     rows, notes = family_comparison(records)
     if rows:
         table = Table(title="your run beside published figures (same chip family, same workload)")
-        for column in ("chip", "config", "engine:device", "GB/s", "latency ms", "source"):
-            table.add_column(column, justify="right" if column in ("GB/s", "latency ms") else "left")
+        for column in ("chip", "config", "engine:device", "GB/s", "vs run", "latency ms", "source"):
+            numeric = column in ("GB/s", "latency ms", "vs run")
+            table.add_column(column, justify="right" if numeric else "left")
         for row in rows:
-            table.add_row(row.chip, row.config or "-", row.engine,
-                          f"{row.gbps:.2f}" if row.gbps else "-",
+            gbps = f"{row.gbps:.2f}" if row.gbps else "-"
+            if row.yours:
+                gbps += f" {fmt_halfwidth(row.halfwidth) or '(± unknown)'}"
+            versus = "" if row.yours else versus_label(row.versus)
+            table.add_row(row.chip, row.config or "-", row.engine, gbps, versus,
                           f"{row.latency_ms:.2f} ({row.statistic})" if row.latency_ms else "-", row.source,
                           style="bold" if row.yours else None)
         console.print(table)
+        console.print("published figures are points (their sources give no interval); 'vs run': their GB/s "
+                      "against yours, 'sig.' outside your run's between-run 95% interval, 'n.s.' inside it, "
+                      "'?' where your run has one repetition", highlight=False, markup=False, soft_wrap=True)
     for note in notes:
         console.print(note, highlight=False, markup=False, soft_wrap=True)
 

@@ -16,8 +16,8 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}
 p.note{color:#555;font-size:12px}
 img{max-width:100%}
 """
-NUMERIC = {"GB/s (median)", "contributors", "latency ms (median)", "utilisation", "tier", "scaling",
-           "combined GB/s"}
+NUMERIC = {"GB/s (median ± between-run)", "contributors", "latency ms (median)", "utilisation", "tier",
+           "scaling", "combined GB/s"}
 
 
 def table_html(section: Section) -> str:

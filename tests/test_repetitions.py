@@ -173,3 +173,10 @@ def test_the_run_table_labels_the_headline_interval_and_fits_80_columns():
     assert "±95%" in text and "between-run interval (the headline)" in text
     assert "llama_lm_head_lut6" in text and "coreml:ane" in text  # nothing cut
     assert "±3.1%" in text and "unknown" in text
+
+
+def test_scattered_repetitions_give_a_huge_interval_not_a_lost_measurement():
+    record = repeated_record([0.05 * MS, 16 * MS, 3 * MS])  # a machine under heavy contention
+    low, high = record.between_run()
+    assert low < 0.01 * MS and high > 100 * MS
+    assert ResultRecord.model_validate_json(record.model_dump_json(by_alias=True)) == record

@@ -14,7 +14,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from .base import GigabytesPerSecond, LongStr, Seconds, StrictModel
+from .base import LongStr, PositiveFloat, Seconds, StrictModel
 from .statistics import BETWEEN_RUN_METHOD, between_run_interval, gbps, median
 
 # Stored derived figures must match the samples to this relative tolerance (as the summary's do).
@@ -31,13 +31,14 @@ class Repetition(StrictModel):
 
 
 class BetweenRunInterval(StrictModel):
-    """The headline interval; ``unknown`` says why there is none (one repetition)."""
+    """The headline interval; ``unknown`` says why there is none (one repetition). Its ends are not
+    bounded like a measured figure: with few, scattered repetitions an honest interval can be huge."""
 
     level: Annotated[float, Field(ge=0.95, le=0.95)] = 0.95
-    low_s: Seconds | None = None
-    high_s: Seconds | None = None
-    gbps_low: GigabytesPerSecond | None = None
-    gbps_high: GigabytesPerSecond | None = None
+    low_s: PositiveFloat | None = None
+    high_s: PositiveFloat | None = None
+    gbps_low: PositiveFloat | None = None
+    gbps_high: PositiveFloat | None = None
     method: LongStr = BETWEEN_RUN_METHOD
     unknown: LongStr | None = None
 

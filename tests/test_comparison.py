@@ -132,3 +132,10 @@ def test_published_figures_beside_a_run_are_judged_by_its_between_run_interval()
     assert labels == {round(near.gbps): "+1% n.s.", round(far.gbps): "+50% sig."}
     rows, _ = family_comparison([repeated_record([31 * MS])], published=[far])
     assert versus_label(rows[1].versus).endswith("?")
+
+
+def test_a_submission_shows_the_between_run_interval(tmp_path):
+    from anebench.report.submission import issue_body
+
+    body = issue_body([repeated_record(RUN_A), repeated_record([31 * MS])], "s.json", anonymized=True)
+    assert f"{repeated_record(RUN_A).gbps:.2f} ±" in body and "between-run 95% interval" in body

@@ -18,7 +18,7 @@ from .measure.check import check_output
 from .measure.clock import PERF_COUNTER, Clock
 from .measure.gpu import DEVICE_TIME, PER_CALL, GpuRun, gpu_warnings
 from .measure.stats import cache_warning, stability_warnings, summarize
-from .measure.timing import DEFAULT_RUNS, PhaseCallback, ProgressCallback, time_calls
+from .measure.timing import DEFAULT_RUNS, PhaseCallback, ProgressCallback, time_repetitions
 from .measure.warmup import WarmupPolicy
 from .model import (
     Energy,
@@ -27,6 +27,7 @@ from .model import (
     HostState,
     MethodInfo,
     PlausibilityBound,
+    Repetitions,
     ResultRecord,
     ToolInfo,
     WorkloadInfo,
@@ -45,7 +46,9 @@ WINDOW = "the timed calls (warmup excluded)"
 
 @dataclass
 class RunOptions:
-    runs: int = DEFAULT_RUNS
+    runs: int = DEFAULT_RUNS  # timed calls in all, split over the repetitions
+    repetitions: int = 1  # independent repetitions, each after its own warmup (`run` asks for 3)
+    fresh_processes: bool = False  # each repetition loads the workload in a new process
     time_budget_s: float | None = None
     warmup: WarmupPolicy = field(default_factory=WarmupPolicy)
     clock: Clock = PERF_COUNTER
@@ -124,6 +127,10 @@ def measure_workload(
     phase: PhaseCallback | None = None,
 ) -> ResultRecord:
     options = options or RunOptions()
+    if options.fresh_processes:
+        from .fresh_processes import measure_in_fresh_processes
+
+        return measure_in_fresh_processes(engine, device, workload, options, progress)
     with prepared_workload(engine, device, workload, options.host) as prepared:
         if on_prepared is not None:
             on_prepared(prepared)
@@ -133,8 +140,8 @@ def measure_workload(
         window = (gpu.energy_window() if gpu else energy_window(device)) if options.power else None
         warmup = gpu.warmup_policy(options.warmup) if gpu else options.warmup
         try:
-            timing = time_calls(prepared, options.runs, warmup, options.clock, options.time_budget_s,
-                                progress, timed_window(window, phase))
+            timing = time_repetitions(prepared, options.runs, options.repetitions, warmup, options.clock,
+                                      options.time_budget_s, progress, timed_window(window, phase))
             if gpu:
                 gpu.after_timing()
             more = gpu.fill_energy_window(prepared, window) if gpu and window is not None else 0
@@ -173,8 +180,11 @@ def energy_window(device: str):
 
 
 def finish_energy(window, prepared: Prepared, timing, more_calls: int = 0) -> Energy:
-    what = WINDOW + (f", then {more_calls} calls to fill the window" if more_calls else "")
-    return window.finish(len(timing.samples_s) + more_calls, prepared.weight_bytes,
+    """The window holds every timed call, the warmups of repetitions after the first, and ``more_calls``."""
+    between = sum(r.warmup_runs for r in (timing.repetitions or [])[1:])
+    what = WINDOW + (f", with the {between} warmup calls of the later repetitions" if between else "") + (
+        f", then {more_calls} calls to fill the window" if more_calls else "")
+    return window.finish(len(timing.samples_s) + between + more_calls, prepared.weight_bytes,
                          median_of(timing.samples_s), what)
 
 
@@ -254,6 +264,7 @@ def build_record(engine, device, workload, prepared, options, timing, check, sec
         gbps=gbps,
         device_gbps=device_gbps,
         warnings=warnings,
+        repetitions=Repetitions(fresh_processes=timing.fresh_processes, runs=timing.repetition_list()),
         plausibility=PlausibilityBound(gbps=bound.gbps, source=bound.source),
         **(sections or {}),
     )

@@ -23,6 +23,7 @@ from ..errors import UserError
 from ..model import ResultRecord
 from ..outputs import check_target, write_new
 from ..report.escape import clean_text
+from ..report.tables import fmt_halfwidth
 from ..results.files import document_json, save_records
 from ..session import preflight_memory
 from ..system.host import host_label
@@ -176,33 +177,66 @@ def progress_bar():
         yield progress
 
 
+HEADLINE_CAPTION = ("ms: median of all timed calls; ±95%: the between-run interval (the headline); "
+                    "within-run CI, device time and warnings below")
+NUMERIC_COLUMNS = ("MB", "ms", "±95%", "GB/s")
+
+
+def between_run_cell(record: ResultRecord) -> str:
+    """The headline interval as ±x.x% of the median (the larger side), or why there is none."""
+    interval, latency = record.between_run(), record.latency_s()
+    if record.provenance != "measured":
+        return "point"
+    if interval is None or latency is None:
+        return "unknown"
+    low, high = interval
+    return fmt_halfwidth(max(high / latency - 1, 1 - low / latency))
+
+
+def fmt_ms(ms: float) -> str:
+    """Four or five significant digits in at most 6 characters up to 9999.9 ms."""
+    return f"{ms:.3f}" if ms < 10 else f"{ms:.2f}" if ms < 100 else f"{ms:.1f}"
+
+
 def results_table(records: list[ResultRecord], title: str = "anebench results") -> Table:
-    table = Table(title=title)
-    for column in ("engine", "device", "workload", "dtype", "MB", "ms (median ± CI)", "GB/s", "warnings"):
-        table.add_column(column, justify="right" if column in ("MB", "GB/s") else "left")
+    """One row per record, readable at 80 columns: only the workload's name folds; the full warnings,
+    the within-run CI and device time follow the table (emit)."""
+    table = Table(title=title, caption=HEADLINE_CAPTION)
+    for column in ("engine:dev", "workload", "dtype", "MB", "ms", "±95%", "GB/s"):
+        table.add_column(column, justify="right" if column in NUMERIC_COLUMNS else "left",
+                         no_wrap=column != "workload", overflow="fold")
     for record in records:
-        s = record.summary
         latency = record.latency_s()
-        if latency is None:
-            timing = "-"
-        elif s.ci95_low is not None and s.ci95_high is not None:
-            timing = f"{latency * 1e3:.3f} ± {(s.ci95_high - s.ci95_low) / 2 * 1e3:.3f}"
-        else:
-            timing = f"{latency * 1e3:.3f} ({record.method.statistic})"
-        gbps = f"{record.gbps:.2f}" if record.gbps else "-"
-        if record.device_gbps:
-            gbps += f" (device {record.device_gbps:.2f})"
         table.add_row(*(clean_text(cell) for cell in (
-            record.engine.name,
-            record.engine.device,
+            f"{record.engine.name}:{record.engine.device}",
             record.workload.name,
             record.engine.run_dtype,
-            f"{record.workload.weight_bytes / 1e6:.2f}",
-            timing,
-            gbps,
-            ", ".join(w.split(":", 1)[0] for w in record.warnings) or "-",
+            f"{record.workload.weight_bytes / 1e6:.1f}",
+            "-" if latency is None else fmt_ms(latency * 1e3),
+            between_run_cell(record),
+            f"{record.gbps:.2f}" if record.gbps else "-",
         )))
     return table
+
+
+def uncertainty_line(record: ResultRecord) -> str | None:
+    """How the record repeated, its headline interval and its within-run CI (the secondary figure)."""
+    s, latency = record.summary, record.latency_s()
+    if record.provenance != "measured" or latency is None:
+        return None
+    reps = record.repetitions
+    within = "-"
+    if s.ci95_low is not None and s.ci95_high is not None:
+        within = fmt_halfwidth(max(s.ci95_high / latency - 1, 1 - s.ci95_low / latency))
+    if reps is None:
+        how = "repetitions not recorded"
+    else:
+        sizes = sorted({r.runs for r in reps.runs})
+        calls = f"{sizes[0]}" if len(sizes) == 1 else f"{sizes[0]}-{sizes[-1]}"
+        where = "each in a fresh process" if reps.fresh_processes else "in one process"
+        how = f"{reps.count} repetition{'s' if reps.count > 1 else ''} x {calls} calls, {where}"
+    return (f"{how}; between-run {between_run_cell(record)} (the headline); within-run CI {within} "
+            "(this run's samples only)")
 
 
 def emit(records: list[ResultRecord], suite: str, out: Path | None, no_save: bool, as_json: bool,
@@ -211,6 +245,13 @@ def emit(records: list[ResultRecord], suite: str, out: Path | None, no_save: boo
     (err_console if as_json else out_console()).print(results_table(records, title))
     for record in records:
         label = clean_text(f"{record.engine.name}:{record.engine.device} {record.workload.name}")
+        uncertainty = uncertainty_line(record)
+        repeated = record.repetitions is not None and record.repetitions.count > 1
+        if uncertainty is not None and (suite == "run" or repeated):  # suites' points: the table says enough
+            err_console.print(f"{escape(label)}: {escape(uncertainty)}", highlight=False, soft_wrap=True)
+        if record.device_gbps:
+            err_console.print(f"{escape(label)}: device time gives {record.device_gbps:.2f} GB/s "
+                              f"({escape(record.device_time)})", highlight=False, soft_wrap=True)
         for line in ([record.engine.dtype_note] if record.engine.dtype_note else []) + record.warnings:
             err_console.print(f"[yellow]{escape(label)}:[/yellow] {escape(clean_text(line))}", highlight=False,
                               soft_wrap=True)

@@ -198,20 +198,29 @@ def finish_run(records: list[ResultRecord], as_json: bool) -> None:
 
 
 def show_family_comparison(records: list[ResultRecord], console: Console) -> None:
-    """End of `anebench run`: the user's figure beside the published ones of the same chip family."""
-    from ..report.compare import family_comparison
+    """End of `anebench run`: the user's figure beside the published ones of the same chip family,
+    each published point judged against the run's between-run interval."""
+    from ..report.compare import family_comparison, versus_label
+    from ..report.tables import fmt_halfwidth
 
     rows, notes = family_comparison(records)
     if rows:
         table = Table(title="your run beside published figures (same chip family, same workload)")
-        for column in ("chip", "config", "engine:device", "GB/s", "latency ms", "source"):
-            table.add_column(column, justify="right" if column in ("GB/s", "latency ms") else "left")
+        for column in ("chip", "config", "engine:device", "GB/s", "vs run", "latency ms", "source"):
+            numeric = column in ("GB/s", "latency ms", "vs run")
+            table.add_column(column, justify="right" if numeric else "left")
         for row in rows:
-            table.add_row(clean_text(row.chip), clean_text(row.config or "-"), clean_text(row.engine),
-                          f"{row.gbps:.2f}" if row.gbps else "-",
+            gbps = f"{row.gbps:.2f}" if row.gbps else "-"
+            if row.yours:
+                gbps += f" {fmt_halfwidth(row.halfwidth) or '(± unknown)'}"
+            versus = "" if row.yours else versus_label(row.versus)
+            table.add_row(clean_text(row.chip), clean_text(row.config or "-"), clean_text(row.engine), gbps, versus,
                           f"{row.latency_ms:.2f} ({row.statistic})" if row.latency_ms else "-", clean_text(row.source),
                           style="bold" if row.yours else None)
         console.print(table)
+        console.print("published figures are points (their sources give no interval); 'vs run': their GB/s "
+                      "against yours, 'sig.' outside your run's between-run 95% interval, 'n.s.' inside it, "
+                      "'?' where your run has one repetition", highlight=False, markup=False, soft_wrap=True)
     for note in notes:
         console.print(clean_text(note), highlight=False, markup=False, soft_wrap=True)
 

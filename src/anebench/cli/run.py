@@ -12,6 +12,7 @@ from rich.table import Table
 
 from ..engines import ENGINE_FACTORIES
 from ..errors import UserError
+from ..measure.timing import DEFAULT_REPETITIONS, DEFAULT_RUNS, split_runs
 from ..measure.warmup import WarmupPolicy
 from ..runplan import (
     Mitigations,
@@ -47,8 +48,20 @@ def run_options(func):
                         help="Fixed warmup count (default: warm up until steady, capped).")(func)
     func = click.option("--time-budget", type=TIME_BUDGET, default=None,
                         help="Stop timing after this many seconds of calls (at least one run).")(func)
-    func = click.option("--runs", "-n", type=RUNS, default=300, show_default=True,
-                        help="Timed calls per measurement.")(func)
+    func = click.option("--runs", "-n", type=RUNS, default=DEFAULT_RUNS, show_default=True,
+                        help="Timed calls per measurement, split over the repetitions.")(func)
+    return func
+
+
+def repetition_options(func):
+    """How a measurement repeats: R independent repetitions, optionally each in a fresh process."""
+    func = click.option("--fresh-processes", is_flag=True,
+                        help="Run each repetition in a new process (re-draws memory placement and process "
+                             "state; pyperf's workers).")(func)
+    func = click.option("--repetitions", "-r", type=click.IntRange(1, 1000), default=DEFAULT_REPETITIONS,
+                        show_default=True,
+                        help="Independent repetitions, each with its own warmup; their spread gives the "
+                             "headline (between-run) interval. 1: that interval is unknown.")(func)
     return func
 
 
@@ -59,9 +72,14 @@ def power_option(func):
 
 
 def options_from(runs: int, time_budget: float | None, warmup: int | None, suite: str = "run",
-                 power: bool | None = False) -> RunOptions:
+                 power: bool | None = False, repetitions: int = 1, fresh_processes: bool = False) -> RunOptions:
     policy = WarmupPolicy(fixed=warmup) if warmup is not None else WarmupPolicy()
-    return RunOptions(runs=runs, time_budget_s=time_budget, warmup=policy, suite=suite, power=bool(power))
+    split_runs(runs, repetitions)  # refuse --runs < --repetitions before any work
+    if power and fresh_processes:
+        raise UserError("--power with --fresh-processes: the energy counter is read in one process; "
+                        "drop one of them")
+    return RunOptions(runs=runs, time_budget_s=time_budget, warmup=policy, suite=suite, power=bool(power),
+                      repetitions=repetitions, fresh_processes=fresh_processes)
 
 
 def plan_table(plan: list[PlannedStep], title: str) -> Table:
@@ -114,6 +132,7 @@ def plan_steps(engines, device, workloads, mitigations: Mitigations) -> tuple[li
 @store_options
 @measuring_options
 @run_options
+@repetition_options
 @power_option
 @mitigation_options
 @click.option("--dry-run", is_flag=True, help="Print the plan (engine, device, workload, power) and measure nothing.")
@@ -121,7 +140,8 @@ def plan_steps(engines, device, workloads, mitigations: Mitigations) -> tuple[li
               help="With --dry-run: the plan `anebench run` with no options follows on that host (mac: the "
                    "campaign with every engine, power on).")
 def run(engines, device, workloads, out: Path | None, no_save: bool, as_json: bool, runs: int,
-        time_budget: float | None, warmup: int | None, power: bool | None = None, keep_awake: bool = False,
+        time_budget: float | None, warmup: int | None, repetitions: int = DEFAULT_REPETITIONS,
+        fresh_processes: bool = False, power: bool | None = None, keep_awake: bool = False,
         predicts: int = 1, deprecated_batch: int | None = None, repeat: int = 1, dry_run: bool = False,
         plan_for: str | None = None) -> None:
     """Measure weight-read bandwidth (default: llama_lm_head on the best engine here; on a Mac, the
@@ -148,7 +168,8 @@ def run(engines, device, workloads, out: Path | None, no_save: bool, as_json: bo
     check_out_path(out)
     for step in steps:
         preflight_memory(step.engine, step.device, step.workload)
-    options = options_from(runs, time_budget, warmup, power=power)
+    options = options_from(runs, time_budget, warmup, power=power, repetitions=repetitions,
+                           fresh_processes=fresh_processes)
     busy = busy_warning(options.host.state(), options.host.info().cores_logical)
     if busy:  # said before measuring, so the user can stop and retry on a quiet machine
         err_console.print(f"warning: {busy}", highlight=False, soft_wrap=True)
@@ -229,4 +250,4 @@ def register(app: click.Group) -> None:
         app.add_command(command)
 
 
-__all__ = ["err_console", "options_from", "power_option", "register", "run_options"]
+__all__ = ["err_console", "options_from", "power_option", "register", "repetition_options", "run_options"]

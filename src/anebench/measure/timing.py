@@ -14,11 +14,13 @@ from dataclasses import dataclass
 from typing import cast
 
 from ..engines.base import Prepared
-from ..errors import MeasurementError
+from ..errors import MeasurementError, UserError
+from ..model import Repetition
 from .clock import MIN_TICKS_PER_CALL, PERF_COUNTER, Clock
 from .warmup import WarmupPolicy
 
-DEFAULT_RUNS = 300
+DEFAULT_RUNS = 300  # timed calls in all, split over the repetitions (3 x 100 by default)
+DEFAULT_REPETITIONS = 3
 ProgressCallback = Callable[[int, int], None]  # (done, total)
 PhaseCallback = Callable[[str], None]  # "timed" before the timed calls, "timed-end" after them
 
@@ -249,6 +251,13 @@ class Timing:
     warmup_policy: str
     timer: str
     timer_resolution_s: float
+    # How samples_s splits into independent repetitions (each after its own warmup); None: one.
+    repetitions: list[Repetition] | None = None
+    fresh_processes: bool = False
+
+    def repetition_list(self) -> list[Repetition]:
+        return self.repetitions or [Repetition(runs=len(self.samples_s), warmup_runs=self.warmup_runs,
+                                               warmup_steady=self.warmup_steady)]
 
 
 def time_calls(
@@ -280,3 +289,75 @@ def time_calls(
         timer=clock.name,
         timer_resolution_s=resolution,
     )
+
+
+def split_runs(runs: int, repetitions: int) -> list[int]:
+    """``runs`` timed calls over ``repetitions`` repetitions, sizes differing by at most one."""
+    if repetitions < 1:
+        raise UserError(f"--repetitions {repetitions}: give at least 1")
+    if runs < repetitions:
+        raise UserError(f"--runs {runs} is fewer than --repetitions {repetitions}: each repetition needs "
+                        f"at least one timed call (give --repetitions {runs} or more --runs)")
+    base, extra = divmod(runs, repetitions)
+    return [base + (1 if i < extra else 0) for i in range(repetitions)]
+
+
+def combine(parts: list[Timing], fresh_processes: bool = False) -> Timing:
+    """One Timing of independent repetitions laid end to end; each keeps its warmup in ``repetitions``."""
+    if not parts:
+        raise ValueError("no repetitions to combine")
+    device: list[float] | None = []
+    for part in parts:
+        device = device + part.device_samples_s if device is not None and part.device_samples_s else None
+    return Timing(
+        samples_s=[s for p in parts for s in p.samples_s],
+        device_samples_s=device,
+        warmup_runs=sum(p.warmup_runs for p in parts),
+        warmup_steady=all(p.warmup_steady for p in parts),
+        warmup_policy=parts[0].warmup_policy + (" (each repetition)" if len(parts) > 1 else ""),
+        timer=parts[0].timer,
+        timer_resolution_s=max(p.timer_resolution_s for p in parts),
+        repetitions=[Repetition(runs=len(p.samples_s), warmup_runs=p.warmup_runs,
+                                warmup_steady=p.warmup_steady) for p in parts],
+        fresh_processes=fresh_processes,
+    )
+
+
+def time_repetitions(
+    prepared: Prepared,
+    runs: int = DEFAULT_RUNS,
+    repetitions: int = DEFAULT_REPETITIONS,
+    warmup: WarmupPolicy | None = None,
+    clock: Clock = PERF_COUNTER,
+    time_budget_s: float | None = None,
+    progress: ProgressCallback | None = None,
+    phase: PhaseCallback | None = None,
+) -> Timing:
+    """``runs`` timed calls as ``repetitions`` repetitions in this process, each warmed up afresh by the
+    policy (after the previous one's calls the state may have moved: frequency, caches, background load)
+    and each given an equal share of ``time_budget_s``. ``phase`` hears "timed" before the first
+    repetition's timed calls and "timed-end" after the last one's: the later warmups lie between."""
+    sizes = split_runs(runs, repetitions)
+    share = time_budget_s / repetitions if time_budget_s else None
+    parts: list[Timing] = []
+    for i, size in enumerate(sizes):
+        step = _offset(progress, sum(sizes[:i]), runs) if progress is not None else None
+        marks = _outer_marks(phase, first=i == 0, last=i == len(sizes) - 1)
+        parts.append(time_calls(prepared, size, warmup, clock, share, step, marks))
+    return combine(parts)
+
+
+def _outer_marks(phase: PhaseCallback | None, first: bool, last: bool) -> PhaseCallback | None:
+    if phase is None:
+        return None
+
+    def mark(name: str) -> None:
+        if (name == "timed" and first) or (name == "timed-end" and last):
+            phase(name)
+
+    return mark
+
+
+def _offset(progress: ProgressCallback, before: int, runs: int) -> ProgressCallback:
+    """One bar over all repetitions, counted by planned sizes (a budget may end one early: no step back)."""
+    return lambda done, _total: progress(before + done, runs)

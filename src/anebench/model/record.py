@@ -24,6 +24,7 @@ from .base import (
     ShortStr,
     StrictModel,
 )
+from .repetitions import Repetitions
 from .source import SourceFacts
 from .statistics import gbps as gbps_of
 from .statistics import summary_fields
@@ -193,6 +194,8 @@ class ResultRecord(_Model):
     quant: QuantSection | None = None  # the quantisation suite's comparison with fp16
     concurrency: Concurrency | None = None
     keep_awake: KeepAwake | None = None
+    # How the samples split into independent repetitions, and the between-run interval derived from them.
+    repetitions: Repetitions | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -202,6 +205,9 @@ class ResultRecord(_Model):
     @model_validator(mode="after")
     def _derive(self) -> ResultRecord:
         if self.provenance != "measured":
+            if self.repetitions is not None:
+                raise ValueError("repetitions: a stated record has no samples to repeat; its figure is a "
+                                 "point")
             return self
         if not self.samples_s:
             raise ValueError("a measured record must keep its raw samples")
@@ -209,6 +215,10 @@ class ResultRecord(_Model):
         _check_derived("summary", self.summary, derived)
         self.summary = derived
         self.gbps = _checked_gbps("gbps", self.gbps, self.workload.weight_bytes, derived.median)
+        if self.repetitions is not None and derived.median is not None:
+            within = (derived.ci95_low, derived.ci95_high) if derived.ci95_low and derived.ci95_high else None
+            self.repetitions = self.repetitions.derived(self.samples_s, derived.median,
+                                                        self.workload.weight_bytes, within)
         if self.device_samples_s:
             device = Summary(**summary_fields(self.device_samples_s))
             if self.device_summary is not None:
@@ -233,6 +243,14 @@ class ResultRecord(_Model):
         """The latency the record's statistic names (median for measured records)."""
         value = getattr(self.summary, self.method.statistic)
         return float(value) if value is not None else None
+
+    def between_run(self) -> tuple[float, float] | None:
+        """The headline interval on latency (seconds), or None where it is unknown: a stated point, a run
+        of one repetition, or a record made before repetitions were recorded."""
+        between = self.repetitions.between_run if self.repetitions is not None else None
+        if between is None or between.low_s is None or between.high_s is None:
+            return None
+        return between.low_s, between.high_s
 
     @property
     def is_single_call_bandwidth(self) -> bool:

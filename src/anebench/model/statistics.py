@@ -58,3 +58,52 @@ def summary_fields(samples: Sequence[float]) -> dict[str, float | int]:
         "p95": float(p95),
         "iqr": float(q3 - q1),
     }
+
+
+# Two-sided 95% quantiles of Student's t for 1..30 degrees of freedom (beyond: a series in 1/df).
+_T975 = (12.7062, 4.3027, 3.1824, 2.7764, 2.5706, 2.4469, 2.3646, 2.3060, 2.2622, 2.2281, 2.2010, 2.1788,
+         2.1604, 2.1448, 2.1314, 2.1199, 2.1098, 2.1009, 2.0930, 2.0860, 2.0796, 2.0739, 2.0687, 2.0639,
+         2.0595, 2.0555, 2.0518, 2.0484, 2.0452, 2.0423)
+_Z975 = 1.959964
+
+
+def t975(df: float) -> float:
+    """The 97.5% quantile of Student's t with ``df`` degrees of freedom (df may be fractional: Welch)."""
+    if df < 1:
+        raise ValueError("a t quantile needs at least one degree of freedom")
+    if df <= len(_T975):
+        low = math.floor(df)
+        if low == df or low >= len(_T975):
+            return _T975[low - 1]
+        # between tabulated df the quantile is close to linear in 1/df
+        frac = (1 / df - 1 / (low + 1)) / (1 / low - 1 / (low + 1))
+        return _T975[low] + frac * (_T975[low - 1] - _T975[low])
+    z = _Z975  # Cornish-Fisher expansion: error < 1e-4 beyond 30 df
+    return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
+
+
+BETWEEN_RUN_METHOD = (
+    "between-run 95% interval: t-interval on the log of the R repetitions' medians "
+    "(centre x exp(+-t(0.975, R-1) x sd(log medians) / sqrt(R))), centred on the median of all samples, "
+    "and never narrower than the within-run CI of that median"
+)
+
+
+def log_spread(medians: Sequence[float]) -> float:
+    """Sample standard deviation of the log of the repetitions' medians (0 for one repetition)."""
+    if len(medians) < 2:
+        return 0.0
+    return float(np.std(np.log(np.asarray(medians, dtype=np.float64)), ddof=1))
+
+
+def between_run_interval(medians: Sequence[float], centre: float) -> tuple[float, float] | None:
+    """The 95% between-run interval around ``centre`` from R >= 2 repetition medians; None for R = 1.
+
+    Computed on logs so the interval is positive and a ratio of two results has one method (Welch, on
+    the same log medians) for its own interval.
+    """
+    r = len(medians)
+    if r < 2:
+        return None
+    half = t975(r - 1) * log_spread(medians) / math.sqrt(r)
+    return centre * math.exp(-half), centre * math.exp(half)

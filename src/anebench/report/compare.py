@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..results.published import published_records
+from ..measure.comparison import Comparison, compare_results, relative_halfwidth
 from ..model import ResultRecord
+from ..results.published import published_records
 from ..results.store import record_chip
 from ..system.chips import lookup_chip
 
@@ -20,6 +21,18 @@ class ComparisonRow:
     source: str
     yours: bool
     statistic: str = "median"  # published latencies are means of predict() calls
+    halfwidth: float | None = None  # your run's between-run 95% half-width (relative); None: a point
+    versus: Comparison | None = None  # a published figure against your run, by your between-run interval
+
+
+def versus_label(comparison: Comparison | None) -> str:
+    """Short: '+3% n.s.' (inside your run's uncertainty), '-20% sig.', or '? (1 rep.)' when unknown."""
+    if comparison is None:
+        return "-"
+    change = f"{comparison.ratio - 1:+.0%}"
+    if comparison.significant is None:
+        return f"{change} ?"
+    return f"{change} {'sig.' if comparison.significant else 'n.s.'}"
 
 
 def family_comparison(records: list[ResultRecord],
@@ -42,7 +55,7 @@ def family_comparison(records: list[ResultRecord],
         latency = record.latency_s()
         rows.append(ComparisonRow(chip.key, "this run", f"{record.engine.name}:{record.engine.device}",
                                   record.gbps, latency * 1e3 if latency else None, "your run", True,
-                                  record.method.statistic))
+                                  record.method.statistic, relative_halfwidth(record)))
         if not peers:
             notes.append(f"{record.workload.name}: no published figures for the {chip.family} family")
         for p in sorted(peers, key=lambda p: (p.host.chip or "", -(p.gbps or 0))):
@@ -51,6 +64,7 @@ def family_comparison(records: list[ResultRecord],
                 lookup_chip(p.host.chip).key, p.facts.chip_config or "",
                 f"{p.engine.name}:{p.engine.device}", p.gbps, p_latency * 1e3 if p_latency else None,
                 p.provenance_note.split(";")[0] + (" (GB/s derived)" if p.facts.gbps_derived else ""),
-                False, p.method.statistic,
+                False, p.method.statistic, None,
+                compare_results(record, p) if p.gbps and record.gbps else None,
             ))
     return rows, notes

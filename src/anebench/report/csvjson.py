@@ -11,6 +11,7 @@ from ..results.aggregate import Aggregate
 from .escape import csv_cell
 
 CSV_COLUMNS = ["chip", "family", "in_catalog", "workload", "fingerprint", "engine", "device", "median_gbps",
+               "gbps_rel_halfwidth95",
                "contributors", "median_latency_ms", "latency_contributors", "memory_bandwidth_gbps",
                "utilisation_low", "utilisation_high", "tier", "concurrency_verdict", "timing", "provenance",
                "configs", "flags"]
@@ -25,7 +26,8 @@ def render_csv(agg: Aggregate) -> str:
         low, high = r.utilisation or (None, None)
         writer.writerow([csv_cell(v) for v in (
             r.chip, r.family, r.in_catalog, r.workload, r.fingerprint, r.engine, r.device,
-            round(r.median_gbps, 3), r.contributors,
+            round(r.median_gbps, 3),
+            round(r.gbps_halfwidth, 5) if r.gbps_halfwidth is not None else None, r.contributors,
             round(r.median_latency_s * 1e3, 4) if r.median_latency_s is not None else None,
             r.latency_contributors, r.bandwidth, round(low, 4) if low else None,
             round(high, 4) if high else None, r.tier,
@@ -34,7 +36,7 @@ def render_csv(agg: Aggregate) -> str:
         )])
     for chip in agg.missing_chips:
         writer.writerow([csv_cell(v) for v in (
-            chip.key, chip.family, True, "", "", "", "", None, 0, None, 0, chip.bandwidth_label(),
+            chip.key, chip.family, True, "", "", "", "", None, None, 0, None, 0, chip.bandwidth_label(),
             None, None, None, "", "", "", "", "no data",
         )])
     return buffer.getvalue()

@@ -8,14 +8,16 @@ import socket
 from pathlib import Path
 
 from ..errors import UserError
+from ..measure.comparison import relative_halfwidth
+from ..results.files import atomic_write_text, document_json
 from ..model import ResultRecord
 from ..outputs import check_target
-from ..results.files import atomic_write_text, document_json
 from ..results.store import record_chip
 from ..results.validate import load_result_file
 from ..system.chips import lookup_chip
 from ..system.host import host_label
 from .escape import md_cell
+from .tables import fmt_gbps_pm
 
 DROPPED = "<dropped>"
 # Absolute paths under a home or a private folder, with or without a user name in them.
@@ -83,11 +85,12 @@ def issue_body(records: list[ResultRecord], submission_name: str, anonymized: bo
         lines.append("| " + " | ".join(md_cell(v) for v in (
             name or r.host.cpu_model or "-", chip.key if chip else "not in catalog",
             f"{r.engine.name}:{r.engine.device}", r.workload.name,
-            f"{r.gbps:.2f}" if r.gbps else "-", f"{latency * 1e3:.3f} ({r.method.statistic})" if latency else "-",
+            fmt_gbps_pm(r.gbps, relative_halfwidth(r)), f"{latency * 1e3:.3f} ({r.method.statistic})" if latency else "-",
             r.method.runs if r.method.runs is not None else "not stated",
             r.method.warmup_policy or "not stated", r.method.timing,
         )) + " |")
-    lines += ["", f"- tool: {md_cell(records[0].tool.name)} {md_cell(records[0].tool.version)}",
+    lines += ["", "GB/s: ± is the between-run 95% interval of the run's repetitions; none: one repetition.",
+              "", f"- tool: {md_cell(records[0].tool.name)} {md_cell(records[0].tool.version)}",
               (f"- host: {md_cell(records[0].host.os)} {md_cell(records[0].host.os_version)}, "
               f"{md_cell(records[0].host.arch)}"),
               f"- host identifiers: {'dropped' if anonymized else 'included (fingerprint, machine model)'}",

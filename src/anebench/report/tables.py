@@ -21,6 +21,24 @@ def fmt_gbps(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
+def fmt_halfwidth(relative: float | None) -> str:
+    """A relative 95% half-width as +-x.x%; empty where there is none (a point)."""
+    if relative is None:
+        return ""
+    return f"±{relative:.1%}" if relative >= 0.001 else f"±{relative:.2%}"
+
+
+def fmt_gbps_pm(value: float | None, relative: float | None) -> str:
+    """GB/s with its between-run +-, or the bare figure for a point."""
+    text = fmt_gbps(value)
+    return f"{text} {fmt_halfwidth(relative)}" if relative is not None and value is not None else text
+
+
+POINTS_NOTE = ("± is the between-run 95% interval (largest among the measured contributors); a figure "
+               "without ± is a point: stated figures (published, imported) come without an interval, "
+               "and a run of one repetition has none")
+
+
 def fmt_util(util: tuple[float, float] | None) -> str:
     if util is None:
         return "-"
@@ -34,7 +52,7 @@ def fmt_latency(row: MatrixRow) -> str:
     return f"{row.median_latency_s * 1e3:.2f} (n={row.latency_contributors})"
 
 
-MATRIX_COLUMNS = ["chip", "config", "GB/s (median)", "contributors", "latency ms (median)",
+MATRIX_COLUMNS = ["chip", "config", "GB/s (median ± between-run)", "contributors", "latency ms (median)",
                   "memory bandwidth GB/s", "utilisation", "tier", "timing", "provenance", "flags"]
 
 
@@ -70,10 +88,12 @@ def sections(agg: Aggregate) -> list[Section]:
         out.append(Section(
             f"Results: {label}",
             MATRIX_COLUMNS,
-            [[r.chip, ", ".join(r.configs) or "-", fmt_gbps(r.median_gbps), str(r.contributors),
+            [[r.chip, ", ".join(r.configs) or "-", fmt_gbps_pm(r.median_gbps, r.gbps_halfwidth),
+              str(r.contributors),
               fmt_latency(r), r.bandwidth, fmt_util(r.utilisation), str(r.tier), r.timing,
               ", ".join(r.provenance), "; ".join(r.flags) or "-"] for r in rows],
-            note=f"workload fingerprint {key[3][:16]}…; every figure in this table shares it",
+            note=f"workload fingerprint {key[3][:16]}…; every figure in this table shares it. "
+                 f"{POINTS_NOTE}",
             group=key,
         ))
         tiers: dict[int, list[MatrixRow]] = defaultdict(list)
@@ -92,7 +112,8 @@ def sections(agg: Aggregate) -> list[Section]:
          "scaling", "verdict", "flags"],
         [[c.chip, c.workload, f"{c.engine}:{c.device}", copies_as(c), ", ".join(fmt_gbps(v) for v in c.solo_gbps),
           ", ".join(fmt_gbps(v) for v in c.parallel_gbps) or "-", fmt_gbps(c.combined_gbps),
-          f"{c.scaling:.3f}", c.verdict, "; ".join(c.flags) or "-"] for c in agg.concurrency],
+          f"{c.scaling:.3f} {fmt_halfwidth(c.scaling_halfwidth)}".strip(), c.verdict,
+          "; ".join(c.flags) or "-"] for c in agg.concurrency],
         note=agg.rules["concurrency"],
     ))
     out.append(Section(

@@ -7,11 +7,19 @@ workload fingerprint, so two latencies are only ever compared when the same byte
 from __future__ import annotations
 
 import itertools
+import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from statistics import median
 
-from ..measure.verdicts import CONCURRENCY_RULE, INCONCLUSIVE, INCONCLUSIVE_RULE, concurrency_verdict
+from ..measure.comparison import relative_halfwidth
+from ..measure.verdicts import (
+    CONCURRENCY_RULE,
+    INCONCLUSIVE,
+    INCONCLUSIVE_RULE,
+    concurrency_verdict,
+    scaling_halfwidth,
+)
 from ..model import THREADS_OF_ONE_PROCESS, Concurrency, ResultRecord
 from ..system.chips import Chip, catalog, lookup_chip
 from .published import MAPPING_RULE, UNKNOWN_WORKLOAD
@@ -20,7 +28,13 @@ from .store import record_chip
 TIER_GAP = 0.15
 TIER_RULE = (
     f"per workload and engine/device, chips sorted by median GB/s; a new tier starts where a chip's median "
-    f"is more than {TIER_GAP:.0%} above the next slower chip's; tier 1 is the fastest"
+    f"is more than {TIER_GAP:.0%} above the next slower chip's and the gap exceeds their between-run 95% "
+    "half-widths combined in quadrature (stated figures count as exact points); tier 1 is the fastest"
+)
+UNCERTAINTY_RULE = (
+    "a chip's +- is the largest between-run 95% half-width among its measured contributors (the spread of "
+    "each run's repetition medians); stated figures (published, imported) are points: their sources give "
+    "no interval, and a run of one repetition has none"
 )
 UTILISATION_RULE = (
     "utilisation = median GB/s / the chip's published memory bandwidth; a range where the bandwidth "
@@ -39,6 +53,7 @@ RULES = {
                    "(flagged); combined = the stated combined figure, else the sum of the parallel instances "
                    "(flagged); runs are grouped by copy mode and threads per copy; " + INCONCLUSIVE_RULE,
     "latency": LATENCY_RULE,
+    "uncertainty": UNCERTAINTY_RULE,
     "published": MAPPING_RULE,
 }
 
@@ -64,6 +79,7 @@ class MatrixRow:
     flags: list[str]
     tier: int | None = None
     bandwidth_gbps: tuple[float, float] | None = None
+    gbps_halfwidth: float | None = None  # relative between-run 95% half-width; None: points only
 
 
 @dataclass
@@ -81,6 +97,7 @@ class ConcurrencyRow:
     flags: list[str]
     mode: str = ""  # how the copies ran: threads | processes
     threads_per_copy: int | None = None
+    scaling_halfwidth: float | None = None  # relative 95% half-width; None: every figure is a point
 
 
 @dataclass
@@ -161,6 +178,14 @@ def _is_unknown_artifact(record: ResultRecord) -> bool:
     return record.workload.name == UNKNOWN_WORKLOAD or record.facts.weight_bytes_unknown
 
 
+def tier_boundary(slower: MatrixRow, faster: MatrixRow) -> bool:
+    """A new tier starts at ``faster`` only where the gap is both large and beyond the uncertainty."""
+    gap = faster.median_gbps - slower.median_gbps
+    combined = math.hypot((faster.gbps_halfwidth or 0.0) * faster.median_gbps,
+                          (slower.gbps_halfwidth or 0.0) * slower.median_gbps)
+    return faster.median_gbps > slower.median_gbps * (1 + TIER_GAP) and gap > combined
+
+
 def assign_tiers(rows: list[MatrixRow]) -> None:
     groups: dict[tuple, list[MatrixRow]] = defaultdict(list)
     for row in rows:
@@ -169,7 +194,7 @@ def assign_tiers(rows: list[MatrixRow]) -> None:
         ordered = sorted(members, key=lambda r: r.median_gbps)
         bands = [[ordered[0]]]
         for slower, row in itertools.pairwise(ordered):
-            if row.median_gbps > slower.median_gbps * (1 + TIER_GAP):
+            if tier_boundary(slower, row):
                 bands.append([])
             bands[-1].append(row)
         for tier, band in enumerate(reversed(bands), 1):
@@ -185,6 +210,7 @@ def _matrix(solo: dict[tuple, list[ResultRecord]], chips: dict[str, Chip | None]
         if not figures:
             continue
         latencies = [r.latency_s() for r in records if r.latency_s() is not None]
+        halfwidths = [h for r in records if (h := relative_halfwidth(r)) is not None]
         gbps = median(figures)
         bandwidth = (chip.bandwidth_gbps_min, chip.bandwidth_gbps_max) if chip and chip.bandwidth_known \
             else None
@@ -198,6 +224,7 @@ def _matrix(solo: dict[tuple, list[ResultRecord]], chips: dict[str, Chip | None]
             timing=_timing(records), provenance=sorted({r.provenance for r in records}),
             configs=sorted({c for r in records if (c := r.facts.chip_config)}),
             flags=_flags(records, chip), bandwidth_gbps=bandwidth,
+            gbps_halfwidth=max(halfwidths) if halfwidths else None,
         ))
     assign_tiers(rows)
     order = {c.key: i for i, c in enumerate(catalog())}
@@ -228,24 +255,35 @@ def _serialised(records: list[ResultRecord]) -> bool:
                and r.concurrency.call_releases_gil is False for r in records)
 
 
+def _sum_halfwidth(records: list[ResultRecord]) -> float | None:
+    """Relative half-width of a sum of figures: their known half-widths in quadrature (points add none)."""
+    known = [(r.gbps or 0.0) * h for r in records if (h := relative_halfwidth(r)) is not None]
+    return math.sqrt(sum(x * x for x in known)) / sum(r.gbps or 0.0 for r in records) if known else None
+
+
 def _concurrency(groups: dict[tuple, dict[str, list[ResultRecord]]], rows: list[MatrixRow]) -> list:
-    solo_median = {(r.chip, r.fingerprint, r.engine, r.device): r.median_gbps for r in rows}
+    solo_rows = {(r.chip, r.fingerprint, r.engine, r.device): r for r in rows}
     results = []
     for key, modes in groups.items():
         flags = []
-        solo = [r.gbps for r in modes.get("dual-solo", []) if r.gbps]
+        solo_records = [r for r in modes.get("dual-solo", []) if r.gbps]
+        solo = [r.gbps for r in solo_records if r.gbps]
+        solo_halfwidths = [relative_halfwidth(r) for r in solo_records]
         parallel_records = [r for r in modes.get("parallel", []) if r.gbps]
-        parallel = [r.gbps for r in parallel_records]
+        parallel = [r.gbps for r in parallel_records if r.gbps]
         combined = [r.gbps for r in modes.get("combined", []) if r.gbps] or _suite_combined(parallel_records)
-        if not solo and key[:4] in solo_median:
-            solo = [solo_median[key[:4]]]
+        combined_halfwidth = None  # a stated or window-counted combined figure is a point
+        if not solo and key[:4] in solo_rows:
+            solo, solo_halfwidths = [solo_rows[key[:4]].median_gbps], [solo_rows[key[:4]].gbps_halfwidth]
             flags.append("solo reference from the chip's separate solo figure")
         if not combined and len(parallel) >= 2 and _one_set_of_instances(parallel_records):
             combined = [sum(parallel)]
+            combined_halfwidth = _sum_halfwidth(parallel_records)
             flags.append("combined = sum of the parallel instances")
         if not solo or not combined:
             continue
-        verdict = concurrency_verdict(solo, median(combined))
+        halfwidth = scaling_halfwidth(solo, solo_halfwidths, combined_halfwidth)
+        verdict = concurrency_verdict(solo, median(combined), halfwidth)
         outcome = verdict.verdict
         if _serialised([r for members in modes.values() for r in members]):
             outcome = INCONCLUSIVE  # the figures are kept; they cannot tell a ceiling from the GIL
@@ -254,7 +292,7 @@ def _concurrency(groups: dict[tuple, dict[str, list[ResultRecord]]], rows: list[
         results.append(ConcurrencyRow(
             chip=key[0], workload=workload, fingerprint=key[1], engine=key[2], device=key[3], solo_gbps=solo,
             parallel_gbps=parallel, combined_gbps=median(combined), scaling=verdict.scaling,
-            verdict=outcome, flags=flags, mode=key[4], threads_per_copy=key[5],
+            verdict=outcome, flags=flags, mode=key[4], threads_per_copy=key[5], scaling_halfwidth=halfwidth,
         ))
     results.sort(key=lambda r: (r.workload, r.chip))
     return results

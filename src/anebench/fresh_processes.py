@@ -1,0 +1,129 @@
+"""Repetitions in fresh processes (pyperf's worker processes): each repetition is a new spawned process
+that loads the workload, checks its output, warms up and times its share of the calls.
+
+In-process repetitions re-draw what changes over time (frequency and thermal state, background load,
+the warmup); a fresh process also re-draws what is fixed for a process's life: where the weights land
+in physical memory (pages, huge pages, NUMA node, DRAM channels), the allocator's and the engine's
+state, the threads' placement. One process at a time, so each holds the machine alone.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+
+from .engines.base import Engine, Prepared
+from .errors import MeasurementError, UserError
+from .measure.clock import Clock
+from .orchestration.keepawake import MITIGATION as KEEP_AWAKE
+from .orchestration.keepawake import KeepAwakeProcess, measured, share_warning
+from .measure.timing import ProgressCallback, Timing, combine, split_runs, time_calls
+from .measure.warmup import WarmupPolicy
+from .model import OutputCheck, ResultRecord, Scalar
+from .model import KeepAwake
+from .session import RunOptions, build_record, prepared_workload, verify_output
+from .workloads import Workload
+
+
+@dataclass(frozen=True)
+class RepetitionJob:
+    engine: Engine
+    device: str
+    workload: Workload
+    runs: int
+    warmup: WarmupPolicy
+    clock: Clock
+    time_budget_s: float | None
+    keep_awake: bool
+
+
+@dataclass
+class PreparedFacts:
+    """What a record takes from a Prepared, carried back from the process that held it."""
+
+    workload: Workload
+    weight_bytes: int
+    run_dtype: str
+    dtype_note: str | None
+    compute_units: str | None
+    device_time_note: str
+    artifact_sha256: str | None
+    details: dict[str, Scalar] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    pid: int = 0  # the process that held it (not recorded: it says only that the processes differed)
+
+    @classmethod
+    def of(cls, prepared: Prepared) -> PreparedFacts:
+        return cls(prepared.workload, prepared.weight_bytes, prepared.run_dtype, prepared.dtype_note,
+                   prepared.compute_units, prepared.device_time_note, prepared.artifact_sha256,
+                   dict(prepared.details), list(prepared.warnings), os.getpid())
+
+
+def run_repetition(job: RepetitionJob) -> tuple[PreparedFacts, OutputCheck, Timing, KeepAwake | None]:
+    """One repetition, start to end, in the process that calls it (the spawned worker's target)."""
+    with prepared_workload(job.engine, job.device, job.workload) as prepared:
+        helper = KeepAwakeProcess() if job.keep_awake else None  # as in-process: check, warmup and timing
+        if helper is not None:
+            helper.start()
+        try:
+            check = verify_output(prepared)
+            timing = time_calls(prepared, job.runs, job.warmup, job.clock, job.time_budget_s,
+                                phase=helper.mark if helper is not None else None)
+        finally:
+            if helper is not None:
+                helper.stop()
+        return PreparedFacts.of(prepared), check, timing, helper.section() if helper is not None else None
+
+
+def in_fresh_process(job: RepetitionJob, number: int) -> tuple[PreparedFacts, OutputCheck, Timing,
+                                                                KeepAwake | None]:
+    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        try:
+            return pool.submit(run_repetition, job).result()
+        except BrokenProcessPool as exc:
+            raise MeasurementError(f"repetition {number}'s process died before reporting (out of memory?); "
+                                   "nothing was saved") from exc
+
+
+def merge_facts(facts: list[PreparedFacts]) -> PreparedFacts:
+    """The first process's facts; every process must have read the same bytes, and every warning counts."""
+    first = facts[0]
+    for other in facts[1:]:
+        if (other.weight_bytes, other.run_dtype) != (first.weight_bytes, first.run_dtype):
+            raise MeasurementError(
+                f"the repetitions' processes loaded different workloads ({first.weight_bytes} vs "
+                f"{other.weight_bytes} bytes, {first.run_dtype} vs {other.run_dtype})")
+    warnings = list(dict.fromkeys(w for f in facts for w in f.warnings))
+    return PreparedFacts(**{**first.__dict__, "warnings": warnings})
+
+
+def measure_in_fresh_processes(engine: Engine, device: str, workload: Workload, options: RunOptions,
+                               progress: ProgressCallback | None = None) -> ResultRecord:
+    """``options.runs`` calls as ``options.repetitions`` repetitions, each in a new process."""
+    if options.power:
+        raise UserError("--power with --fresh-processes: the energy counter is read in one process; "
+                        "measure energy without --fresh-processes")
+    sizes = split_runs(options.runs, options.repetitions)
+    share = options.time_budget_s / options.repetitions if options.time_budget_s else None
+    keep_awake = KEEP_AWAKE in options.mitigations
+    results = []
+    for i, size in enumerate(sizes):
+        job = RepetitionJob(engine, device, workload, size, options.warmup, options.clock, share, keep_awake)
+        results.append(in_fresh_process(job, i + 1))
+        if progress is not None:
+            progress(sum(sizes[:i + 1]), options.runs)
+    facts = merge_facts([r[0] for r in results])
+    check = max((r[1] for r in results), key=lambda c: c.relative_error)  # the worst of the checks
+    timing = combine([r[2] for r in results], fresh_processes=True)
+    helpers = [r[3] for r in results if r[3] is not None]
+    record = build_record(engine, device, workload, facts, options, timing, check, None)
+    if not helpers:
+        return record
+    # every repetition's timed window together: the spinner's CPU time over their wall time
+    section = measured(sum(h.cpu_seconds for h in helpers), sum(h.wall_seconds for h in helpers))
+    warning = share_warning(section)
+    return record.model_copy(update={"keep_awake": section,
+                                     "warnings": [*record.warnings, *([warning] if warning else [])]}).with_id()

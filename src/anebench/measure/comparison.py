@@ -1,0 +1,126 @@
+"""Comparing two results by their between-run uncertainty (what `anebench compare` and reports use).
+
+The within-run CI of one run describes that run's samples; two runs of the same command differ by far
+more than it. So every comparison here uses the between-run interval of each measured record (the spread
+of its repetitions' medians), and a stated figure (published, imported) counts as an exact point: its
+source gives no interval. A record of one repetition has no between-run interval, so a comparison with
+it is "unknown", never decided by the narrower within-run CI.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ..errors import UserError
+from ..model import ResultRecord, t975
+
+COMPARISON_METHOD = (
+    "ratio = GB/s of b / GB/s of a (> 1: b is faster); 95% CI: Welch t-interval on the difference of the "
+    "log medians, each measured record contributing the variance its between-run interval implies "
+    "((half-width on the log scale / t(0.975, R - 1)) squared) with R - 1 degrees of freedom, a stated "
+    "figure counting as an exact point; significant when the CI excludes 1"
+)
+
+Verdict = Literal["b is faster", "b is slower", "no significant difference", "unknown"]
+
+
+@dataclass(frozen=True)
+class Uncertainty:
+    """One result's between-run uncertainty on the log scale: variance of its log median and its df."""
+
+    variance: float  # of the log of the headline figure; 0 for an exact point
+    df: float | None  # None for an exact point
+    point: bool  # a stated figure (no samples): exact by assumption
+    unknown: str | None = None  # why there is none (one repetition, no repetitions recorded)
+
+
+def uncertainty_of(record: ResultRecord) -> Uncertainty:
+    """The record's headline (between-run) interval read back as a log-scale variance with R - 1 df, so
+    that t(0.975, R - 1) x sqrt(variance) is the interval's half-width on the log scale."""
+    if record.provenance != "measured":
+        return Uncertainty(0.0, None, True)
+    repetitions = record.repetitions
+    if repetitions is None:
+        return Uncertainty(0.0, None, False,
+                           "made before repetitions were recorded: between-run spread unknown")
+    interval, centre = record.between_run(), record.latency_s()
+    if interval is None or centre is None or repetitions.count < 2:
+        return Uncertainty(0.0, None, False, "one repetition: between-run spread unknown")
+    low, high = interval
+    half = max(math.log(high / centre), math.log(centre / low), 0.0)
+    df = repetitions.count - 1
+    return Uncertainty((half / t975(df)) ** 2, df, False)
+
+
+def relative_halfwidth(record: ResultRecord) -> float | None:
+    """Half the width of the record's between-run 95% interval on the log scale (about the relative
+    half-width): 0.021 is about +-2.1%. None where the interval is unknown or the figure is a point."""
+    u = uncertainty_of(record)
+    if u.unknown is not None or u.point or u.df is None:
+        return None
+    return t975(u.df) * math.sqrt(u.variance)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    ratio: float  # GB/s of b / GB/s of a
+    low: float | None  # the ratio's 95% CI; None when unknown
+    high: float | None
+    significant: bool | None  # None: unknown
+    verdict: Verdict
+    method: str = COMPARISON_METHOD
+    notes: list[str] = field(default_factory=list)
+
+    def describe(self) -> str:
+        if self.low is None or self.high is None:
+            return f"x{self.ratio:.3f}, {self.verdict}"
+        return f"x{self.ratio:.3f} (95% CI {self.low:.3f}-{self.high:.3f}), {self.verdict}"
+
+
+def _label(record: ResultRecord, name: str) -> str:
+    return f"{name} ({record.engine.name}:{record.engine.device} {record.workload.name})"
+
+
+def compare_results(a: ResultRecord, b: ResultRecord) -> Comparison:
+    """b against a: the ratio of their headline GB/s with its 95% CI from their between-run intervals.
+
+    Refuses two records that read different bytes (another workload fingerprint): their GB/s answer
+    different questions."""
+    if a.workload.fingerprint != b.workload.fingerprint:
+        raise UserError(f"{_label(a, 'a')} and {_label(b, 'b')} have different workload fingerprints "
+                        f"({a.workload.fingerprint[:12]} vs {b.workload.fingerprint[:12]}); compare only "
+                        "results of the same workload")
+    if not a.gbps or not b.gbps:
+        missing = "a" if not a.gbps else "b"
+        raise UserError(f"{_label(a if missing == 'a' else b, missing)} states no GB/s figure to compare")
+    ratio = b.gbps / a.gbps
+    ua, ub = uncertainty_of(a), uncertainty_of(b)
+    notes = [f"{name} is a stated point (its source gives no interval)" for name, u in (("a", ua), ("b", ub))
+             if u.point]
+    unknown = [f"{name}: {u.unknown}" for name, u in (("a", ua), ("b", ub)) if u.unknown]
+    if unknown:
+        return Comparison(ratio, None, None, None, "unknown", notes=notes + unknown)
+    if ua.point and ub.point:
+        return Comparison(ratio, None, None, None, "unknown",
+                          notes=notes + ["neither figure carries an interval: no test is possible"])
+    if a.method.statistic != b.method.statistic:
+        notes.append(f"a's latency is a {a.method.statistic}, b's a {b.method.statistic}")
+    variance = ua.variance + ub.variance
+    df = welch_df([(u.variance, u.df) for u in (ua, ub) if not u.point])
+    half = t975(df) * math.sqrt(variance)
+    low, high = ratio * math.exp(-half), ratio * math.exp(half)
+    significant = not (low <= 1.0 <= high)
+    verdict: Verdict = "no significant difference"
+    if significant:
+        verdict = "b is faster" if ratio > 1 else "b is slower"
+    return Comparison(ratio, low, high, significant, verdict, notes=notes)
+
+
+def welch_df(parts: list[tuple[float, float | None]]) -> float:
+    """Welch-Satterthwaite degrees of freedom of a sum of independent variances (each with its df)."""
+    total = sum(v for v, _ in parts)
+    if total <= 0:
+        return min(df for _, df in parts if df is not None)  # no spread at all: the smallest df
+    return total**2 / sum(v**2 / df for v, df in parts if df is not None and v > 0)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-import numpy as np
+from ..model import median
 
 GROWTH_AT_RIDGE = 1.2  # the ridge: latency stays above 1.2x the memory-bound baseline
 # "Clearly compute-bound": over the last LINEAR_STREAK doublings latency grew nearly in proportion to B,
@@ -38,8 +38,8 @@ def ridge_baseline(batches: list[int], latencies_s: list[float]) -> int:
     if len(after) < 2:
         return 0
     level = [latencies_s[i] for i in after]
-    if float(np.median(level)) <= GROWTH_AT_RIDGE * min(level):
-        return after[int(np.argmin(level))]
+    if median(level) <= GROWTH_AT_RIDGE * min(level):
+        return after[level.index(min(level))]
     return 0
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from ..engines.base import Prepared
 from ..errors import MeasurementError
+from ..model import median
 from .clock import MIN_TICKS_PER_CALL, PERF_COUNTER, Clock
 from .warmup import WarmupPolicy
 
@@ -100,7 +101,7 @@ def time_calls(
     warmup = warmup or WarmupPolicy()
     resolution = clock.resolution_s()
     warm_samples, steady = warm_up(prepared, warmup, clock)
-    typical = sorted(warm_samples)[len(warm_samples) // 2]
+    typical = median(warm_samples)
     if typical < MIN_TICKS_PER_CALL * resolution:
         raise MeasurementError(
             f"a call takes {typical * 1e9:.0f} ns, shorter than {MIN_TICKS_PER_CALL} ticks of the "

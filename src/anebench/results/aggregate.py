@@ -9,12 +9,11 @@ from __future__ import annotations
 import itertools
 from collections import defaultdict
 from dataclasses import dataclass, field
-from statistics import median
 
 from ..measure.verdicts import CONCURRENCY_RULE, concurrency_verdict
 from ..system.chips import Chip, catalog, lookup_chip
 from .published import MAPPING_RULE, UNKNOWN_WORKLOAD
-from ..model import ResultRecord
+from ..model import ResultRecord, median
 from .store import record_chip
 
 TIER_GAP = 0.15

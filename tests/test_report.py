@@ -145,7 +145,7 @@ def test_run_comparison_shows_the_same_family_and_workload_only():
     assert {r.statistic for r in rows[1:]} == {"mean"}  # published latencies are means; ours a median
     lut6 = make_record(chip="Apple M4", gbps=111, workload="DeepHermes_lm_head")
     rows, notes = family_comparison([lut6])
-    assert len(rows) == 1 and "no published figures for the M4 family" in notes[0]
+    assert len(rows) == 1 and "no published figure of the same fingerprint" in notes[0] and "M4 family" in notes[0]
     rows, notes = family_comparison([make_record(chip=None)])
     assert rows == [] and "not in the chip catalog" in notes[0]
 

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from . import __version__
-from .engines.base import Engine, Prepared
+from .engines.base import Engine, Prepared, check_streams_as_stored
 from .errors import MeasurementError, UserError
 from .measure.check import check_output
 from .measure.clock import PERF_COUNTER, Clock
@@ -40,7 +40,9 @@ class RunOptions:
 
 
 def preflight_memory(engine: Engine, device: str, workload: Workload) -> None:
-    """Refuse, before allocating anything, a workload larger than the memory free for it."""
+    """Refuse, before allocating anything, a workload the engine cannot stream as stored or one larger
+    than the memory free for it."""
+    check_streams_as_stored(engine, workload, device)
     needed = engine.bytes_for(workload, device) * MEMORY_HEADROOM
     free = engine.free_memory(device)
     if free is None:  # the weights live in host memory (0 free on a GPU is an answer, not "unknown")
@@ -140,6 +142,7 @@ def build_record(engine, device, workload, prepared, options, timing, check, ext
         workload=WorkloadInfo.of(
             workload,
             prepared.weight_bytes,
+            fingerprint=workload.streamed_fingerprint(prepared.run_dtype),  # identity = the bytes read
             source=workload.weights.description().get("source", "synthetic"),
             artifact_sha256=prepared.artifact_sha256,
             origin=workload.weights.provenance(),

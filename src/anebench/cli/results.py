@@ -175,11 +175,11 @@ def show_family_comparison(records: list[ResultRecord], console: Console) -> Non
 
     rows, notes = family_comparison(records)
     if rows:
-        table = Table(title="your run beside published figures (same chip family, same workload)")
-        for column in ("chip", "config", "engine:device", "GB/s", "latency ms", "source"):
+        table = Table(title="your run beside published figures (same chip family, same workload fingerprint)")
+        for column in ("chip", "config", "workload", "engine:device", "GB/s", "latency ms", "source"):
             table.add_column(column, justify="right" if column in ("GB/s", "latency ms") else "left")
         for row in rows:
-            table.add_row(row.chip, row.config or "-", row.engine,
+            table.add_row(row.chip, row.config or "-", row.workload, row.engine,
                           f"{row.gbps:.2f}" if row.gbps else "-",
                           f"{row.latency_ms:.2f} ({row.statistic})" if row.latency_ms else "-", row.source,
                           style="bold" if row.yours else None)

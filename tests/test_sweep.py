@@ -3,6 +3,7 @@ import pytest
 
 from anebench.errors import UserError
 from anebench.measure.sweep import (
+    MIN_R_SQUARED,
     analyse_sweep,
     find_knee,
     fit_latency,
@@ -121,12 +122,40 @@ def test_analysis_reports_the_fit_past_the_knee_and_the_cache_resident_peak():
     assert data["knee_bytes"] >= 128 * MiB
 
 
-def test_analysis_notes_a_negative_overhead_as_not_resolved():
+def test_a_negative_overhead_beyond_its_error_fails_the_fit_and_carries_no_figures():
     sizes = log_sizes(256 * MiB, 1024 * MiB, 5)
     latencies = [s / BANDWIDTH - 50e-6 for s in sizes]
     result = analyse_sweep(sizes, latencies, cache_bytes=None)
-    assert result.fit.overhead_s < 0 and not result.fit.overhead_resolved
-    assert any(n.startswith("fitted overhead not resolved") for n in result.notes)
+    assert result.fit is None and "overhead is negative beyond two standard errors" in result.fit_error
+    data = result.as_dict()
+    assert data["fit"] is None and "bandwidth_gbps" not in data and "overhead_us" not in data
+
+
+def test_the_issue_sweep_in_cache_fails_on_r_squared_and_the_cache_peak():
+    # `sweep --quick --max-mb 16 --cache-mb 1` on a machine whose cache holds all 16 MiB: flat, noisy
+    sizes = log_sizes(1 * MiB, 16 * MiB, 7)
+    noise = [1.00, 1.10, 0.93, 0.95, 1.08, 0.97, 1.05]
+    latencies = [(40e-6 + s / 4000e9) * n for s, n in zip(sizes, noise)]
+    result = analyse_sweep(sizes, latencies, cache_bytes=1 * MiB)
+    assert result.fit is None
+    assert "R² " in result.fit_error and f"below {MIN_R_SQUARED}" in result.fit_error
+    assert "cache-resident peak" in result.fit_error
+
+
+def test_a_clean_line_above_the_catalog_bandwidth_fails_on_the_physical_bound():
+    sizes = log_sizes(256 * MiB, 2048 * MiB, 8)
+    result = analyse_sweep(sizes, synthetic(sizes), cache_bytes=32 * MiB, bound=(60.0, "M1 memory bandwidth"))
+    assert result.fit is None and "above the physical bound of 60.0 GB/s (M1 memory bandwidth)" in result.fit_error
+    good = analyse_sweep(sizes, synthetic(sizes), cache_bytes=32 * MiB, bound=(120.0, "M4 memory bandwidth"))
+    assert good.fit is not None and good.fit_error is None
+
+
+def test_a_noisy_but_linear_numpy_like_sweep_still_fits():
+    sizes = sweep_sizes(1 * MiB, 1024 * MiB, 12, fit_from=4 * 32 * MiB)
+    latencies = synthetic(sizes, cache_bytes=32 * MiB, noise=0.02, seed=5)
+    result = analyse_sweep(sizes, latencies, cache_bytes=32 * MiB)
+    assert result.fit is not None and result.fit.r_squared >= MIN_R_SQUARED
+    assert result.fit.bandwidth_bps == pytest.approx(BANDWIDTH, rel=0.05)
 
 
 def test_data_knee_leaves_the_fit_enough_points():

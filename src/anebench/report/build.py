@@ -12,6 +12,7 @@ from .csvjson import render_csv, render_json
 from .html import render_html
 from .markdown import render_markdown
 from .plots import bar_chart_png
+from .suite_tables import suite_sections
 from .tables import group_label, matrix_groups, sections
 
 FORMATS = ("md", "html", "csv", "json")
@@ -19,7 +20,9 @@ FORMATS = ("md", "html", "csv", "json")
 
 def _header(agg: Aggregate, source: str) -> list[str]:
     return [(f"Generated {utc_now().isoformat()} from {source}: {agg.records} record(s), "
-            f"{len(agg.rows)} chip x workload x engine row(s)."),
+            f"{len(agg.rows)} chip x workload x engine row(s) of single-call bandwidth, "
+            f"{len(agg.suites)} suite group(s) (sweeps, rooflines, latency, compute, concurrency) in their "
+            "own sections."),
             "Figures are medians over contributors; flags say how much each figure can be trusted."]
 
 
@@ -47,7 +50,7 @@ def render_report(records: list[ResultRecord], fmt: str, out: Path | None, sourc
     elif fmt == "json":
         text = render_json(agg, {"generated": utc_now().isoformat(), "source": source})
     elif fmt == "html":
-        text = render_html(header, sections(agg), charts(agg))
+        text = render_html(header, sections(agg, suite_sections(agg)), charts(agg))
     else:
         links: dict[tuple, str] = {}
         if out is not None:
@@ -57,7 +60,7 @@ def render_report(records: list[ResultRecord], fmt: str, out: Path | None, sourc
                 links[key] = name
         else:
             header.append("Charts: give --out PATH to write them beside the report, or use --format html.")
-        text = render_markdown(header, sections(agg), links)
+        text = render_markdown(header, sections(agg, suite_sections(agg)), links)
     if out is not None:
         atomic_write_text(out, text)
     return text

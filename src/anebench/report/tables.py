@@ -57,7 +57,10 @@ def group_label(key: tuple, groups: dict[tuple, list[MatrixRow]]) -> str:
     return label
 
 
-def sections(agg: Aggregate) -> list[Section]:
+def sections(agg: Aggregate, suites: list[Section] | None = None) -> list[Section]:
+    """The matrix and its tiers, the concurrency verdicts, ``suites`` (the suites' own sections), then
+    coverage, exclusions and rules."""
+    suites = suites or []
     out = []
     groups = matrix_groups(agg)
     for key, rows in groups.items():
@@ -65,10 +68,11 @@ def sections(agg: Aggregate) -> list[Section]:
         out.append(Section(
             f"Results: {label}",
             MATRIX_COLUMNS,
-            [[r.chip, ", ".join(r.configs) or "-", fmt_gbps(r.median_gbps), str(r.contributors),
+            [[r.chip, r.config or ", ".join(r.configs) or "-", fmt_gbps(r.median_gbps), str(r.contributors),
               fmt_latency(r), r.bandwidth, fmt_util(r.utilisation), str(r.tier), r.timing,
               ", ".join(r.provenance), "; ".join(r.flags) or "-"] for r in rows],
-            note=f"workload fingerprint {key[3][:16]}…; every figure in this table shares it",
+            note=f"workload fingerprint {key[3][:16]}…; every figure in this table shares it "
+                 "(single-call results: batch 1, one token, solo)",
             group=key,
         ))
         tiers: dict[int, list[MatrixRow]] = defaultdict(list)
@@ -81,15 +85,17 @@ def sections(agg: Aggregate) -> list[Section]:
               ", ".join(r.chip for r in sorted(m, key=lambda r: -r.median_gbps))]
              for t, m in sorted(tiers.items())],
         ))
-    out.append(Section(
-        "Concurrency verdicts",
-        ["chip", "workload", "engine:device", "solo GB/s", "parallel GB/s", "combined GB/s", "scaling",
-         "verdict", "flags"],
-        [[c.chip, c.workload, f"{c.engine}:{c.device}", ", ".join(fmt_gbps(v) for v in c.solo_gbps),
-          ", ".join(fmt_gbps(v) for v in c.parallel_gbps) or "-", fmt_gbps(c.combined_gbps),
-          f"{c.scaling:.3f}", c.verdict, "; ".join(c.flags) or "-"] for c in agg.concurrency],
-        note=agg.rules["concurrency"],
-    ))
+    if agg.concurrency:  # published dual-model rows and the concurrency suite; no empty section
+        out.append(Section(
+            "Concurrency verdicts",
+            ["chip", "workload", "engine:device", "solo GB/s", "parallel GB/s", "combined GB/s", "scaling",
+             "verdict", "flags"],
+            [[c.chip, c.workload, f"{c.engine}:{c.device}", ", ".join(fmt_gbps(v) for v in c.solo_gbps),
+              ", ".join(fmt_gbps(v) for v in c.parallel_gbps) or "-", fmt_gbps(c.combined_gbps),
+              f"{c.scaling:.3f}", c.verdict, "; ".join(c.flags) or "-"] for c in agg.concurrency],
+            note=agg.rules["concurrency"],
+        ))
+    out.extend(suites)
     out.append(Section(
         "Coverage: catalog chips with no data",
         ["chip", "vendor", "family", "memory bandwidth GB/s"],

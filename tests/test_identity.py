@@ -16,7 +16,7 @@ from test_store import make_record
 
 def test_run_numpy_on_the_lut6_head_is_refused_in_one_line_and_writes_nothing(capsys, tmp_path):
     out = tmp_path / "r.json"
-    code, stdout, stderr = run_cli(capsys, "run", "-e", "numpy", "-w", "llama_lm_head_lut6", "--runs", "5",
+    code, _, stderr = run_cli(capsys, "run", "-e", "numpy", "-w", "llama_lm_head_lut6", "--runs", "5",
                                    "--out", str(out))
     assert code == 2 and not out.exists()
     lines = [line for line in stderr.strip().splitlines() if line.strip()]

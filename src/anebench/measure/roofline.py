@@ -116,8 +116,8 @@ def ridge_failures(batches: list[int], ridge: int | None, compute_bound: bool, m
                    bound: tuple[float, str] | None) -> list[str]:
     """Why a ridge cannot be reported (RIDGE_GATES); empty when it can."""
     if ridge is None:
-        return [f"latency never stayed above {GROWTH_AT_RIDGE}x the baseline within batch {batches[-1]} "
-                "(raise --max-batch)"]
+        return [(f"latency never stayed above {GROWTH_AT_RIDGE}x the baseline within batch {batches[-1]} "
+                 "(raise --max-batch)")]
     failures = []
     if ridge == batches[-1]:
         failures.append(f"batch {ridge} is the last measured: no batch after it confirms the growth")

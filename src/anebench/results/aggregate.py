@@ -211,7 +211,7 @@ def _matrix(solo: dict[tuple, list[ResultRecord]], chips: dict[str, Chip | None]
         figures = [r.gbps for r in records if r.gbps is not None]
         if not figures:
             continue
-        latencies = [r.latency_s() for r in records if r.latency_s() is not None]
+        latencies = [t for r in records if (t := r.latency_s()) is not None]
         gbps = median(figures)
         bandwidth = chip.bandwidth_for(config) if chip else None
         rows.append(MatrixRow(
@@ -279,7 +279,7 @@ def _concurrency(groups: dict[tuple, dict[str, list[ResultRecord]]], rows: list[
 
 def _verdicts(rows: list[ConcurrencyRow]) -> dict[tuple, tuple[str, Figures]]:
     """The verdict line (with its phases) and figures of each concurrency group, for its suite section."""
-    found = {}
+    found: dict[tuple, tuple[str, Figures]] = {}
     for c in rows:
         line = (f"solo {', '.join(f'{g:.2f}' for g in c.solo_gbps)} GB/s; together "
                 f"{', '.join(f'{g:.2f}' for g in c.parallel_gbps) or '-'} GB/s; combined {c.combined_gbps:.2f} GB/s; "

@@ -194,8 +194,8 @@ def _group_key(kind: str, record: ResultRecord, chip: str, config: str) -> tuple
     base = (chip, config, record.engine.name, record.engine.device, record.workload.name)
     if kind == "sweep" and record.sweep is not None:  # one sweep: its sizes share the analysis
         s = record.sweep
-        return (chip, config, record.engine.name, record.engine.device, f"hidden {record.workload.shape[1]}, "
-                f"{record.workload.dtype}", record.host.fingerprint, s.points, s.knee_bytes, s.fit_error,
+        label = f"hidden {record.workload.shape[1]}, {record.workload.dtype}"
+        return (chip, config, record.engine.name, record.engine.device, label, record.host.fingerprint, s.points, s.knee_bytes, s.fit_error,
                 s.fit.bandwidth_gbps if s.fit else None, s.cache_peak_gbps)
     if kind == "roofline" and record.roofline is not None:
         r = record.roofline
@@ -223,8 +223,8 @@ def suite_groups(entries: list[tuple[ResultRecord, str, str]],
         elif kind == "roofline":
             groups.append(_roofline_group(tuple(key), records, points))
         elif kind == "concurrency":
-            verdict, figures = verdicts.get((key[0], key[5], key[2], key[3]), ("no verdict: solo or combined "
-                                                                                "figure missing", {}))
+            missing: tuple[str, Figures] = ("no verdict: a solo or combined figure is missing", {})
+            verdict, figures = verdicts.get((key[0], key[5], key[2], key[3]), missing)
             groups.append(SuiteGroup(kind, key[0], key[2], key[3], key[4], points, verdict, figures,
                                      "each copy solo, then together from a common start"))
         else:

@@ -184,3 +184,30 @@ def test_overhead_is_not_resolved_when_noise_swamps_it():
     assert fit.overhead_se_s > 1e-3  # milliseconds of uncertainty on a 2 us overhead
     analysis = analyse_sweep(sizes, latencies, cache_bytes=100e6)
     assert any(note.startswith("fitted overhead not resolved") for note in analysis.notes)
+
+
+def _drawn(monkeypatch, analysis: dict, sizes, latencies):
+    from anebench.report import suite_plots
+
+    seen = {}
+    monkeypatch.setattr(suite_plots, "save_figure", lambda fig, stem: seen.setdefault("fig", fig) and [])
+    suite_plots.plot_sweep(sizes, latencies, analysis, "sweep", "unused")
+    fig = seen["fig"]
+    return fig, [line.get_label() for ax in fig.axes for line in ax.get_lines()]
+
+
+def test_the_plot_of_a_failed_fit_shows_the_points_and_no_line(monkeypatch):
+    sizes = log_sizes(1 * MiB, 16 * MiB, 7)
+    noise = [1.00, 1.10, 0.93, 0.95, 1.08, 0.97, 1.05]
+    latencies = [(40e-6 + s / 4000e9) * n for s, n in zip(sizes, noise)]
+    failed = analyse_sweep(sizes, latencies, cache_bytes=1 * MiB)
+    fig, labels = _drawn(monkeypatch, failed.as_dict(), sizes, latencies)
+    assert "median latency" in labels and "past the knee" in labels
+    assert not any(label.startswith(("fit:", "fitted bandwidth")) for label in labels)
+    assert "fit failed: R²" in fig._suptitle.get_text()
+    assert fig.axes[0].get_ylim()[1] < 1000  # the measured points (<= 400 GB/s) set the scale, not a fitted 2,083
+    good_sizes = sweep_sizes(1 * MiB, 1024 * MiB, 12, fit_from=4 * 32 * MiB)
+    good_latencies = synthetic(good_sizes, cache_bytes=32 * MiB)
+    good = analyse_sweep(good_sizes, good_latencies, cache_bytes=32 * MiB)
+    _, labels = _drawn(monkeypatch, good.as_dict() | {"cache_bytes": 32 * MiB}, good_sizes, good_latencies)
+    assert any(label.startswith("fit:") for label in labels)

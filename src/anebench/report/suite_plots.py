@@ -85,6 +85,8 @@ def plot_sweep(sizes_bytes: list[int], latencies_s: list[float], analysis: dict,
     ax_lat.legend(fontsize=8, loc="upper left")
     failed = "" if fit else "\n" + textwrap.fill(f"fit failed: {analysis.get('fit_error')}", 140)
     fig.suptitle(title + failed, fontsize=10 if failed else None)
+    if failed:  # leave the reason room above the axes' titles
+        fig.tight_layout(rect=(0, 0, 1, 0.88))
     return save_figure(fig, stem)
 
 
@@ -127,6 +129,8 @@ def plot_roofline(analysis: dict, title: str, stem: Path) -> list[Path]:
     failed = analysis.get("ridge_error")
     fig.suptitle(title + ("\n" + textwrap.fill(f"ridge failed: {failed}", 140) if failed else ""),
                  fontsize=10 if failed else None)
+    if failed:
+        fig.tight_layout(rect=(0, 0, 1, 0.88))
     return save_figure(fig, stem)
 
 

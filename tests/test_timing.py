@@ -98,3 +98,11 @@ def test_progress_is_reported_up_to_completion():
 def test_real_clock_resolution_is_positive_and_sub_millisecond():
     resolution = PERF_COUNTER.resolution_s()
     assert 0 < resolution < 1e-3
+
+
+def test_the_too_short_check_takes_the_one_interpolated_median_of_the_warmup():
+    fake = FakeClock(tick_ns=100)  # 20 ticks = 2 us
+    # warm calls 0.6, 0.6, 2.6, 2.6 us: the interpolated median 1.6 us is too short (the upper one, 2.6, was not)
+    prepared = ScriptedCall(fake, [0.5e-6, 0.5e-6, 2.5e-6, 2.5e-6] + [2.5e-6] * 10)
+    with pytest.raises(MeasurementError, match="a call takes 1600 ns"):
+        time_calls(prepared, runs=5, warmup=WarmupPolicy(fixed=4), clock=fake.clock())

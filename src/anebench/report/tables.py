@@ -35,7 +35,7 @@ def fmt_latency(row: MatrixRow) -> str:
 
 
 MATRIX_COLUMNS = ["chip", "config", "GB/s (median)", "contributors", "latency ms (median)",
-                  "memory bandwidth GB/s", "utilisation", "tier", "timing", "provenance", "flags"]
+                  "memory bandwidth GB/s", "utilisation", "tier", "timing", "provenance", "flags", "workload"]
 
 
 def matrix_groups(agg: Aggregate) -> dict[tuple, list[MatrixRow]]:
@@ -70,7 +70,8 @@ def sections(agg: Aggregate, suites: list[Section] | None = None) -> list[Sectio
             MATRIX_COLUMNS,
             [[r.chip, r.config or ", ".join(r.configs) or "-", fmt_gbps(r.median_gbps), str(r.contributors),
               fmt_latency(r), r.bandwidth, fmt_util(r.utilisation), str(r.tier), r.timing,
-              ", ".join(r.provenance), "; ".join(r.flags) or "-"] for r in rows],
+              ", ".join(r.provenance), "; ".join(r.flags) or "-", f"{r.workload} ({r.fingerprint[:12]})"]
+             for r in rows],
             note=f"workload fingerprint {key[3][:16]}…; every figure in this table shares it "
                  "(single-call results: batch 1, one token, solo)",
             group=key,
@@ -80,9 +81,11 @@ def sections(agg: Aggregate, suites: list[Section] | None = None) -> list[Sectio
             tiers[r.tier].append(r)
         out.append(Section(
             f"Tiers: {label}",
-            ["tier", "GB/s range", "chips"],
+            ["tier", "GB/s range", "chips", "workload"],
             [[str(t), f"{min(r.median_gbps for r in m):.2f}-{max(r.median_gbps for r in m):.2f}",
-              ", ".join(r.chip for r in sorted(m, key=lambda r: -r.median_gbps))]
+              ", ".join(r.chip + (f" ({r.config})" if r.config else "")
+                        for r in sorted(m, key=lambda r: -r.median_gbps)),
+              f"{key[0]} ({key[3][:12]})"]
              for t, m in sorted(tiers.items())],
         ))
     if agg.concurrency:  # published dual-model rows and the concurrency suite; no empty section

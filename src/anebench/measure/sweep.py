@@ -22,7 +22,8 @@ MiB = 1024**2
 FIT_GATES = (
     f"a fit is reported only when it passes every gate: at least {MIN_FIT_POINTS} sizes past the knee; "
     f"R² >= {MIN_R_SQUARED}; bandwidth not above the physical bound (the chip catalog's memory bandwidth, "
-    "or where the catalog has none, the cache-resident peak measured below the knee in the same sweep); "
+    "or where the catalog has none, the cache-resident peak of the same sweep when it shows one: a size "
+    "below the knee faster than the largest size); "
     "overhead not negative beyond two standard errors. Otherwise: 'fit failed: <reason>', no bandwidth "
     "and no overhead"
 )
@@ -158,6 +159,19 @@ def fit_latency(sizes_bytes: list[int], latencies_s: list[float]) -> LineFit:
     )
 
 
+CACHE_BOUND_WHAT = "the cache-resident peak measured below the knee in this sweep"
+
+
+def cache_bound(sizes: list[int], gbps: list[float], knee_index: int) -> tuple[float, str] | None:
+    """The cache-resident peak as a bound on the streaming rate, where the sweep shows a cache hump (a size
+    below the knee faster than the largest): without one the small sizes are overhead-bound, not cached."""
+    if not 0 < knee_index < len(sizes):
+        return None
+    order = sorted(range(len(sizes)), key=lambda i: sizes[i])
+    peak = max(gbps[i] for i in order[:knee_index])
+    return (peak, CACHE_BOUND_WHAT) if peak > gbps[order[-1]] else None
+
+
 def fit_failures(fit: LineFit, bound_gbps: float | None, bound_what: str = "") -> list[str]:
     """Why ``fit`` fails the stated gates (FIT_GATES); empty when it passes."""
     failures = []
@@ -223,9 +237,7 @@ def analyse_sweep(sizes: list[int], latencies_s: list[float], cache_bytes: int |
     notes = []
     if knee.index == 0:
         notes.append("no size below the knee: the cache-resident peak is the best GB/s of the streaming sizes")
-    if bound is None and 0 < knee.index < len(sizes):
-        # Only a measured cache hump bounds the streaming rate; without one the "peak" is a streaming size.
-        bound = (gbps[peak], "the cache-resident peak measured below the knee in this sweep")
+    bound = bound or cache_bound(sizes, gbps, knee.index)
     try:
         fit: LineFit | None = fit_latency(sizes[knee.index:], latencies_s[knee.index:])
     except UserError as exc:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..measure.roofline import RIDGE_GATES, RIDGE_RULE, ridge_failures
-from ..measure.sweep import FIT_GATES, LineFit, fit_failures
+from ..measure.sweep import FIT_GATES, LineFit, cache_bound, fit_failures
 from ..model import ResultRecord
 from ..system.chips import memory_bound_gbps
 
@@ -133,9 +133,10 @@ def _sweep_group(key: tuple, records: list[ResultRecord], points: list[SuitePoin
     if fit is not None:
         line = LineFit(fit.overhead_s, fit.bandwidth_gbps * 1e9, fit.r_squared, fit.median_abs_rel_residual,
                        fit.max_abs_rel_residual, fit.points, fit.method, fit.overhead_se_s)
-        bound = _bound(key[0], key[1])
-        if bound is None and first.cache_peak_gbps and any(not r.sweep.in_fit for r in records if r.sweep):
-            bound = (first.cache_peak_gbps, "the cache-resident peak measured below the knee in this sweep")
+        knee = first.knee_bytes or 0
+        sizes = [p.weight_bytes for p in points]
+        rates = [p.gbps or 0.0 for p in points]
+        bound = _bound(key[0], key[1]) or cache_bound(sizes, rates, sum(size < knee for size in sizes))
         failures = fit_failures(line, *(bound or (None, "")))
         error = "; ".join(failures) or None
     if fit is None or error:

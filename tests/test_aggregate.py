@@ -20,8 +20,9 @@ def agg(published):
     return aggregate(published)
 
 
-def _row(agg, chip, workload="llama_lm_head"):
-    (row,) = [r for r in agg.rows if r.chip == chip and r.workload == workload]
+def _row(agg, chip, workload="llama_lm_head", config=None):
+    (row,) = [r for r in agg.rows if r.chip == chip and r.workload == workload
+              and (config is None or r.config == config)]
     return row
 
 
@@ -71,16 +72,20 @@ def test_mixed_latency_rows_are_excluded_from_every_comparison(agg, published):
 
 def test_latencies_are_grouped_by_fingerprint(agg):
     lut6 = _row(agg, "M6", "llama_lm_head_lut6")
-    fp16 = _row(agg, "M6")
+    fp16 = _row(agg, "M6", config="16 GB")
     assert lut6.fingerprint != fp16.fingerprint
     assert lut6.median_latency_s == pytest.approx(3.27e-3)
-    assert fp16.median_latency_s == pytest.approx((7.85e-3 + 6.91e-3) / 2)
+    assert fp16.median_latency_s == pytest.approx(7.85e-3)
 
 
 def test_medians_contributors_and_flags(agg):
-    m6 = _row(agg, "M6")
-    assert m6.contributors == 2 and m6.median_gbps == pytest.approx((133.92 + 152.05) / 2, abs=0.01)
-    assert "mixed configurations" in m6.flags and m6.configs == ["16 GB", "32 GB"]
+    # M6's bandwidth depends on its configuration: one row each, never one median of both
+    m6_16, m6_32 = _row(agg, "M6", config="16 GB"), _row(agg, "M6", config="32 GB")
+    assert (m6_16.contributors, m6_16.median_gbps) == (1, 133.92)
+    assert m6_32.contributors == 1 and m6_32.median_gbps == pytest.approx(1050.673152 / 6.91, abs=0.01)
+    assert m6_32.utilisation == pytest.approx((m6_32.median_gbps / 170,) * 2) and m6_32.bandwidth == "170"
+    assert m6_16.utilisation is None and m6_16.bandwidth == "not published for 16 GB"
+    assert "mixed configurations" not in m6_16.flags
     m1 = _row(agg, "M1")
     assert m1.flags[:3] == ["single report", "run count not stated", "warmup not stated"]
     assert m1.timing == "end-to-end"
@@ -111,7 +116,8 @@ def test_tiers_split_on_any_large_gap():
 
 def test_coverage_lists_catalog_chips_without_data(agg):
     missing = [c.key for c in agg.missing_chips]
-    assert "M2 Pro" in missing and "M3 Pro" in missing and "H100 SXM" in missing
+    assert "M2 Pro" not in missing  # the README utilisation table's derived figure
+    assert "M3 Pro" in missing and "H100 SXM" in missing
     assert "M1" not in missing and "M5 Max" not in missing
 
 

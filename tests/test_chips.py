@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from anebench.system.chips import catalog, family_members, lookup_chip
 
 
@@ -47,3 +49,31 @@ def test_catalog_covers_m1_to_m6_and_every_row_names_its_source():
     assert all(c.source for c in catalog())
     assert [c.key for c in family_members("M4")] == ["M4", "M4 Pro", "M4 Max"]
     assert {c.key for c in catalog() if c.vendor == "NVIDIA"} >= {"H100 SXM", "H200", "B200", "L40S"}
+
+
+def test_bandwidth_by_configuration_memory_or_core_count():
+    from anebench.system.chips import lookup_chip
+
+    m3max, m4max, m6 = lookup_chip("M3 Max"), lookup_chip("Apple M4 Max"), lookup_chip("M6")
+    assert m3max.bandwidth_for("14-core CPU / 36 GB") == (300, 300)
+    assert m3max.bandwidth_for("16C CPU / 40C GPU") == (400, 400)
+    assert m3max.bandwidth_for(None) == (300, 400)  # configuration not stated: the range
+    assert m4max.bandwidth_for("16-core CPU / 48 GB") == (546, 546)
+    assert m6.bandwidth_for("32 GB") == (170, 170) and m6.bandwidth_for("16 GB") is None
+    assert m6.matching_config("32 GB Mac") == "32 GB"
+
+
+def test_measured_hosts_are_rows_per_configuration_where_the_bandwidth_depends_on_it():
+    from anebench.results.aggregate import aggregate
+    from test_store import make_record
+
+    def on_m4max(cores: int, gbps: float):
+        record = make_record(chip="Apple M4 Max", gbps=gbps)
+        host = record.host.model_copy(update={"cores_physical": cores, "memory_bytes": 48 * 2**30})
+        return record.model_copy(update={"host": host, "id": None}).with_id()
+
+    rows = aggregate([on_m4max(14, 300), on_m4max(16, 400)]).rows
+    by_config = {r.config: r for r in rows}
+    assert set(by_config) == {"14-core CPU", "16-core CPU"}
+    assert by_config["14-core CPU"].utilisation == pytest.approx((300 / 410, 300 / 410))
+    assert by_config["16-core CPU"].utilisation == pytest.approx((400 / 546, 400 / 546))

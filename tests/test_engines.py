@@ -61,7 +61,7 @@ def test_measure_workload_makes_a_complete_record(small_workload):
     assert record.method.runs == 20 and len(record.samples_s) == 20
     assert record.method.warmup_runs == 2 and record.method.warmup_policy == "fixed: 2 calls"
     assert record.method.output_check.passed
-    assert record.workload.fingerprint == small_workload.fingerprint
+    assert record.workload.fingerprint == small_workload.streamed_fingerprint(record.engine.run_dtype)
     assert record.workload.weight_bytes == 64 * 1024 * 4
     assert record.gbps == pytest.approx(record.workload.weight_bytes / record.summary.median / 1e9)
     assert any(w.startswith("cache-resident") for w in record.warnings)

@@ -102,7 +102,8 @@ def test_csv_guards_formulas_and_round_trips(records):
     assert csv_cell(-1.5) == -1.5 and csv_cell("-1+2") == "'-1+2" and csv_cell("+x") == "'+x"
     m5max = next(r for r in rows if r["chip"] == "M5 Max" and r["workload"] == "llama_lm_head")
     assert m5max["concurrency_verdict"] == "inconclusive"  # copies were threads of one process
-    assert [r["chip"] for r in rows if r["flags"] == "no data"][:2] == ["M2 Pro", "M3 Pro"]
+    assert [r["chip"] for r in rows if r["flags"] == "no data"][:2] == ["M3 Pro", "H100 SXM"]
+    assert {r["section"] for r in rows if r["flags"] == "no data"} == {"coverage"}
 
 
 def test_json_report_round_trips_hostile_strings(records):
@@ -136,7 +137,7 @@ def test_cli_report_from_the_store(tmp_path, capsys):
     capsys.readouterr()
     main(["report", "--db", str(db), "--format", "json"])
     document = json.loads(capsys.readouterr().out)
-    assert len(document["matrix"]) == 20
+    assert len(document["matrix"]) == 22  # M6 16 GB and 32 GB are rows of their own; M2 Pro from the README
     main(["report", "--db", str(db), "--format", "html", "--out", str(tmp_path / "r.html")])
     assert (tmp_path / "r.html").read_text().startswith("<!DOCTYPE html>")
 
@@ -149,7 +150,7 @@ def test_run_comparison_shows_the_same_family_and_workload_only():
     assert {r.statistic for r in rows[1:]} == {"mean"}  # published latencies are means; ours a median
     lut6 = make_record(chip="Apple M4", gbps=111, workload="DeepHermes_lm_head")
     rows, notes = family_comparison([lut6])
-    assert len(rows) == 1 and "no published figures for the M4 family" in notes[0]
+    assert len(rows) == 1 and "no published figure of the same fingerprint" in notes[0] and "M4 family" in notes[0]
     rows, notes = family_comparison([make_record(chip=None)])
     assert rows == [] and "not in the chip catalog" in notes[0]
 
@@ -172,7 +173,7 @@ def test_html_report_renders_its_rows_in_headless_chromium(tmp_path, records):
     assert dom.scripts == 0
     rendered = {tuple(row[:3]) for row in dom.rows}
     # every results-matrix row of the llama_lm_head table, as the browser built the DOM
-    expected = {("M1", "-", "60.87"), ("M5 Max", "-", "148.40"), ("M6", "16 GB, 32 GB", "142.99"),
+    expected = {("M1", "-", "60.87"), ("M5 Max", "-", "148.40"), ("M6", "16 GB", "133.92"), ("M6", "32 GB", "152.05"),
                 ("M4 Pro", "24 GB Mac mini", "126.36"), (HOSTILE_CHIP, "-", "77.00")}
     assert expected <= rendered
     verdicts = {(row[0], row[8]) for row in dom.rows if len(row) == 10}
@@ -186,18 +187,23 @@ def _batched(record, batch: int):
     return record.model_copy(update={"workload": workload, "id": None}).with_id()
 
 
-def test_tables_and_verdicts_never_mix_fingerprints_of_one_workload_name():
+def test_a_batched_run_is_its_own_section_never_a_matrix_row_or_a_verdict():
     batched = _batched(make_record(chip="Apple M5 Max", engine="coreml", device="ane", gbps=300), 4)
     records = published_records() + [batched]
     rows = list(csv.DictReader(io.StringIO(render_report(records, "csv", None, "test"))))
-    m5max = {r["fingerprint"]: r for r in rows if r["chip"] == "M5 Max" and r["workload"] == "llama_lm_head"}
-    assert m5max[resolve_workload("llama_lm_head").fingerprint]["concurrency_verdict"] == "inconclusive"
-    assert m5max[batched.workload.fingerprint]["concurrency_verdict"] == ""  # no verdict for batch 4
+    m5max = {r["fingerprint"]: r for r in rows if r["chip"] == "M5 Max" and r["workload"] == "llama_lm_head"
+             and r["section"] in ("matrix", "batched")}
+    plain = m5max[resolve_workload("llama_lm_head").fingerprint]
+    assert plain["section"] == "matrix" and plain["concurrency_verdict"] == "inconclusive"
+    batch4 = m5max[batched.workload.fingerprint]
+    assert (batch4["section"], batch4["batch"], batch4["concurrency_verdict"]) == ("batched", "4", "")
     text = render_report(records, "md", None, "test")
     titles = [line for line in text.splitlines() if line.startswith("## Results: llama\\_lm\\_head on coreml:ane")]
-    assert len(titles) == 2 and all("(fingerprint " in t for t in titles)
-    batch4 = text.split(f"(fingerprint {batched.workload.fingerprint[:12]})")[1].split("## ")[0]
-    assert "300.00" in batch4 and "148.40" not in batch4  # the batch-4 table holds only its own figure
+    assert len(titles) == 1 and "(fingerprint " not in titles[0]
+    matrix = text.split(titles[0])[1].split("## ")[0]
+    assert "300.00" not in matrix and "148.40" in matrix  # the batch-4 figure is not a matrix figure
+    section = text.split("## Runs with batch or tokens &gt; 1: llama\\_lm\\_head on coreml:ane, M5 Max")[1]
+    assert "300.00" in section.split("## ")[0]
 
 
 def test_every_format_says_the_published_dual_runs_are_inconclusive_and_why():
@@ -208,6 +214,6 @@ def test_every_format_says_the_published_dual_runs_are_inconclusive_and_why():
         assert "copies were threads of one process" in text and "Ultra chip" in text
     rows = list(csv.DictReader(io.StringIO(render_report(records, "csv", None, "test"))))
     assert {r["concurrency_verdict"] for r in rows if r["chip"] in ("M5 Max", "M6", "M3 Ultra")
-            and r["workload"] == "llama_lm_head"} == {"inconclusive"}
+            and r["workload"] == "llama_lm_head" and r["section"] == "matrix" and not r["config"]} == {"inconclusive"}
     document = json.loads(render_report(records, "json", None, "test"))
     assert {c["verdict"] for c in document["concurrency"]} == {"inconclusive"}

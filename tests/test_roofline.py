@@ -101,3 +101,22 @@ def test_a_lut6_head_moves_fp16_activations():
     assert activation_element_bytes(lut6, "fp32") == 4
     assert activation_bytes(lut6, run_dtype) == 2 * (4096 + 128256) * 4  # counted as fp32 at least
     check_activations_fit(CoreMLEngine(), "ane", lut6)  # a KeyError on 'lut6' before
+
+
+def test_a_ridge_that_fails_its_gates_is_reported_as_failed_with_no_ridge():
+    # latency stepped up at the last batch only: nothing confirms it, and compute-bound was not reached
+    batches = [1, 2, 4, 8]
+    analysis = analyse_roofline(batches, [1.0, 1.0, 1.05, 1.4], VOCAB, HIDDEN, WEIGHT_BYTES, 2)
+    assert analysis.ridge_batch is None and analysis.model_ridge_batch is None
+    assert "batch 8 is the last measured" in analysis.ridge_error
+    assert "compute-bound growth" in analysis.ridge_error
+    assert analysis.as_dict()["ridge_error"] == analysis.ridge_error
+
+
+def test_a_ridge_over_an_impossible_batch_1_bandwidth_fails_on_the_physical_bound():
+    batches = doubling_batches(1024)
+    latencies = [roof_latency(b) for b in batches]  # batch 1 at 100 GB/s
+    ok = analyse_roofline(batches, latencies, VOCAB, HIDDEN, WEIGHT_BYTES, 2, (120.0, "M4 memory bandwidth"))
+    assert ok.ridge_batch is not None and ok.ridge_error is None
+    bad = analyse_roofline(batches, latencies, VOCAB, HIDDEN, WEIGHT_BYTES, 2, (68.25, "M1 memory bandwidth"))
+    assert bad.ridge_batch is None and "physical bound of 68.2 GB/s (M1 memory bandwidth)" in bad.ridge_error

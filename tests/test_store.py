@@ -127,7 +127,7 @@ def test_published_import_is_idempotent(tmp_path):
     main(["ingest", "--published", "--db", str(db)])
     with open_store(db) as store:
         count = store.count()
-        assert count == 47 and {r.provenance for r in store.records()} == {"published"}
+        assert count == 48 and {r.provenance for r in store.records()} == {"published"}  # 47 + README M2 Pro
     main(["ingest", "--published", "--db", str(db)])
     with open_store(db) as store:
         assert store.count() == count

@@ -28,7 +28,27 @@ def assert_plots(stem):
 SWEEP = ("-w", "lm_head:256x8:fp32", "--min-mb", "1", "--max-mb", "8", "--points", "4", "--cache-mb", "0.25")
 
 
-def test_sweep_fits_and_plots(capsys, tmp_path):
+def scripted_sweep(monkeypatch, overhead_s=5e-6, bytes_per_s=10e9):
+    """Every sweep measurement really runs (engine, output check, timing), then its samples are replaced by a
+    clean line, so the fit's gates see a good sweep whatever the load of this shared machine."""
+    import anebench.suites.sweep as sweep_suite
+    from anebench.model import ResultRecord
+
+    real = sweep_suite.measure_workload
+
+    def measure(engine, device, workload, options, progress=None):
+        record = real(engine, device, workload, options, progress)
+        latency = overhead_s + record.workload.weight_bytes / bytes_per_s
+        data = record.model_dump(mode="json", by_alias=True)
+        data.update(samples_s=[latency] * len(record.samples_s), summary={"n": None}, gbps=None, id=None,
+                    warnings=[], repetitions=None)
+        return ResultRecord.model_validate(data).with_id()
+
+    monkeypatch.setattr(sweep_suite, "measure_workload", measure)
+
+
+def test_sweep_fits_and_plots(capsys, tmp_path, monkeypatch):
+    scripted_sweep(monkeypatch)  # a good numpy sweep: 5 us + bytes / 10 GB/s
     out = tmp_path / "sweep.json"
     code, stdout, stderr = run_cli(capsys, "sweep", "-e", "numpy", *SWEEP, *QUICK, "--out", str(out), "--json")
     assert code == 0, stderr
@@ -36,18 +56,21 @@ def test_sweep_fits_and_plots(capsys, tmp_path):
     assert len(records) == 4 and [r["sweep"]["point"] for r in records] == [0, 1, 2, 3]
     for record in records:
         sweep = record["sweep"]
-        assert sweep["fit"]["points"] == 4 and sweep["fit"]["bandwidth_gbps"] > 0 and sweep["in_fit"]
+        assert sweep["fit"]["points"] == 4 and sweep["fit"]["bandwidth_gbps"] == pytest.approx(10)
+        assert sweep["fit"]["overhead_s"] == pytest.approx(5e-6) and sweep["in_fit"] and sweep["fit_error"] is None
         assert "4x the last-level cache" in sweep["knee_rule"] and sweep["cache_bytes"] == 1024**2 // 4
         assert record["device_time"] and record["suite"] == "sweep"
-    assert "sweep fit" in stderr and "overhead us" in stderr  # tables go to stderr under --json
+    assert "sweep fit" in stderr and "overhead us" in stderr and "10.00" in stderr  # tables: stderr under --json
+    assert "fit: Theil-Sen" in stderr and "; fit failed" not in stderr
     assert_plots(tmp_path / "sweep.sweep")
     assert json.loads(out.read_text())["results"] == records
 
 
 def test_sweep_of_two_workloads_writes_one_plot_each(capsys, tmp_path):
+    """Real timings: on this shared machine a tiny sweep may fail its fit gates; its plots are written anyway."""
     code, _, stderr = run_cli(capsys, "sweep", "-e", "numpy", *SWEEP, "-w", "lm_head:128x8:fp32", *QUICK,
                               "--no-save", "--plot", str(tmp_path / "p"))
-    assert code == 0, stderr
+    assert code == 0 or (code == 1 and "fit failed" in stderr), stderr
     assert_plots(tmp_path / "p.sweep.0-numpy-cpu")
     assert_plots(tmp_path / "p.sweep.1-numpy-cpu")
     assert "hidden 128" in (tmp_path / "p.sweep.1-numpy-cpu.svg").read_text()
@@ -65,7 +88,7 @@ def test_sweep_runs_on_torch_and_mlx(capsys, tmp_path):
         if sweep["fit"] is not None:
             assert_plots(tmp_path / f"sweep.sweep.{engine}-cpu")
         else:
-            assert code == 1 and f"{engine}:cpu: latency does not grow" in stderr
+            assert code == 1 and sweep["fit_error"] and f"{engine}:cpu: {sweep['fit_error']}" in stderr
     assert code in (0, 1), stderr
 
 
@@ -89,7 +112,8 @@ def test_roofline_every_engine_table_and_plot(capsys, tmp_path):
     assert_plots(tmp_path / "r.roofline.0-numpy-cpu")
 
 
-def test_latency_uses_the_smallest_workload_and_a_saved_sweep(capsys, tmp_path):
+def test_latency_uses_the_smallest_workload_and_a_saved_sweep(capsys, tmp_path, monkeypatch):
+    scripted_sweep(monkeypatch)
     sweep_file = tmp_path / "s.json"
     code, _, stderr = run_cli(capsys, "sweep", "-e", "numpy", "-w", "lm_head:256x8:fp32", "--min-mb", "0.25",
                               "--max-mb", "2", "--points", "4", "--cache-mb", "0.1", *QUICK, "--out",
@@ -186,7 +210,10 @@ def test_latency_survives_a_quick_sweep_without_a_fit(capsys, monkeypatch):
     import anebench.suites.sweep as sweep_suite
 
     def unfittable(engine, device, base, plan, options, progress):
-        return sweep_suite.SweepResult([], None, None, "latency does not grow with size past the knee")
+        from anebench.measure.sweep import Knee, SweepAnalysis
+
+        error = "latency does not grow with size past the knee"
+        return sweep_suite.SweepResult([], SweepAnalysis(Knee(0, 1, "rule"), None, 1.0, 1, [], error), None, error)
 
     monkeypatch.setattr(sweep_suite, "plan_sweep", lambda *args, **kwargs: sweep_suite.SweepPlan([1], None))
     monkeypatch.setattr(sweep_suite, "run_sweep", unfittable)

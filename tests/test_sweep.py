@@ -3,6 +3,7 @@ import pytest
 
 from anebench.errors import UserError
 from anebench.measure.sweep import (
+    MIN_R_SQUARED,
     analyse_sweep,
     find_knee,
     fit_latency,
@@ -121,12 +122,41 @@ def test_analysis_reports_the_fit_past_the_knee_and_the_cache_resident_peak():
     assert data["knee_bytes"] >= 128 * MiB
 
 
-def test_analysis_notes_a_negative_overhead_as_not_resolved():
+def test_a_negative_overhead_beyond_its_error_fails_the_fit_and_carries_no_figures():
     sizes = log_sizes(256 * MiB, 1024 * MiB, 5)
     latencies = [s / BANDWIDTH - 50e-6 for s in sizes]
     result = analyse_sweep(sizes, latencies, cache_bytes=None)
-    assert result.fit.overhead_s < 0 and not result.fit.overhead_resolved
-    assert any(n.startswith("fitted overhead not resolved") for n in result.notes)
+    assert result.fit is None and "overhead is negative beyond two standard errors" in result.fit_error
+    data = result.as_dict()
+    assert data["fit"] is None and "bandwidth_gbps" not in data and "overhead_us" not in data
+
+
+def test_the_issue_sweep_in_cache_fails_on_r_squared_and_the_cache_peak():
+    # `sweep --quick --max-mb 16 --cache-mb 1` on a machine whose cache holds all 16 MiB: flat, noisy
+    # the run in the issue: fast small sizes, then a flat, noisy ~1 ms from 2.6 MiB on (a loaded machine)
+    sizes = log_sizes(1 * MiB, 16 * MiB, 7)
+    noise = [1.00, 1.10, 0.93, 0.95, 1.08, 0.97, 1.05]
+    latencies = [(s / 40e9 if s < 2 * MiB else 1e-3 + s / 4000e9) * n for s, n in zip(sizes, noise)]
+    result = analyse_sweep(sizes, latencies, cache_bytes=1 * MiB)
+    assert result.fit is None
+    assert "R² " in result.fit_error and f"below {MIN_R_SQUARED}" in result.fit_error
+    assert "cache-resident peak" in result.fit_error
+
+
+def test_a_clean_line_above_the_catalog_bandwidth_fails_on_the_physical_bound():
+    sizes = log_sizes(256 * MiB, 2048 * MiB, 8)
+    result = analyse_sweep(sizes, synthetic(sizes), cache_bytes=32 * MiB, bound=(60.0, "M1 memory bandwidth"))
+    assert result.fit is None and "above the physical bound of 60.0 GB/s (M1 memory bandwidth)" in result.fit_error
+    good = analyse_sweep(sizes, synthetic(sizes), cache_bytes=32 * MiB, bound=(120.0, "M4 memory bandwidth"))
+    assert good.fit is not None and good.fit_error is None
+
+
+def test_a_noisy_but_linear_numpy_like_sweep_still_fits():
+    sizes = sweep_sizes(1 * MiB, 1024 * MiB, 12, fit_from=4 * 32 * MiB)
+    latencies = synthetic(sizes, cache_bytes=32 * MiB, noise=0.02, seed=5)
+    result = analyse_sweep(sizes, latencies, cache_bytes=32 * MiB)
+    assert result.fit is not None and result.fit.r_squared >= MIN_R_SQUARED
+    assert result.fit.bandwidth_bps == pytest.approx(BANDWIDTH, rel=0.05)
 
 
 def test_data_knee_leaves_the_fit_enough_points():
@@ -155,3 +185,30 @@ def test_overhead_is_not_resolved_when_noise_swamps_it():
     assert fit.overhead_se_s > 1e-3  # milliseconds of uncertainty on a 2 us overhead
     analysis = analyse_sweep(sizes, latencies, cache_bytes=100e6)
     assert any(note.startswith("fitted overhead not resolved") for note in analysis.notes)
+
+
+def _drawn(monkeypatch, analysis: dict, sizes, latencies):
+    from anebench.report import suite_plots
+
+    seen = {}
+    monkeypatch.setattr(suite_plots, "save_figure", lambda fig, stem: seen.setdefault("fig", fig) and [])
+    suite_plots.plot_sweep(sizes, latencies, analysis, "sweep", "unused")
+    fig = seen["fig"]
+    return fig, [line.get_label() for ax in fig.axes for line in ax.get_lines()]
+
+
+def test_the_plot_of_a_failed_fit_shows_the_points_and_no_line(monkeypatch):
+    sizes = log_sizes(1 * MiB, 16 * MiB, 7)
+    noise = [1.00, 1.10, 0.93, 0.95, 1.08, 0.97, 1.05]
+    latencies = [(40e-6 + s / 4000e9) * n for s, n in zip(sizes, noise)]
+    failed = analyse_sweep(sizes, latencies, cache_bytes=1 * MiB)
+    fig, labels = _drawn(monkeypatch, failed.as_dict(), sizes, latencies)
+    assert "median latency" in labels and "past the knee" in labels
+    assert not any(label.startswith(("fit:", "fitted bandwidth")) for label in labels)
+    assert "fit failed: R²" in fig._suptitle.get_text()
+    assert fig.axes[0].get_ylim()[1] < 1000  # the measured points (<= 400 GB/s) set the scale, not a fitted 2,083
+    good_sizes = sweep_sizes(1 * MiB, 1024 * MiB, 12, fit_from=4 * 32 * MiB)
+    good_latencies = synthetic(good_sizes, cache_bytes=32 * MiB)
+    good = analyse_sweep(good_sizes, good_latencies, cache_bytes=32 * MiB)
+    _, labels = _drawn(monkeypatch, good.as_dict() | {"cache_bytes": 32 * MiB}, good_sizes, good_latencies)
+    assert any(label.startswith("fit:") for label in labels)

@@ -44,7 +44,7 @@ def test_a_failed_fit_keeps_the_records_and_says_why(tiny_records):
     flat = [r.model_copy(update={"summary": r.summary.model_copy(update={"median": 1e-3})})
             for r in tiny_records]
     result = finish_sweep(flat, cache_bytes=None)
-    assert result.analysis is None and "does not grow" in result.error
+    assert result.analysis.fit is None and "does not grow" in result.error
     assert all(r.sweep.fit_error == result.error for r in result.records)
     assert sweep_from_records(result.records, "numpy", "cpu") is None
 
@@ -67,3 +67,21 @@ def test_a_quantized_head_is_refused_in_one_line_not_a_key_error():
     plan = sweep_suite.SweepPlan([MiB, 2 * MiB], None)
     with pytest.raises(UserError, match="'llama_lm_head_lut6' is quantized"):
         sweep_suite.sweep_workloads(CoreMLEngine(), "ane", resolve_workload("llama_lm_head_lut6"), plan)
+
+
+def test_a_sweep_on_a_known_chip_fails_above_its_catalog_bandwidth_and_records_no_figures(tiny_records):
+    # a clean line at 2.6 GB/s is fine on this host; on an "M1" host with a 1 GB/s catalog figure it is not
+    from anebench.system import chips
+
+    latencies = {1024: 1e-4, 2048: 2e-4, 4096: 4e-4}
+    timed = [r.model_copy(update={"summary": r.summary.model_copy(update={"median": latencies[r.workload.shape[0]]}),
+                                  "host": r.host.model_copy(update={"chip": "Apple M1"})}) for r in tiny_records]
+    original = chips.lookup_chip("M1")
+    slow = chips.Chip(**{**original.__dict__, "bandwidth_gbps_min": 1.0, "bandwidth_gbps_max": 1.0})
+    try:
+        chips._index()[chips.normalize("Apple M1")] = slow
+        result = finish_sweep(timed, cache_bytes=None)
+    finally:
+        chips._index()[chips.normalize("Apple M1")] = original
+    assert result.analysis.fit is None and "physical bound of 1.0 GB/s (M1 memory bandwidth" in result.error
+    assert all(r.sweep.fit is None and r.sweep.fit_error == result.error for r in result.records)

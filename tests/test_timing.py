@@ -123,3 +123,9 @@ def test_the_system_host_reads_its_state_without_privileges():
     state = SYSTEM_HOST.state()
     assert state.load_average_1m is not None and state.load_average_1m >= 0  # Linux always has one
     assert state.busy == (state.load_average_1m > (SYSTEM_HOST.info().cores_logical or 1) / 2)
+def test_the_too_short_check_takes_the_one_interpolated_median_of_the_warmup():
+    fake = FakeClock(tick_ns=100)  # 20 ticks = 2 us
+    # warm calls 0.6, 0.6, 2.6, 2.6 us: the interpolated median 1.6 us is too short (the upper one, 2.6, was not)
+    prepared = ScriptedCall(fake, [0.5e-6, 0.5e-6, 2.5e-6, 2.5e-6] + [2.5e-6] * 10)
+    with pytest.raises(MeasurementError, match="a call takes 1600 ns"):
+        time_calls(prepared, runs=5, warmup=WarmupPolicy(fixed=4), clock=fake.clock())

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import __version__
-from .engines.base import Engine, Prepared
+from .engines.base import Engine, Prepared, check_streams_as_stored
 from .errors import MeasurementError, UserError
 from .measure.check import check_output
 from .measure.clock import PERF_COUNTER, Clock
@@ -60,7 +60,9 @@ class RunOptions:
 
 
 def preflight_memory(engine: Engine, device: str, workload: Workload, host: Host = SYSTEM_HOST) -> None:
-    """Refuse, before allocating anything, a workload larger than the memory free for it."""
+    """Refuse, before allocating anything, a workload the engine cannot stream as stored or one larger
+    than the memory free for it."""
+    check_streams_as_stored(engine, workload, device)
     needed = engine.bytes_for(workload, device) * MEMORY_HEADROOM
     free = engine.free_memory(device)
     if free is None:  # the weights live in host memory (0 free on a GPU is an answer, not "unknown")
@@ -240,6 +242,7 @@ def build_record(engine, device, workload, prepared, options, timing, check, sec
         workload=WorkloadInfo.of(
             workload,
             prepared.weight_bytes,
+            fingerprint=workload.streamed_fingerprint(prepared.run_dtype),  # identity = the bytes read
             source=workload.weights.description().get("source", "synthetic"),
             artifact_sha256=prepared.artifact_sha256,
             origin=workload.weights.provenance(),

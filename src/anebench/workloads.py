@@ -192,8 +192,18 @@ class Workload:
 
     @cached_property
     def fingerprint(self) -> str:
-        canonical = json.dumps(self.description(), sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(canonical.encode()).hexdigest()
+        return _sha256_of(self.description())
+
+    def streamed_fingerprint(self, run_dtype: str) -> str:
+        """The fingerprint of what an engine streams: the workload's own when it reads the weights as
+        stored (dtype, or quantization), else a variant's that names the storage it read (e.g. fp16
+        weights streamed as fp32 upcasts, 2x the bytes), so the two never pair in a comparison."""
+        as_stored = self.quant or self.dtype
+        if run_dtype == as_stored:
+            return self.fingerprint
+        if self.quant:  # engines refuse this up front (engines.base.check_streams_as_stored)
+            raise ValueError(f"{self.name}: quantized ({self.quant}) weights streamed as {run_dtype}")
+        return _sha256_of({**self.description(), "streamed_as": run_dtype})
 
     def with_batch(self, batch: int) -> Workload:
         return replace(self, batch=batch)
@@ -225,6 +235,11 @@ class Workload:
         rng = np.random.default_rng((self.seed, 0x1A7E, self.hidden))
         values = rng.standard_normal((self.vectors, self.hidden), dtype=np.float32)
         return values.astype(np.float16).astype(np.float32)
+
+
+def _sha256_of(description: dict) -> str:
+    canonical = json.dumps(description, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 # The published anemll-bench heads: Llama-3-8B / DeepHermes-3-Llama-3-8B, hidden 4096, vocab 128256.

@@ -205,8 +205,8 @@ def show_family_comparison(records: list[ResultRecord], console: Console) -> Non
 
     rows, notes = family_comparison(records)
     if rows:
-        table = Table(title="your run beside published figures (same chip family, same workload)")
-        for column in ("chip", "config", "engine:device", "GB/s", "vs run", "latency ms", "source"):
+        table = Table(title="your run beside published figures (same chip family, same workload fingerprint)")
+        for column in ("chip", "config", "workload", "engine:device", "GB/s", "vs run", "latency ms", "source"):
             numeric = column in ("GB/s", "latency ms", "vs run")
             table.add_column(column, justify="right" if numeric else "left")
         for row in rows:
@@ -214,7 +214,8 @@ def show_family_comparison(records: list[ResultRecord], console: Console) -> Non
             if row.yours:
                 gbps += f" {fmt_halfwidth(row.halfwidth) or '(± unknown)'}"
             versus = "" if row.yours else versus_label(row.versus)
-            table.add_row(clean_text(row.chip), clean_text(row.config or "-"), clean_text(row.engine), gbps, versus,
+            table.add_row(clean_text(row.chip), clean_text(row.config or "-"), clean_text(row.workload),
+                          clean_text(row.engine), gbps, versus,
                           f"{row.latency_ms:.2f} ({row.statistic})" if row.latency_ms else "-", clean_text(row.source),
                           style="bold" if row.yours else None)
         console.print(table)

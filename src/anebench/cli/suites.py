@@ -153,24 +153,28 @@ def sweep(engines, device, workloads, out, no_save, as_json, plot_stem, runs, ti
                    "bandwidth GB/s", "R²", "median |resid|", "cache-resident peak GB/s (at MiB)"):
         table.add_column(column)
     for target, base, result in results:
-        if result.analysis is None:
-            table.add_row(target.engine.name, target.device, f"{base.hidden} ({base.dtype})", "-", "-", "-", "-",
-                          "-", "-", "fit failed")
-            continue
         a, fit = result.analysis, result.analysis.fit
+        peak = f"{a.cache_peak_gbps:.2f} ({a.cache_peak_bytes / MiB:.1f})"
+        if fit is None:  # no bandwidth, no overhead: the reason instead
+            table.add_row(target.engine.name, target.device, f"{base.hidden} ({base.dtype})",
+                          f"{a.knee.size_bytes / MiB:.1f}", "-", "-", f"fit failed: {result.error}", "-", "-", peak)
+            continue
         table.add_row(target.engine.name, target.device, f"{base.hidden} ({base.dtype})",
-                      f"{a.knee.size_bytes / MiB:.1f}", str(fit.points), overhead_text(fit.overhead_s * 1e6, fit.overhead_se_s and fit.overhead_se_s * 1e6),
+                      f"{a.knee.size_bytes / MiB:.1f}", str(fit.points),
+                      overhead_text(fit.overhead_s * 1e6, fit.overhead_se_s and fit.overhead_se_s * 1e6),
                       f"{fit.bandwidth_bps / 1e9:.2f}", f"{fit.r_squared:.4f}",
-                      f"{fit.median_abs_rel_residual:.2%}",
-                      f"{a.cache_peak_gbps:.2f} ({a.cache_peak_bytes / MiB:.1f})")
+                      f"{fit.median_abs_rel_residual:.2%}", peak)
     show(table, as_json)
+    if results:
+        say(f"fit gates: {results[0][2].analysis.gates}")
     for i, (target, base, result) in enumerate(results):
         a = result.analysis
         if target.engine.name == "coreml":
             say(f"{target.engine.name}:{target.device}: {ORION_CONTEXT}")
         if a is None:
             continue
-        say(f"{target.engine.name}:{target.device}: knee: {a.knee.rule}; fit: {a.fit.method}")
+        say(f"{target.engine.name}:{target.device}: knee: {a.knee.rule}"
+            + (f"; fit: {a.fit.method}" if a.fit else f"; fit failed: {result.error}"))
         for note in a.notes:
             say(f"{target.engine.name}:{target.device}: {note}")
         title = f"sweep {target.engine.name}:{target.device} (hidden {base.hidden}, {base.dtype})"
@@ -196,7 +200,7 @@ def roofline(engines, device, workloads, out, no_save, as_json, plot_stem, runs,
              max_batch, max_tokens, dry_run):
     """Batch sweep of the same weights: the ridge, achieved FLOP/s and bytes/FLOP, as a roofline.
     Core ML: tokens per predict of token-batched bundles (1, 2, 4, ... --max-tokens)."""
-    from ..measure.roofline import RIDGE_RULE
+    from ..measure.roofline import RIDGE_GATES, RIDGE_RULE
     from ..report.suite_plots import plot_roofline
     from ..suites.roofline import run_roofline
     from ..suites.tokens import alignment_note, plan_token_roofline, run_token_roofline
@@ -232,7 +236,7 @@ def roofline(engines, device, workloads, out, no_save, as_json, plot_stem, runs,
             table.add_row(target.engine.name, target.device, base.name, str(p.batch), f"{p.latency_s * 1e3:.3f}",
                           f"{p.flop_per_s / 1e9:.2f}", f"{p.bytes_per_flop:.3f}", f"{p.gbps:.2f}")
     show(table, as_json)
-    say(f"rule: {RIDGE_RULE}")
+    say(f"rule: {RIDGE_RULE}; {RIDGE_GATES}")
     for i, (target, base, result) in enumerate(results):
         a = result.analysis
         note = alignment_note([(p.batch, p.latency_s) for p in a.points]) if target.engine.name == "coreml" else None
@@ -240,7 +244,8 @@ def roofline(engines, device, workloads, out, no_save, as_json, plot_stem, runs,
             say(f"{target.engine.name}:{target.device} {base.name}: {note}")
         model = (f"; the baseline meets the compute slope at batch {a.model_ridge_batch:.1f}"
                  if a.model_ridge_batch else "")
-        say(f"{target.engine.name}:{target.device} {base.name}: ridge at batch {a.ridge_batch or '(not reached)'}"
+        ridge = f"ridge at batch {a.ridge_batch}" if a.ridge_batch else f"ridge failed: {a.ridge_error}"
+        say(f"{target.engine.name}:{target.device} {base.name}: {ridge}"
             f"{model}; peak {a.peak_flop_per_s / 1e12:.4f} TFLOP/s; batch-1 {a.memory_gbps:.2f} GB/s"
             + ("" if a.compute_bound else "; not clearly compute-bound: raise --max-batch"))
         title = f"roofline {target.engine.name}:{target.device} {base.name}"
@@ -278,7 +283,7 @@ def latency(engines, device, workloads, out, no_save, as_json, plot_stem, runs, 
                 quick = RunOptions(runs=15, time_budget_s=0.5, warmup=options.warmup, suite="latency-sweep")
                 swept = run_sweep(target.engine, target.device, resolve_workload("llama_lm_head"), plan, quick,
                                   factory)
-                if swept.analysis is None:  # the dispatch cost still stands; only the column is empty
+                if swept.analysis.fit is None:  # the dispatch cost still stands; only the column is empty
                     say(f"{target.engine.name}:{target.device}: no sweep-fitted overhead ({swept.error})")
                 else:
                     fit = sweep_from_records(swept.records, target.engine.name, target.device)

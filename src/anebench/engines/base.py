@@ -13,6 +13,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from ..errors import UserError
 from ..workloads import Workload
 
 
@@ -133,9 +134,26 @@ class Engine(ABC):
             return describe_host().llc_bytes
         return None
 
+    def streams_quantized(self, quant: str, device: str) -> bool:
+        """Whether this engine reads ``quant``-stored weights as stored (only Core ML's bundles do)."""
+        return False
+
     def bytes_for(self, workload: Workload, device: str) -> int:
         """Weight bytes one call will read on ``device`` (for the memory preflight)."""
         return workload.bytes_as(self.dtype_for(workload, device).run_dtype)
 
     @abstractmethod
     def prepare(self, workload: Workload, device: str) -> Prepared: ...
+
+
+def check_streams_as_stored(engine: Engine, workload: Workload, device: str) -> None:
+    """Refuse a quantized workload an engine would read as a dense matrix: it would stream other bytes
+    (2,101 MB of fp32 instead of lut6's 396 MB) under a name that says lut6."""
+    if workload.quant and not engine.streams_quantized(workload.quant, device):
+        dense = workload.bytes_as(engine.dtype_for(workload, device).run_dtype)
+        raise UserError(
+            f"engine {engine.name}:{device} cannot stream {workload.name!r} as stored ({workload.quant}, "
+            f"{workload.stored_bytes / 1e6:.2f} MB); it would read a dense {dense / 1e6:.2f} MB head instead: "
+            f"measure the unquantized head (lm_head:{workload.hidden}x{workload.vocab}:{workload.dtype}"
+            f"{', e.g. llama_lm_head' if workload.name == 'llama_lm_head_lut6' else ''}) or use -e coreml"
+        )

@@ -334,6 +334,9 @@ class CoreMLEngine(Engine):
 
         return coremltools().__version__
 
+    def streams_quantized(self, quant: str, device: str) -> bool:
+        return True  # the bundle stores the quantized weights; Core ML reads them as stored
+
     def dtype_for(self, workload: Workload, device: str) -> DtypeChoice:
         stored = workload.quant or "fp16"
         if stored == workload.dtype:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-import numpy as np
+from ..model import median
 
 GROWTH_AT_RIDGE = 1.2  # the ridge: latency stays above 1.2x the memory-bound baseline
 # "Clearly compute-bound": over the last LINEAR_STREAK doublings latency grew nearly in proportion to B,
@@ -23,6 +23,9 @@ RIDGE_RULE = (f"ridge = the first batch from which every median latency exceeds 
               f"compute-bound once latency grows as batch^{LINEAR_SLOPE} or faster over the last "
               f"{LINEAR_STREAK} doublings, from batch 2 on")
 SWITCH_BATCHES = (2, 4, 8)
+RIDGE_GATES = ("a ridge is reported only when a measured batch after it confirms that latency stays above "
+               "the baseline, the sweep reached compute-bound growth, and the batch-1 GB/s is not above the "
+               "chip catalog's memory bandwidth; otherwise 'ridge failed: <reason>' and no ridge")
 
 
 def ridge_baseline(batches: list[int], latencies_s: list[float]) -> int:
@@ -38,8 +41,8 @@ def ridge_baseline(batches: list[int], latencies_s: list[float]) -> int:
     if len(after) < 2:
         return 0
     level = [latencies_s[i] for i in after]
-    if float(np.median(level)) <= GROWTH_AT_RIDGE * min(level):
-        return after[int(np.argmin(level))]
+    if median(level) <= GROWTH_AT_RIDGE * min(level):
+        return after[level.index(min(level))]
     return 0
 
 
@@ -92,6 +95,7 @@ class RooflineAnalysis:
     memory_gbps: float
     compute_bound: bool
     rule: str = RIDGE_RULE
+    ridge_error: str | None = None  # why no ridge is reported (the gates failed), when none is
 
     def as_dict(self) -> dict:
         return {
@@ -103,12 +107,32 @@ class RooflineAnalysis:
             "memory_gbps": self.memory_gbps,
             "compute_bound": self.compute_bound,
             "rule": self.rule,
+            "ridge_error": self.ridge_error,
             "points": [asdict(p) for p in self.points],
         }
 
 
+def ridge_failures(batches: list[int], ridge: int | None, compute_bound: bool, memory_gbps: float,
+                   bound: tuple[float, str] | None) -> list[str]:
+    """Why a ridge cannot be reported (RIDGE_GATES); empty when it can."""
+    if ridge is None:
+        return [(f"latency never stayed above {GROWTH_AT_RIDGE}x the baseline within batch {batches[-1]} "
+                 "(raise --max-batch)")]
+    failures = []
+    if ridge == batches[-1]:
+        failures.append(f"batch {ridge} is the last measured: no batch after it confirms the growth")
+    if not compute_bound:
+        failures.append(f"compute-bound growth (batch^{LINEAR_SLOPE}) not reached by batch {batches[-1]} "
+                        "(raise --max-batch)")
+    if bound is not None and memory_gbps > bound[0]:
+        failures.append(f"the batch-1 GB/s is above the physical bound of {bound[0]:.1f} GB/s ({bound[1]})")
+    return failures
+
+
 def analyse_roofline(batches: list[int], latencies_s: list[float], vocab: int, hidden: int,
-                     weight_bytes: int, element_bytes: int) -> RooflineAnalysis:
+                     weight_bytes: int, element_bytes: int,
+                     physical: tuple[float, str] | None = None) -> RooflineAnalysis:
+    """Points, the ridge (gated: RIDGE_GATES) and the peak. ``physical``: (GB/s, what) from the catalog."""
     if not batches or len(batches) != len(latencies_s) or batches[0] != 1:
         raise ValueError("a roofline needs latencies for batches starting at 1")
     points = []
@@ -126,5 +150,7 @@ def analyse_roofline(batches: list[int], latencies_s: list[float], vocab: int, h
     if bound:
         per_vector = latencies_s[-1] / batches[-1]  # the compute slope, from the largest batch
         model_ridge = base / per_vector
-    return RooflineAnalysis(points, ridge, batches[start], model_ridge, max(p.flop_per_s for p in points),
-                            points[0].gbps, bound)
+    failures = ridge_failures(batches, ridge, bound, points[0].gbps, physical)
+    return RooflineAnalysis(points, None if failures else ridge, batches[start],
+                            None if failures else model_ridge, max(p.flop_per_s for p in points),
+                            points[0].gbps, bound, ridge_error="; ".join(failures) or None)

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import numpy as np
-
-from ..model import Summary, summary_fields
+from ..model import Summary, median, summary_fields
 
 COV_LIMIT = 0.10
 DRIFT_LIMIT = 0.05
@@ -25,7 +23,7 @@ def stability_warnings(samples: list[float], summary: Summary) -> list[str]:
             found.append(f"unstable: coefficient of variation {cov:.0%} > {COV_LIMIT:.0%}")
     if len(samples) >= 20:
         tenth = len(samples) // 10
-        first, last = np.median(samples[:tenth]), np.median(samples[-tenth:])
+        first, last = median(samples[:tenth]), median(samples[-tenth:])
         drift = (last - first) / first
         if abs(drift) > DRIFT_LIMIT:
             found.append(

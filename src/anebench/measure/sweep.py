@@ -17,7 +17,16 @@ from ..errors import UserError
 CACHE_FACTOR = 4  # STREAM's rule: past 4x the last-level cache nothing useful stays cached
 PLATEAU_TOLERANCE = 0.25  # unknown cache: the knee is where GB/s settles within 25% of the largest size's
 MIN_FIT_POINTS = 3
+MIN_R_SQUARED = 0.9
 MiB = 1024**2
+FIT_GATES = (
+    f"a fit is reported only when it passes every gate: at least {MIN_FIT_POINTS} sizes past the knee; "
+    f"R² >= {MIN_R_SQUARED}; bandwidth not above the physical bound (the chip catalog's memory bandwidth, "
+    "or where the catalog has none, the cache-resident peak of the same sweep when it shows one: a size "
+    "below the knee faster than the largest size); "
+    "overhead not negative beyond two standard errors. Otherwise: 'fit failed: <reason>', no bandwidth "
+    "and no overhead"
+)
 
 
 def log_sizes(min_bytes: int, max_bytes: int, points: int) -> list[int]:
@@ -150,44 +159,96 @@ def fit_latency(sizes_bytes: list[int], latencies_s: list[float]) -> LineFit:
     )
 
 
+CACHE_BOUND_WHAT = "the cache-resident peak measured below the knee in this sweep"
+
+
+def cache_bound(sizes: list[int], gbps: list[float], knee_index: int) -> tuple[float, str] | None:
+    """The cache-resident peak as a bound on the streaming rate, where the sweep shows a cache hump (a size
+    below the knee faster than the largest): without one the small sizes are overhead-bound, not cached."""
+    if not 0 < knee_index < len(sizes):
+        return None
+    order = sorted(range(len(sizes)), key=lambda i: sizes[i])
+    peak = max(gbps[i] for i in order[:knee_index])
+    return (peak, CACHE_BOUND_WHAT) if peak > gbps[order[-1]] else None
+
+
+def fit_failures(fit: LineFit, bound_gbps: float | None, bound_what: str = "") -> list[str]:
+    """Why ``fit`` fails the stated gates (FIT_GATES); empty when it passes."""
+    failures = []
+    if fit.points < MIN_FIT_POINTS:
+        failures.append(f"{fit.points} size(s) past the knee, the gate needs {MIN_FIT_POINTS}")
+    if not fit.r_squared >= MIN_R_SQUARED:
+        failures.append(f"R² {fit.r_squared:.2f} is below {MIN_R_SQUARED}: latency is not a line in bytes "
+                        "past the knee (still cache-resident? raise --max-mb)")
+    if bound_gbps is not None and fit.bandwidth_bps / 1e9 > bound_gbps:
+        failures.append(f"the fitted bandwidth is above the physical bound of {bound_gbps:.1f} GB/s "
+                        f"({bound_what})")
+    error = fit.overhead_se_s if fit.overhead_se_s is not None else 0.0
+    if fit.overhead_s + 2 * error < 0:
+        failures.append("the fitted overhead is negative beyond two standard errors")
+    return failures
+
+
 @dataclass(frozen=True)
 class SweepAnalysis:
+    """The knee and the cache-resident peak (measured); the fit only when it passed FIT_GATES."""
+
     knee: Knee
-    fit: LineFit
+    fit: LineFit | None  # None: the fit failed (fit_error says why)
     cache_peak_gbps: float
     cache_peak_bytes: int
     notes: list[str]
+    fit_error: str | None = None
+    gates: str = FIT_GATES
 
     def as_dict(self) -> dict:
-        return {
+        base = {
             "knee_bytes": self.knee.size_bytes,
             "knee_rule": self.knee.rule,
+            "fit": None,
+            "fit_error": self.fit_error,
+            "gates": self.gates,
+            "cache_peak_gbps": self.cache_peak_gbps,
+            "cache_peak_bytes": self.cache_peak_bytes,
+            "notes": list(self.notes),
+        }
+        if self.fit is None:
+            return base
+        return base | {
             "fit": self.fit.as_dict(),
             "overhead_us": self.fit.overhead_s * 1e6,
             "overhead_se_us": self.fit.overhead_se_s * 1e6 if self.fit.overhead_se_s is not None else None,
             "overhead_resolved": self.fit.overhead_resolved,
             "bandwidth_gbps": self.fit.bandwidth_bps / 1e9,
-            "cache_peak_gbps": self.cache_peak_gbps,
-            "cache_peak_bytes": self.cache_peak_bytes,
-            "notes": list(self.notes),
         }
 
 
-def analyse_sweep(sizes: list[int], latencies_s: list[float], cache_bytes: int | None) -> SweepAnalysis:
-    """Knee, fit on the sizes past it, and the highest GB/s seen below it (the cache-resident peak)."""
+def analyse_sweep(sizes: list[int], latencies_s: list[float], cache_bytes: int | None,
+                  bound: tuple[float, str] | None = None) -> SweepAnalysis:
+    """Knee, the fit on the sizes past it (kept only if it passes FIT_GATES), and the highest GB/s seen
+    below it (the cache-resident peak). ``bound``: (GB/s, what) from the chip catalog, where known."""
     order = np.argsort(sizes)
     sizes = [int(sizes[i]) for i in order]
     latencies_s = [float(latencies_s[i]) for i in order]
     gbps = [s / t / 1e9 for s, t in zip(sizes, latencies_s)]
     knee = find_knee(sizes, gbps, cache_bytes)
-    fit = fit_latency(sizes[knee.index:], latencies_s[knee.index:])
     below = range(knee.index) if knee.index > 0 else range(len(sizes))
     peak = max(below, key=lambda i: gbps[i])
     notes = []
-    if not fit.overhead_resolved:
-        error = f" +- {2 * fit.overhead_se_s * 1e6:.0f} us" if fit.overhead_se_s is not None else ""
-        notes.append(f"fitted overhead not resolved ({fit.overhead_s * 1e6:.0f}{error}, two standard errors): "
-                     "at these sizes it is below the timing noise; `anebench latency` measures the dispatch cost")
     if knee.index == 0:
         notes.append("no size below the knee: the cache-resident peak is the best GB/s of the streaming sizes")
+    bound = bound or cache_bound(sizes, gbps, knee.index)
+    try:
+        fit: LineFit | None = fit_latency(sizes[knee.index:], latencies_s[knee.index:])
+    except UserError as exc:
+        return SweepAnalysis(knee, None, gbps[peak], sizes[peak], notes, str(exc))
+    assert fit is not None
+    failures = fit_failures(fit, *(bound or (None, "")))
+    if failures:
+        return SweepAnalysis(knee, None, gbps[peak], sizes[peak], notes, "; ".join(failures))
+    if not fit.overhead_resolved:
+        error = f" +- {2 * fit.overhead_se_s * 1e6:.0f} us" if fit.overhead_se_s is not None else ""
+        notes.insert(0, f"fitted overhead not resolved ({fit.overhead_s * 1e6:.0f}{error}, two standard "
+                        "errors): at these sizes it is below the timing noise; `anebench latency` measures "
+                        "the dispatch cost")
     return SweepAnalysis(knee, fit, gbps[peak], sizes[peak], notes)

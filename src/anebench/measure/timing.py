@@ -15,7 +15,7 @@ from typing import cast
 
 from ..engines.base import Prepared
 from ..errors import MeasurementError, UserError
-from ..model import Repetition
+from ..model import Repetition, median
 from .clock import MIN_TICKS_PER_CALL, PERF_COUNTER, Clock
 from .warmup import WarmupPolicy
 
@@ -226,7 +226,7 @@ def timing_loop(prepared: Prepared, clock: Clock, rule: StopRule, resolution_s: 
 def refuse_too_short(ticks_ns: list[int], timer: str, resolution_s: float) -> None:
     if not ticks_ns:
         return
-    typical = sorted(ticks_ns)[len(ticks_ns) // 2] / 1e9
+    typical = median(ticks_ns) / 1e9  # the one median every figure of a run uses
     if typical < MIN_TICKS_PER_CALL * resolution_s:
         raise MeasurementError(
             f"a call takes {typical * 1e9:.0f} ns, shorter than {MIN_TICKS_PER_CALL} ticks of the "

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+from ..model import median
 
 
 @dataclass(frozen=True)
@@ -34,8 +35,8 @@ class WarmupPolicy:
             return len(samples) >= self.fixed
         if len(samples) < max(self.min_runs, 2 * self.window):
             return False
-        last = statistics.median(samples[-self.window :])
-        before = statistics.median(samples[-2 * self.window : -self.window])
+        last = median(samples[-self.window :])
+        before = median(samples[-2 * self.window : -self.window])
         return abs(last - before) <= self.tolerance * before
 
     def must_stop(self, samples: list[float], elapsed_s: float) -> bool:

@@ -48,7 +48,8 @@ class RooflinePoint(StrictModel):
     batch: Annotated[int, Field(ge=1)]
     flop_per_s: Annotated[float, Field(gt=0, allow_inf_nan=False)]
     bytes_per_flop: Annotated[float, Field(gt=0, allow_inf_nan=False)]
-    ridge_batch: Annotated[int, Field(ge=1)] | None = None
+    ridge_batch: Annotated[int, Field(ge=1)] | None = None  # None: see ridge_error
+    ridge_error: LongStr | None = None  # why no ridge is reported: the gates it failed
     baseline_batch: Annotated[int, Field(ge=1)]
     model_ridge_batch: NonNegFloat | None = None
     peak_flop_per_s: Annotated[float, Field(gt=0, allow_inf_nan=False)]

@@ -14,6 +14,7 @@ from .energy import energy_sections
 from .html import render_html
 from .markdown import render_markdown
 from .plots import bar_chart_png
+from .suite_tables import suite_sections
 from .tables import group_label, matrix_groups, sections
 
 FORMATS = ("md", "html", "csv", "json")
@@ -21,7 +22,9 @@ FORMATS = ("md", "html", "csv", "json")
 
 def _header(agg: Aggregate, source: str) -> list[str]:
     return [(f"Generated {utc_now().isoformat()} from {source}: {agg.records} record(s), "
-            f"{len(agg.rows)} chip x workload x engine row(s)."),
+            f"{len(agg.rows)} chip x workload x engine row(s) of single-call bandwidth, "
+            f"{len(agg.suites)} suite group(s) (sweeps, rooflines, latency, compute, concurrency) in their "
+            "own sections."),
             "Figures are medians over contributors; flags say how much each figure can be trusted."]
 
 
@@ -33,7 +36,7 @@ def charts(agg: Aggregate) -> dict[tuple, bytes]:
 
 def all_sections(agg: Aggregate, records: list[ResultRecord]) -> list:
     """The matrix sections, then the energy tables per chip, then verdicts, coverage and rules."""
-    base = sections(agg)
+    base = sections(agg, suite_sections(agg))
     at = next((i for i, s in enumerate(base) if s.group is None), len(base))
     return base[:at] + energy_sections(records) + base[at:]
 

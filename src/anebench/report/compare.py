@@ -1,4 +1,8 @@
-"""The user's figure beside the published ones for the same chip family, same workload fingerprint."""
+"""The user's figure beside the published ones for the same chip family, same workload fingerprint.
+
+A published figure is shown only beside a run of the identical fingerprint (the same bytes, stored the
+same way, same batch and tokens); every row names its workload.
+"""
 
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ from ..system.chips import lookup_chip
 class ComparisonRow:
     chip: str
     config: str
+    workload: str
     engine: str
     gbps: float | None
     latency_ms: float | None
@@ -50,18 +55,21 @@ def family_comparison(records: list[ResultRecord],
             continue
         peers = [p for p in published
                  if p.workload.fingerprint == record.workload.fingerprint
-                 and p.concurrency is None
+                 and p.is_single_call_bandwidth
                  and (peer := lookup_chip(p.host.chip)) is not None and peer.family == chip.family]
         latency = record.latency_s()
-        rows.append(ComparisonRow(chip.key, "this run", f"{record.engine.name}:{record.engine.device}",
+        rows.append(ComparisonRow(chip.key, "this run", record.workload.name,
+                                  f"{record.engine.name}:{record.engine.device}",
                                   record.gbps, latency * 1e3 if latency else None, "your run", True,
                                   record.method.statistic, relative_halfwidth(record)))
         if not peers:
-            notes.append(f"{record.workload.name}: no published figures for the {chip.family} family")
+            notes.append(f"{record.workload.name} on {record.engine.name}:{record.engine.device}: no published "
+                         f"figure of the same fingerprint (the same bytes read the same way) for the "
+                         f"{chip.family} family")
         for p in sorted(peers, key=lambda p: (p.host.chip or "", -(p.gbps or 0))):
             p_latency = p.latency_s()
             rows.append(ComparisonRow(
-                lookup_chip(p.host.chip).key, p.facts.chip_config or "",
+                lookup_chip(p.host.chip).key, p.facts.chip_config or "", p.workload.name,
                 f"{p.engine.name}:{p.engine.device}", p.gbps, p_latency * 1e3 if p_latency else None,
                 p.provenance_note.split(";")[0] + (" (GB/s derived)" if p.facts.gbps_derived else ""),
                 False, p.method.statistic, None,

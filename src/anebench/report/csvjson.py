@@ -1,4 +1,5 @@
-"""CSV (one table: the matrix plus the catalog chips with no data) and JSON (everything, structured)."""
+"""CSV (one long table: the matrix, every suite point, the catalog chips with no data; a `section` column
+says which) and JSON (everything, structured: the matrix, the suites' groups, verdicts, coverage)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,34 @@ import json
 from dataclasses import asdict
 
 from ..results.aggregate import Aggregate
+from ..results.suite_groups import SuiteGroup
 from .escape import csv_cell
 
-CSV_COLUMNS = ["chip", "family", "in_catalog", "workload", "fingerprint", "engine", "device", "median_gbps",
+CSV_COLUMNS = ["section", "chip", "config", "family", "in_catalog", "workload", "fingerprint", "engine", "device",
+               "suite", "batch", "tokens", "copy", "phase", "threads", "weight_bytes", "median_gbps",
                "gbps_rel_halfwidth95",
                "contributors", "median_latency_ms", "latency_contributors", "memory_bandwidth_gbps",
-               "utilisation_low", "utilisation_high", "tier", "concurrency_verdict", "timing", "provenance",
-               "configs", "flags"]
+               "utilisation_low", "utilisation_high", "tier", "concurrency_verdict", "flop_per_s", "timing",
+               "provenance", "configs", "result", "flags"]
+
+
+def _row(**cells) -> list:
+    return [csv_cell(cells.get(column)) for column in CSV_COLUMNS]
+
+
+def _suite_rows(group: SuiteGroup) -> list[list]:
+    rows = []
+    for p in group.points:
+        rows.append(_row(
+            section=group.kind, chip=p.chip, config=p.config, workload=p.workload, fingerprint=p.fingerprint,
+            engine=p.engine, device=p.device, suite=p.suite, batch=p.batch, tokens=p.tokens, copy=p.copy,
+            phase=p.phase, threads=p.threads, weight_bytes=p.weight_bytes,
+            median_gbps=round(p.gbps, 3) if p.gbps is not None else None,
+            median_latency_ms=round(p.latency_s * 1e3, 6) if p.latency_s is not None else None,
+            flop_per_s=p.flop_per_s, provenance=p.provenance, result=group.result,
+            concurrency_verdict=group.figures.get("verdict") if group.kind == "concurrency" else None,
+        ))
+    return rows
 
 
 def render_csv(agg: Aggregate) -> str:
@@ -24,30 +46,44 @@ def render_csv(agg: Aggregate) -> str:
     writer.writerow(CSV_COLUMNS)
     for r in agg.rows:
         low, high = r.utilisation or (None, None)
-        writer.writerow([csv_cell(v) for v in (
-            r.chip, r.family, r.in_catalog, r.workload, r.fingerprint, r.engine, r.device,
-            round(r.median_gbps, 3),
-            round(r.gbps_halfwidth, 5) if r.gbps_halfwidth is not None else None, r.contributors,
-            round(r.median_latency_s * 1e3, 4) if r.median_latency_s is not None else None,
-            r.latency_contributors, r.bandwidth, round(low, 4) if low else None,
-            round(high, 4) if high else None, r.tier,
-            verdicts.get((r.chip, r.fingerprint, r.engine, r.device), ""), r.timing, ";".join(r.provenance),
-            ";".join(r.configs), ";".join(r.flags),
-        )])
+        writer.writerow(_row(
+            section="matrix", chip=r.chip, config=r.config, family=r.family, in_catalog=r.in_catalog,
+            workload=r.workload, fingerprint=r.fingerprint, engine=r.engine, device=r.device, suite="run",
+            batch=1, tokens=1, phase="solo", median_gbps=round(r.median_gbps, 3),
+            gbps_rel_halfwidth95=round(r.gbps_halfwidth, 5) if r.gbps_halfwidth is not None else None,
+            contributors=r.contributors,
+            median_latency_ms=round(r.median_latency_s * 1e3, 4) if r.median_latency_s is not None else None,
+            latency_contributors=r.latency_contributors, memory_bandwidth_gbps=r.bandwidth,
+            utilisation_low=round(low, 4) if low else None, utilisation_high=round(high, 4) if high else None,
+            tier=r.tier, concurrency_verdict=verdicts.get((r.chip, r.fingerprint, r.engine, r.device), "")
+            if not r.config else "", timing=r.timing, provenance=";".join(r.provenance),
+            configs=";".join(r.configs), flags=";".join(r.flags),
+        ))
+    for group in agg.suites:
+        writer.writerows(_suite_rows(group))
     for chip in agg.missing_chips:
-        writer.writerow([csv_cell(v) for v in (
-            chip.key, chip.family, True, "", "", "", "", None, None, 0, None, 0, chip.bandwidth_label(),
-            None, None, None, "", "", "", "", "no data",
-        )])
+        writer.writerow(_row(section="coverage", chip=chip.key, family=chip.family, in_catalog=True,
+                             contributors=0, latency_contributors=0,
+                             memory_bandwidth_gbps=chip.bandwidth_label(), flags="no data"))
     return buffer.getvalue()
 
 
+def _group_json(group: SuiteGroup) -> dict:
+    return {"title": group.title, "chip": group.chip, "engine": group.engine, "device": group.device,
+            "workload": group.workload, "result": group.result, "figures": group.figures, "rule": group.rule,
+            "points": [asdict(p) for p in group.points]}
+
+
 def render_json(agg: Aggregate, header: dict) -> str:
+    suites: dict[str, list[dict]] = {}
+    for group in agg.suites:
+        suites.setdefault(group.kind, []).append(_group_json(group))
     document = {
-        "schema": "anebench.report/1",
+        "schema": "anebench.report/2",
         **header,
         "matrix": [asdict(r) for r in agg.rows],
         "concurrency": [asdict(c) for c in agg.concurrency],
+        "suites": suites,
         "coverage": {"missing_chips": [c.key for c in agg.missing_chips]},
         "excluded": [asdict(e) for e in agg.excluded],
         "rules": agg.rules,

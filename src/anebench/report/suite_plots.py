@@ -39,12 +39,13 @@ def save_figure(fig: Figure, stem: Path) -> list[Path]:
 
 def plot_sweep(sizes_bytes: list[int], latencies_s: list[float], analysis: dict, title: str,
                stem: Path) -> list[Path]:
-    """GB/s and latency against weight size, the knee and the cache marked, the fitted line drawn."""
-    fit = analysis["fit"]
+    """GB/s and latency against weight size, the knee and the cache marked; the fitted line only when
+    the fit passed its gates (a failed fit: the points alone, and the reason in the title)."""
+    fit = analysis.get("fit")
     knee = analysis["knee_bytes"]
     mib = [s / MiB for s in sizes_bytes]
     gbps = [s / t / 1e9 for s, t in zip(sizes_bytes, latencies_s)]
-    in_fit = [s >= knee for s in sizes_bytes]
+    past = [s >= knee for s in sizes_bytes]
     fig, (ax_bw, ax_lat) = plt.subplots(1, 2, figsize=(12, 4.6))
     for ax in (ax_bw, ax_lat):
         ax.set_xscale("log")
@@ -53,31 +54,39 @@ def plot_sweep(sizes_bytes: list[int], latencies_s: list[float], analysis: dict,
         if analysis.get("cache_bytes"):
             ax.axvline(analysis["cache_bytes"] / MiB, color="tab:gray", linestyle=":", label="last-level cache")
         ax.axvline(knee / MiB, color="tab:red", linestyle="--", label="knee (fit starts)")
-    cached = [(m, g) for m, g, f in zip(mib, gbps, in_fit) if not f]
-    fitted = [(m, g) for m, g, f in zip(mib, gbps, in_fit) if f]
+    cached = [(m, g) for m, g, f in zip(mib, gbps, past) if not f]
+    streamed = [(m, g) for m, g, f in zip(mib, gbps, past) if f]
     if cached:
         ax_bw.plot(*zip(*cached), "o-", color="tab:orange", label="below the knee (cache)")
-    ax_bw.plot(*zip(*fitted), "o-", color="tab:blue", label="past the knee (fitted)")
-    ax_bw.axhline(analysis["bandwidth_gbps"], color="tab:blue", alpha=0.5,
-                  label=f"fitted bandwidth {analysis['bandwidth_gbps']:.1f} GB/s")
+    if streamed:
+        ax_bw.plot(*zip(*streamed), "o-", color="tab:blue",
+                   label="past the knee (fitted)" if fit else "past the knee")
+    if fit:
+        ax_bw.axhline(analysis["bandwidth_gbps"], color="tab:blue", alpha=0.5,
+                      label=f"fitted bandwidth {analysis['bandwidth_gbps']:.1f} GB/s")
     ax_bw.annotate(f"cache-resident peak\n{analysis['cache_peak_gbps']:.1f} GB/s",
                    (analysis["cache_peak_bytes"] / MiB, analysis["cache_peak_gbps"]),
                    textcoords="offset points", xytext=(10, -30), arrowprops={"arrowstyle": "->"})
     ax_bw.set_ylabel("GB/s (weight bytes / median latency)")
-    ax_bw.set_ylim(bottom=0)
+    shown = gbps + ([analysis["bandwidth_gbps"]] if fit else [])  # a failed fit never sets the scale
+    ax_bw.set_ylim(0, max(shown) * 1.15)
     ax_bw.set_title("bandwidth")
     ax_bw.legend(fontsize=8, loc="lower left")
     ax_lat.set_yscale("log")
     ax_lat.plot(mib, [t * 1e3 for t in latencies_s], "o", color="tab:blue", label="median latency")
-    line_x = [s for s in sizes_bytes if s >= knee]
-    ax_lat.plot([s / MiB for s in line_x], [(fit["overhead_s"] + s / fit["bandwidth_bps"]) * 1e3 for s in line_x],
-                "-", color="tab:green",
-                label=f"fit: {analysis['overhead_us']:.1f} us + bytes / {analysis['bandwidth_gbps']:.1f} GB/s "
-                      f"(R² {fit['r_squared']:.4f})")
+    if fit:
+        line_x = [s for s in sizes_bytes if s >= knee]
+        ax_lat.plot([s / MiB for s in line_x],
+                    [(fit["overhead_s"] + s / fit["bandwidth_bps"]) * 1e3 for s in line_x], "-", color="tab:green",
+                    label=f"fit: {analysis['overhead_us']:.1f} us + bytes / {analysis['bandwidth_gbps']:.1f} GB/s "
+                          f"(R² {fit['r_squared']:.4f})")
     ax_lat.set_ylabel("latency (ms)")
     ax_lat.set_title("latency")
     ax_lat.legend(fontsize=8, loc="upper left")
-    fig.suptitle(title)
+    failed = "" if fit else "\n" + textwrap.fill(f"fit failed: {analysis.get('fit_error')}", 140)
+    fig.suptitle(title + failed, fontsize=10 if failed else None)
+    if failed:  # leave the reason room above the axes' titles
+        fig.tight_layout(rect=(0, 0, 1, 0.88))
     return save_figure(fig, stem)
 
 
@@ -117,7 +126,11 @@ def plot_roofline(analysis: dict, title: str, stem: Path) -> list[Path]:
     ax_lat.set_title("latency against batch")
     ax_lat.grid(True, which="both", alpha=0.3)
     ax_lat.legend(fontsize=8, loc="upper left")
-    fig.suptitle(title)
+    failed = analysis.get("ridge_error")
+    fig.suptitle(title + ("\n" + textwrap.fill(f"ridge failed: {failed}", 140) if failed else ""),
+                 fontsize=10 if failed else None)
+    if failed:
+        fig.tight_layout(rect=(0, 0, 1, 0.88))
     return save_figure(fig, stem)
 
 

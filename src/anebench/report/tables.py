@@ -53,7 +53,7 @@ def fmt_latency(row: MatrixRow) -> str:
 
 
 MATRIX_COLUMNS = ["chip", "config", "GB/s (median ± between-run)", "contributors", "latency ms (median)",
-                  "memory bandwidth GB/s", "utilisation", "tier", "timing", "provenance", "flags"]
+                  "memory bandwidth GB/s", "utilisation", "tier", "timing", "provenance", "flags", "workload"]
 
 
 def matrix_groups(agg: Aggregate) -> dict[tuple, list[MatrixRow]]:
@@ -80,7 +80,10 @@ def copies_as(row: ConcurrencyRow) -> str:
     return (row.mode or "-") + threads
 
 
-def sections(agg: Aggregate) -> list[Section]:
+def sections(agg: Aggregate, suites: list[Section] | None = None) -> list[Section]:
+    """The matrix and its tiers, the concurrency verdicts, ``suites`` (the suites' own sections), then
+    coverage, exclusions and rules."""
+    suites = suites or []
     out = []
     groups = matrix_groups(agg)
     for key, rows in groups.items():
@@ -88,12 +91,13 @@ def sections(agg: Aggregate) -> list[Section]:
         out.append(Section(
             f"Results: {label}",
             MATRIX_COLUMNS,
-            [[r.chip, ", ".join(r.configs) or "-", fmt_gbps_pm(r.median_gbps, r.gbps_halfwidth),
+            [[r.chip, r.config or ", ".join(r.configs) or "-", fmt_gbps_pm(r.median_gbps, r.gbps_halfwidth),
               str(r.contributors),
               fmt_latency(r), r.bandwidth, fmt_util(r.utilisation), str(r.tier), r.timing,
-              ", ".join(r.provenance), "; ".join(r.flags) or "-"] for r in rows],
-            note=f"workload fingerprint {key[3][:16]}…; every figure in this table shares it. "
-                 f"{POINTS_NOTE}",
+              ", ".join(r.provenance), "; ".join(r.flags) or "-", f"{r.workload} ({r.fingerprint[:12]})"]
+             for r in rows],
+            note=f"workload fingerprint {key[3][:16]}…; every figure in this table shares it "
+                 f"(single-call results: batch 1, one token, solo). {POINTS_NOTE}",
             group=key,
         ))
         tiers: dict[int, list[MatrixRow]] = defaultdict(list)
@@ -101,21 +105,26 @@ def sections(agg: Aggregate) -> list[Section]:
             tiers[r.tier].append(r)
         out.append(Section(
             f"Tiers: {label}",
-            ["tier", "GB/s range", "chips"],
+            ["tier", "GB/s range", "chips", "workload"],
             [[str(t), f"{min(r.median_gbps for r in m):.2f}-{max(r.median_gbps for r in m):.2f}",
-              ", ".join(r.chip for r in sorted(m, key=lambda r: -r.median_gbps))]
+              ", ".join(r.chip + (f" ({r.config})" if r.config else "")
+                        for r in sorted(m, key=lambda r: -r.median_gbps)),
+              f"{key[0]} ({key[3][:12]})"]
              for t, m in sorted(tiers.items())],
         ))
-    out.append(Section(
-        "Concurrency verdicts",
-        ["chip", "workload", "engine:device", "copies as", "solo GB/s", "parallel GB/s", "combined GB/s",
-         "scaling", "verdict", "flags"],
-        [[c.chip, c.workload, f"{c.engine}:{c.device}", copies_as(c), ", ".join(fmt_gbps(v) for v in c.solo_gbps),
-          ", ".join(fmt_gbps(v) for v in c.parallel_gbps) or "-", fmt_gbps(c.combined_gbps),
-          f"{c.scaling:.3f} {fmt_halfwidth(c.scaling_halfwidth)}".strip(), c.verdict,
-          "; ".join(c.flags) or "-"] for c in agg.concurrency],
-        note=agg.rules["concurrency"],
-    ))
+    if agg.concurrency:  # published dual-model rows and the concurrency suite; no empty section
+        out.append(Section(
+            "Concurrency verdicts",
+            ["chip", "workload", "engine:device", "copies as", "solo GB/s", "parallel GB/s", "combined GB/s",
+             "scaling", "verdict", "flags"],
+            [[c.chip, c.workload, f"{c.engine}:{c.device}", copies_as(c),
+              ", ".join(fmt_gbps(v) for v in c.solo_gbps),
+              ", ".join(fmt_gbps(v) for v in c.parallel_gbps) or "-", fmt_gbps(c.combined_gbps),
+              f"{c.scaling:.3f} {fmt_halfwidth(c.scaling_halfwidth)}".strip(), c.verdict,
+              "; ".join(c.flags) or "-"] for c in agg.concurrency],
+            note=agg.rules["concurrency"],
+        ))
+    out.extend(suites)
     out.append(Section(
         "Coverage: catalog chips with no data",
         ["chip", "vendor", "family", "memory bandwidth GB/s"],

@@ -10,7 +10,6 @@ import itertools
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
-from statistics import median
 
 from ..measure.comparison import relative_halfwidth
 from ..measure.verdicts import (
@@ -20,10 +19,11 @@ from ..measure.verdicts import (
     concurrency_verdict,
     scaling_halfwidth,
 )
-from ..model import THREADS_OF_ONE_PROCESS, Concurrency, ResultRecord
-from ..system.chips import Chip, catalog, lookup_chip
+from ..model import THREADS_OF_ONE_PROCESS, Concurrency, ResultRecord, median
+from ..system.chips import Chip, catalog, host_config, lookup_chip
 from .published import MAPPING_RULE, UNKNOWN_WORKLOAD
 from .store import record_chip
+from .suite_groups import Figures, SuiteGroup, suite_groups
 
 TIER_GAP = 0.15
 TIER_RULE = (
@@ -37,8 +37,13 @@ UNCERTAINTY_RULE = (
     "no interval, and a run of one repetition has none"
 )
 UTILISATION_RULE = (
-    "utilisation = median GB/s / the chip's published memory bandwidth; a range where the bandwidth "
-    "depends on the configuration; none where the bandwidth is not published"
+    "utilisation = median GB/s / the chip's published memory bandwidth; where the bandwidth depends on "
+    "the configuration (memory size, core count) each configuration is its own row with its own figure, "
+    "and a row whose configuration is not stated shows the range; none where the bandwidth is not published"
+)
+MATRIX_RULE = (
+    "the bandwidth matrix, tiers and utilisation hold single-call bandwidth results only (suite run, "
+    "batch 1, one token, solo); sweeps, rooflines, latency, compute and concurrency have their own sections"
 )
 LATENCY_RULE = (
     "latencies are compared only between records of the identical workload fingerprint; rows whose "
@@ -46,6 +51,7 @@ LATENCY_RULE = (
 )
 MEDIAN_RULE = "median over contributing records (each published row or stored result is one contributor)"
 RULES = {
+    "matrix": MATRIX_RULE,
     "median": MEDIAN_RULE,
     "tiers": TIER_RULE,
     "utilisation": UTILISATION_RULE,
@@ -63,6 +69,7 @@ class MatrixRow:
     chip: str
     family: str
     in_catalog: bool
+    config: str  # the configuration this row is, where the chip's bandwidth depends on it; else ""
     workload: str
     fingerprint: str
     engine: str
@@ -115,6 +122,7 @@ class Aggregate:
     missing_chips: list[Chip]
     excluded: list[Excluded]
     records: int
+    suites: list[SuiteGroup] = field(default_factory=list)
     rules: dict[str, str] = field(default_factory=lambda: dict(RULES))
 
 
@@ -161,7 +169,10 @@ def _flags(records: list[ResultRecord], chip: Chip | None) -> list[str]:
         flags.append("run count not stated")
     if any(r.method.warmup_policy is None for r in records):
         flags.append("warmup not stated")
-    if any(r.facts.gbps_derived for r in records):
+    derived = {r.facts.gbps_derived for r in records if r.facts.gbps_derived}
+    if any("percentage" in d for d in derived):
+        flags.append("GB/s derived from a stated utilisation percentage")
+    if any("percentage" not in d for d in derived):
         flags.append("GB/s derived from latency")
     if len({r.facts.chip_config or "" for r in records}) > 1:
         flags.append("mixed configurations")
@@ -202,25 +213,42 @@ def assign_tiers(rows: list[MatrixRow]) -> None:
                 row.tier = tier
 
 
+def record_config(record: ResultRecord) -> str:
+    """The configuration a figure belongs to: as its source states it, else this host's cores and memory."""
+    if record.facts.chip_config:
+        return record.facts.chip_config
+    if record.provenance == "measured":
+        return host_config(record.host.cores_physical, record.host.memory_bytes)
+    return ""
+
+
+def row_config(record: ResultRecord, chip: Chip | None) -> str:
+    """The matrix row's configuration: only where the chip's bandwidth depends on it (catalog's name when
+    one matches, else as stated; "" when not stated: that row shows the chip's range)."""
+    if chip is None or not chip.bandwidth_by_configuration:
+        return ""
+    config = record_config(record)
+    return chip.matching_config(config) or record.facts.chip_config or ""
+
+
 def _matrix(solo: dict[tuple, list[ResultRecord]], chips: dict[str, Chip | None]) -> list[MatrixRow]:
     rows = []
-    for (chip_label, fingerprint, engine, device), records in solo.items():
+    for (chip_label, config, fingerprint, engine, device), records in solo.items():
         chip = chips[chip_label]
         figures = [r.gbps for r in records if r.gbps is not None]
         if not figures:
             continue
-        latencies = [r.latency_s() for r in records if r.latency_s() is not None]
+        latencies = [t for r in records if (t := r.latency_s()) is not None]
         halfwidths = [h for r in records if (h := relative_halfwidth(r)) is not None]
         gbps = median(figures)
-        bandwidth = (chip.bandwidth_gbps_min, chip.bandwidth_gbps_max) if chip and chip.bandwidth_known \
-            else None
+        bandwidth = chip.bandwidth_for(config) if chip else None
         rows.append(MatrixRow(
-            chip=chip_label, family=chip.family if chip else "", in_catalog=chip is not None,
+            chip=chip_label, family=chip.family if chip else "", in_catalog=chip is not None, config=config,
             workload=records[0].workload.name, fingerprint=fingerprint, engine=engine, device=device,
             median_gbps=gbps, contributors=len(figures),
             median_latency_s=median(latencies) if latencies else None, latency_contributors=len(latencies),
-            bandwidth=chip.bandwidth_label() if chip else "unknown chip",
-            utilisation=chip.utilisation(gbps) if chip else None,
+            bandwidth=chip.bandwidth_label_for(config) if chip else "unknown chip",
+            utilisation=chip.utilisation(gbps, config) if chip else None,
             timing=_timing(records), provenance=sorted({r.provenance for r in records}),
             configs=sorted({c for r in records if (c := r.facts.chip_config)}),
             flags=_flags(records, chip), bandwidth_gbps=bandwidth,
@@ -228,7 +256,7 @@ def _matrix(solo: dict[tuple, list[ResultRecord]], chips: dict[str, Chip | None]
         ))
     assign_tiers(rows)
     order = {c.key: i for i, c in enumerate(catalog())}
-    rows.sort(key=lambda r: (r.workload, r.engine, r.device, order.get(r.chip, len(order)), r.chip))
+    rows.sort(key=lambda r: (r.workload, r.engine, r.device, order.get(r.chip, len(order)), r.chip, r.config))
     return rows
 
 
@@ -262,7 +290,8 @@ def _sum_halfwidth(records: list[ResultRecord]) -> float | None:
 
 
 def _concurrency(groups: dict[tuple, dict[str, list[ResultRecord]]], rows: list[MatrixRow]) -> list:
-    solo_rows = {(r.chip, r.fingerprint, r.engine, r.device): r for r in rows}
+    # a configuration row is not the chip's solo figure
+    solo_rows = {(r.chip, r.fingerprint, r.engine, r.device): r for r in rows if not r.config}
     results = []
     for key, modes in groups.items():
         flags = []
@@ -298,11 +327,24 @@ def _concurrency(groups: dict[tuple, dict[str, list[ResultRecord]]], rows: list[
     return results
 
 
+def _verdicts(rows: list[ConcurrencyRow]) -> dict[tuple, tuple[str, Figures]]:
+    """The verdict line (with its phases) and figures of each concurrency group, for its suite section."""
+    found: dict[tuple, tuple[str, Figures]] = {}
+    for c in rows:
+        line = (f"solo {', '.join(f'{g:.2f}' for g in c.solo_gbps)} GB/s; together "
+                f"{', '.join(f'{g:.2f}' for g in c.parallel_gbps) or '-'} GB/s; combined {c.combined_gbps:.2f} GB/s; "
+                f"scaling {c.scaling:.3f}: {c.verdict}" + (f" ({'; '.join(c.flags)})" if c.flags else ""))
+        found[(c.chip, c.fingerprint, c.engine, c.device)] = (line, {
+            "combined_gbps": c.combined_gbps, "scaling": c.scaling, "verdict": c.verdict})
+    return found
+
+
 def aggregate(records: list[ResultRecord]) -> Aggregate:
     solo: dict[tuple, list[ResultRecord]] = defaultdict(list)
     concurrency: dict[tuple, dict[str, list[ResultRecord]]] = defaultdict(lambda: defaultdict(list))
     chips: dict[str, Chip | None] = {}
     excluded = []
+    suite_entries: list[tuple[ResultRecord, str, str]] = []
     for record in records:
         label, chip = _chip_of(record)
         chips[label] = chip
@@ -314,14 +356,20 @@ def aggregate(records: list[ResultRecord]) -> Aggregate:
                 "artifact unknown (mixed latency column): never compared",
             ))
             continue
+        config = row_config(record, chip)
+        if record.is_single_call_bandwidth:
+            solo[(label, config, record.workload.fingerprint, record.engine.name, record.engine.device)].append(
+                record)
+            continue
+        suite_entries.append((record, label, config))
         mode = _mode(record)
-        if mode == "solo" or record.concurrency is None:
-            solo[(label, record.workload.fingerprint, record.engine.name, record.engine.device)].append(record)
-        else:
+        if mode != "solo" and record.concurrency is not None:
             concurrency[_concurrency_key(label, record, record.concurrency)][mode].append(record)
     rows = _matrix(solo, chips)
+    verdicts = _concurrency(concurrency, rows)
     order = {c.key: i for i, c in enumerate(catalog())}
     excluded.sort(key=lambda e: (order.get(e.chip, len(order)), e.chip))
-    with_data = {key[0] for key in solo} | {key[0] for key in concurrency}
+    with_data = {key[0] for key in solo} | {key[0] for key in concurrency} | {e[1] for e in suite_entries}
     missing = [chip for chip in catalog() if chip.key not in with_data]
-    return Aggregate(rows, _concurrency(concurrency, rows), missing, excluded, len(records))
+    return Aggregate(rows, verdicts, missing, excluded, len(records),
+                     suite_groups(suite_entries, _verdicts(verdicts)))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+import re
 from datetime import datetime, timezone
 from importlib import resources
 
@@ -26,6 +27,7 @@ from ..model import (
 from ..workloads import Workload, resolve_workload
 
 PUBLISHED_CSV = "data/published_anemll_results.csv"
+UTILISATION_CSV = "data/published_anemll_utilisation.csv"
 SOURCE_TOOL = "anemll-bench"
 UNKNOWN_WORKLOAD = "unknown (lut6 or fp16)"
 PUBLISHED_PHASES = {"dual-solo": "solo", "dual-parallel": "together", "dual-combined": "combined"}
@@ -38,7 +40,9 @@ MAPPING_RULE = (
     "1 GB = 1e9 bytes) and flagged 'derived GB/s'; where only GB/s is stated, no latency is derived. "
     "Run count and warmup are 'not stated' unless the row gives them. Rows of the mixed latency column "
     "('unknown (lut6 or fp16)') get a unique fingerprint of their own and no GB/s, so they are never "
-    "compared with anything."
+    "compared with anything. The README's utilisation table adds a row only where Results.MD has no solo "
+    "llama_lm_head figure for that chip and configuration (a restated figure is one contributor, not two); "
+    "where it states only a percentage, GB/s = percentage x the memory bandwidth it states, flagged derived."
 )
 
 
@@ -121,10 +125,61 @@ def row_to_record(row: dict) -> ResultRecord:
     return record.with_id()
 
 
-def published_rows() -> list[dict]:
-    text = resources.files("anebench").joinpath(PUBLISHED_CSV).read_text(encoding="utf-8")
+def _package_csv(name: str) -> list[dict]:
+    text = resources.files("anebench").joinpath(name).read_text(encoding="utf-8")
     return list(csv.DictReader(io.StringIO(text)))
 
 
+def published_rows() -> list[dict]:
+    return _package_csv(PUBLISHED_CSV)
+
+
+def utilisation_rows() -> list[dict]:
+    """anemll-bench's README utilisation table: chip, config, ane_gbps, memory_gbps, utilisation_pct."""
+    return _package_csv(UTILISATION_CSV)
+
+
+def _restates(row: dict, results: list[dict]) -> bool:
+    """True when Results.MD already has a solo llama_lm_head figure for the row's chip and configuration."""
+    return any(r["chip"] == row["chip"] and r["workload"] == "llama_lm_head" and r["mode"] == "solo"
+               and (r["gbps"] or r["latency_ms"]) and (not row["config"] or r["config"] == row["config"])
+               for r in results)
+
+
+def utilisation_record(row: dict) -> ResultRecord:
+    """One README utilisation row as a published llama_lm_head figure (GB/s derived when only a % is stated)."""
+    workload, weight_bytes = _canonical("llama_lm_head")
+    facts: dict = {"tool_figures": {"utilisation_pct": float(row["utilisation_pct"]),
+                                    "memory_gbps": float(row["memory_gbps"])}}
+    gbps = _float(row["ane_gbps"])
+    if gbps is None:
+        gbps = round(float(row["utilisation_pct"]) / 100 * float(row["memory_gbps"]), 2)
+        facts["gbps_derived"] = (f"derived from a percentage: the stated {row['utilisation_pct']}% x the stated "
+                                 f"{row['memory_gbps']} GB/s memory bandwidth (the source gives no GB/s)")
+        facts["flags"] = ["ANE GB/s derived from a stated utilisation percentage"]
+    if row["config"]:
+        facts["chip_config"] = row["config"]
+    date = re.search(r"\((\d{4}-\d{2})\)", row["source"])
+    record = ResultRecord(
+        tool=ToolInfo(name=SOURCE_TOOL, version=f"README {date[1] if date else 'utilisation table'}"),
+        provenance="published",
+        provenance_note="; ".join(filter(None, (row["source"], row["note"]))),
+        created=_created(date[1] if date else "2026-09"),
+        host=HostInfo(os="macOS", arch="arm64", chip=f"Apple {row['chip']}"),
+        engine=EngineInfo(name="coreml", device="ane", run_dtype=workload.dtype),
+        workload=WorkloadInfo.of(workload, weight_bytes, source="anemll-bench artifact"),
+        method=MethodInfo(runs=None, warmup_policy=None, warmup_runs=None, timer="not stated",
+                          statistic="mean", timing="end-to-end predict()"),
+        summary=Summary(n=None),
+        gbps=gbps,
+        source=SourceFacts(**facts),
+    )
+    return record.with_id()
+
+
 def published_records() -> list[ResultRecord]:
-    return [row_to_record(row) for row in published_rows()]
+    """Results.MD's rows, then the README utilisation rows that state a figure Results.MD lacks."""
+    results = published_rows()
+    records = [row_to_record(row) for row in results]
+    records += [utilisation_record(row) for row in utilisation_rows() if not _restates(row, results)]
+    return records

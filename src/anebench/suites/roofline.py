@@ -17,6 +17,7 @@ from ..measure.roofline import (
 from ..model import ComputeResult, LatencyResult, ResultRecord
 from ..model import RooflinePoint as RooflineSection
 from ..session import MEMORY_HEADROOM, RunOptions, measure_workload
+from ..system.chips import figure_chip_name, host_config, memory_bound_gbps
 from ..system.host import SYSTEM_HOST, Host
 from ..workloads import DTYPE_BYTES, Workload
 from .common import ProgressFactory, no_progress, parametric, synthetic_only
@@ -65,8 +66,11 @@ def run_roofline(engine: Engine, device: str, base: Workload, max_batch: int, op
         if clearly_compute_bound(batches, [r.latency_s() for r in records]):
             break
     first = records[0]
+    chip = figure_chip_name(first.engine.device, first.engine.details, first.host.chip)
     analysis = analyse_roofline(batches, [r.latency_s() for r in records], base.vocab, base.hidden,
-                                first.workload.weight_bytes, activation_element_bytes(base, first.engine.run_dtype))
+                                first.workload.weight_bytes, activation_element_bytes(base, first.engine.run_dtype),
+                                memory_bound_gbps(chip, host_config(first.host.cores_physical,
+                                                                    first.host.memory_bytes)))
     updated = with_roofline_sections(records, analysis)
     if not analysis.compute_bound:
         note = (f"not clearly compute-bound by batch {batches[-1]} ({RIDGE_RULE}); raise --max-batch")
@@ -80,7 +84,7 @@ def with_roofline_sections(records: list[ResultRecord], analysis: RooflineAnalys
     for record, point in zip(records, analysis.points):
         section = RooflineSection(
             batch=point.batch, flop_per_s=point.flop_per_s, bytes_per_flop=point.bytes_per_flop,
-            ridge_batch=analysis.ridge_batch, baseline_batch=analysis.baseline_batch,
+            ridge_batch=analysis.ridge_batch, ridge_error=analysis.ridge_error, baseline_batch=analysis.baseline_batch,
             model_ridge_batch=analysis.model_ridge_batch, peak_flop_per_s=analysis.peak_flop_per_s,
             memory_gbps=analysis.memory_gbps, compute_bound=analysis.compute_bound, rule=analysis.rule,
         )

@@ -9,6 +9,7 @@ from ..errors import UserError
 from ..measure.sweep import CACHE_FACTOR, MIN_FIT_POINTS, MiB, SweepAnalysis, analyse_sweep, sweep_sizes
 from ..model import LineFitInfo, ResultRecord, SweepPoint
 from ..session import RunOptions, measure_workload, preflight_memory
+from ..system.chips import figure_chip_name, host_config, memory_bound_gbps
 from ..system.host import SYSTEM_HOST, Host
 from ..workloads import Workload
 from .common import ProgressFactory, no_progress, resized, synthetic_only
@@ -28,7 +29,7 @@ class SweepPlan:
 @dataclass
 class SweepResult:
     records: list[ResultRecord]
-    analysis: SweepAnalysis | None  # None: the fit failed (``error`` says why); the records still stand
+    analysis: SweepAnalysis  # analysis.fit None: the fit failed its gates (``error`` says why)
     cache_bytes: int | None
     error: str | None = None
 
@@ -79,35 +80,36 @@ def run_sweep(engine: Engine, device: str, base: Workload, plan: SweepPlan, opti
 
 
 def finish_sweep(records: list[ResultRecord], cache_bytes: int | None) -> SweepResult:
-    """Fit the measured points and write the analysis into every record's sweep section."""
+    """Fit the measured points (gated: measure.sweep.FIT_GATES) and write the analysis into every record's
+    sweep section."""
     sizes = [r.workload.weight_bytes for r in records]
     latencies = [r.latency_s() for r in records]
-    try:
-        analysis, error = analyse_sweep(sizes, latencies, cache_bytes), None
-    except UserError as exc:  # measured but not fittable: keep the records, say why there is no fit
-        analysis, error = None, str(exc)
+    first = records[0]
+    chip = figure_chip_name(first.engine.device, first.engine.details, first.host.chip)
+    bound = memory_bound_gbps(chip, host_config(first.host.cores_physical, first.host.memory_bytes))
+    analysis = analyse_sweep(sizes, latencies, cache_bytes, bound)
+    error = analysis.fit_error
     updated = []
     for i, record in enumerate(sorted(records, key=lambda r: r.workload.weight_bytes)):
-        in_fit = analysis is not None and record.workload.weight_bytes >= analysis.knee.size_bytes
-        point = sweep_point(analysis, error, i, len(records), in_fit, cache_bytes)
+        in_fit = analysis.fit is not None and record.workload.weight_bytes >= analysis.knee.size_bytes
+        point = sweep_point(analysis, i, len(records), in_fit, cache_bytes)
         updated.append(record.model_copy(update={"sweep": point}).with_id())
     return SweepResult(updated, analysis, cache_bytes, error)
 
 
-def sweep_point(analysis: SweepAnalysis | None, error: str | None, index: int, points: int, in_fit: bool,
+def sweep_point(analysis: SweepAnalysis, index: int, points: int, in_fit: bool,
                 cache_bytes: int | None) -> SweepPoint:
-    if analysis is None:
-        return SweepPoint(point=index, points=points, in_fit=False, cache_bytes=cache_bytes, fit_error=error)
     fit = analysis.fit
     return SweepPoint(
         point=index, points=points, in_fit=in_fit, cache_bytes=cache_bytes,
         knee_bytes=analysis.knee.size_bytes, knee_rule=analysis.knee.rule,
-        fit=LineFitInfo(
+        fit=None if fit is None else LineFitInfo(
             overhead_s=fit.overhead_s, overhead_se_s=fit.overhead_se_s, overhead_resolved=fit.overhead_resolved,
             bandwidth_gbps=fit.bandwidth_bps / 1e9, r_squared=fit.r_squared,
             median_abs_rel_residual=fit.median_abs_rel_residual, max_abs_rel_residual=fit.max_abs_rel_residual,
             points=fit.points, method=fit.method,
         ),
+        fit_error=analysis.fit_error,
         cache_peak_gbps=analysis.cache_peak_gbps, cache_peak_bytes=analysis.cache_peak_bytes,
         notes=list(analysis.notes),
     )

@@ -25,6 +25,8 @@ class Chip:
     bandwidth_gbps_min: float | None  # None: not published
     bandwidth_gbps_max: float | None
     bandwidth_note: str
+    # (configuration, GB/s) where the bandwidth depends on it, e.g. (("32 GB", 170.0),)
+    bandwidth_by_config: tuple[tuple[str, float], ...]
     neural_engine_cores: int | None
     gpu_cores: str  # "7 or 8" where configurations differ; "" when not published
     aliases: tuple[str, ...]
@@ -45,11 +47,69 @@ class Chip:
             return f"{self.bandwidth_gbps_min:g}-{self.bandwidth_gbps_max:g} (by configuration)"
         return f"{self.bandwidth_gbps_min:g}"
 
-    def utilisation(self, gbps: float) -> tuple[float, float] | None:
-        """(low, high) fraction of the published bandwidth; equal when the chip has one figure."""
+    @property
+    def bandwidth_by_configuration(self) -> bool:
+        """True where the published bandwidth depends on the configuration: figures are rows per config."""
+        return bool(self.bandwidth_by_config) or self.bandwidth_varies
+
+    def matching_config(self, config: str | None) -> str | None:
+        """The catalog configuration a stated one belongs to ("32 GB Mac" -> "32 GB"), or None."""
+        facts = config_facts(config or "")
+        for name, _ in self.bandwidth_by_config:
+            wanted = config_facts(name)
+            if wanted and all(facts.get(k) == v for k, v in wanted.items()):
+                return name
+        return None
+
+    def bandwidth_for(self, config: str | None = None) -> tuple[float, float] | None:
+        """(low, high) GB/s of ``config``: its own figure where the catalog has one, else the chip's
+        range (equal when one figure); None where nothing is published for it."""
+        name = self.matching_config(config)
+        if name is not None:
+            value = dict(self.bandwidth_by_config)[name]
+            return value, value
         if not self.bandwidth_known:
             return None
-        return gbps / self.bandwidth_gbps_max, gbps / self.bandwidth_gbps_min
+        assert self.bandwidth_gbps_min is not None and self.bandwidth_gbps_max is not None
+        return self.bandwidth_gbps_min, self.bandwidth_gbps_max
+
+    def bandwidth_label_for(self, config: str | None) -> str:
+        bandwidth = self.bandwidth_for(config)
+        if bandwidth is None:
+            return "not published" + (f" for {config}" if config and self.bandwidth_by_config else "")
+        low, high = bandwidth
+        return f"{low:g}" if low == high else f"{low:g}-{high:g} (by configuration)"
+
+    def utilisation(self, gbps: float, config: str | None = None) -> tuple[float, float] | None:
+        """(low, high) fraction of the published bandwidth of ``config``; equal when it has one figure."""
+        bandwidth = self.bandwidth_for(config)
+        if bandwidth is None:
+            return None
+        return gbps / bandwidth[1], gbps / bandwidth[0]
+
+
+_MEMORY = re.compile(r"(\d+)\s*GB\b", re.IGNORECASE)
+_CPU_CORES = re.compile(r"(\d+)\s*(?:-\s*core|core|C)\s*CPU\b", re.IGNORECASE)
+
+
+def config_facts(config: str) -> dict[str, int]:
+    """The facts of a configuration's text that set its bandwidth: memory (GB) and CPU cores."""
+    facts = {}
+    if (memory := _MEMORY.search(config)) is not None:
+        facts["memory_gb"] = int(memory[1])
+    if (cores := _CPU_CORES.search(config)) is not None:
+        facts["cpu_cores"] = int(cores[1])
+    return facts
+
+
+def host_config(cores: int | None, memory_bytes: int | None) -> str:
+    """A measured host's configuration in the catalog's words: "16-core CPU / 48 GB"."""
+    parts = []
+    if cores:
+        parts.append(f"{cores}-core CPU")
+    if memory_bytes:
+        parts.append(f"{round(memory_bytes / 2**30)} GB")
+    return " / ".join(parts)
 
 
 def normalize(name: str) -> str:
@@ -63,6 +123,14 @@ def _number(text: str) -> float | None:
     return float(text) if text.strip() else None
 
 
+def _by_config(text: str) -> tuple[tuple[str, float], ...]:
+    pairs = []
+    for item in filter(None, (part.strip() for part in text.split(";"))):
+        name, _, value = item.partition("=")
+        pairs.append((name.strip(), float(value)))
+    return tuple(pairs)
+
+
 def parse_catalog(text: str) -> list[Chip]:
     chips = []
     for row in csv.DictReader(io.StringIO(text)):
@@ -74,6 +142,7 @@ def parse_catalog(text: str) -> list[Chip]:
             bandwidth_gbps_min=_number(row["bandwidth_gbps_min"]),
             bandwidth_gbps_max=_number(row["bandwidth_gbps_max"]),
             bandwidth_note=row["bandwidth_note"],
+            bandwidth_by_config=_by_config(row.get("bandwidth_by_config", "")),
             neural_engine_cores=int(row["neural_engine_cores"]) if row["neural_engine_cores"] else None,
             gpu_cores=row["gpu_cores"],
             aliases=tuple(a.strip() for a in row["aliases"].split(";") if a.strip()),
@@ -111,3 +180,22 @@ def chip_key(name: str | None) -> str | None:
 
 def family_members(family: str) -> list[Chip]:
     return [chip for chip in catalog() if chip.family == family]
+
+
+def figure_chip_name(device: str, details: dict, host_chip: str | None) -> str | None:
+    """The chip a figure belongs to: the GPU for CUDA devices (engine details), else the host's chip."""
+    if device.startswith("cuda"):
+        gpu = details.get("gpu")
+        if isinstance(gpu, str) and gpu:
+            return gpu
+    return host_chip
+
+
+def memory_bound_gbps(chip_name: str | None, config: str = "") -> tuple[float, str] | None:
+    """(GB/s, what it is): the highest memory bandwidth the catalog publishes for the chip (and its
+    configuration, where that sets it); no streaming figure can be above it. None: not published."""
+    chip = lookup_chip(chip_name)
+    bandwidth = chip.bandwidth_for(config) if chip else None
+    if chip is None or bandwidth is None:
+        return None
+    return bandwidth[1], f"{chip.key} memory bandwidth, chip catalog"

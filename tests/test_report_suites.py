@@ -1,0 +1,98 @@
+"""Suite-aware reports: the matrix holds single-call results; every suite has its own section in all formats."""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from anebench.cli import main
+from anebench.model import LatencyResult
+from anebench.report.build import render_report
+from anebench.results.files import save_records
+from anebench.results.published import published_records
+from test_store import make_record
+
+V1 = Path(__file__).parent / "data" / "v1"
+SUITES = ("sweep", "roofline", "latency", "compute", "concurrency")
+HEADINGS = {"sweep": "Sweep:", "roofline": "Roofline:", "latency": "Latency:", "compute": "Compute:",
+            "concurrency": "Concurrency:"}
+
+
+def _report(db: Path, fmt: str) -> str:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        main(["report", "--db", str(db), "--format", fmt])
+    return out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory) -> Path:
+    """One real record file of each suite (schema /1, loaded through the upgrader), plus a latency record."""
+    root = tmp_path_factory.mktemp("suites")
+    latency = make_record(chip=None, engine="numpy", device="cpu", workload="lm_head:64x1024:fp32", gbps=5,
+                          suite="latency", latency=LatencyResult(median_us=3.5, p95_us=4.0))
+    save_records(root / "latency.json", [latency])
+    path = root / "db.sqlite"
+    files = [str(V1 / f"{name}.json") for name in ("run", "sweep", "roofline", "compute", "concurrent")]
+    main(["ingest", *files, str(root / "latency.json"), "--db", str(path)])
+    return path
+
+
+def test_the_json_matrix_holds_only_the_run_results_and_each_suite_has_its_group(db):
+    document = json.loads(_report(db, "json"))
+    run = json.loads((V1 / "run.json").read_text())["results"]
+    assert [(r["workload"], r["engine"]) for r in document["matrix"]] == [
+        (r["workload"]["name"], r["engine"]["name"]) for r in run]
+    assert set(document["suites"]) == set(SUITES)
+    (roofline,) = document["suites"]["roofline"]
+    assert [p["batch"] for p in roofline["points"]] == [1, 2, 4]
+    (concurrency,) = document["suites"]["concurrency"]
+    assert {(p["copy"], p["phase"]) for p in concurrency["points"]} == {
+        (0, "solo"), (1, "solo"), (0, "together"), (1, "together")}
+    assert concurrency["figures"]["verdict"] and "scaling" in concurrency["result"]
+    for group in (g for groups in document["suites"].values() for g in groups):
+        for point in group["points"]:
+            assert {"suite", "batch", "tokens", "copy", "phase", "threads"} <= set(point)
+
+
+def test_a_stored_sweep_fit_that_fails_the_gates_is_reported_as_failed_with_no_bandwidth(db):
+    (sweep,) = json.loads(_report(db, "json"))["suites"]["sweep"]
+    # the /1 file's fit: R² 0.42, 36.2 GB/s above its own cache-resident peak of 28.5 GB/s
+    assert sweep["result"].startswith("fit failed: R² 0.42 is below 0.9")
+    assert "bandwidth_gbps" not in sweep["figures"] and "overhead_us" not in sweep["figures"]
+    assert "36.1" not in sweep["result"]
+
+
+@pytest.mark.parametrize("fmt", ["md", "html"])
+def test_each_suite_has_its_own_section_in_md_and_html(db, fmt):
+    text = _report(db, fmt)
+    for suite, heading in HEADINGS.items():
+        marker = f"## {heading}" if fmt == "md" else f"<h2>{heading}"
+        assert text.count(marker) == 1, suite
+    results = [line for line in text.splitlines() if line.startswith(("## Results:", "<h2>Results:"))]
+    assert len(results) == 1 and "64x1024" in results[0]
+
+
+def test_each_suite_has_its_rows_in_the_csv_with_suite_batch_tokens_copy_phase_threads(db):
+    rows = list(csv.DictReader(io.StringIO(_report(db, "csv"))))
+    assert {"suite", "batch", "tokens", "copy", "phase", "threads"} <= set(rows[0])
+    assert {r["section"] for r in rows} >= {"matrix", *SUITES}
+    assert [r["batch"] for r in rows if r["section"] == "roofline"] == ["1", "2", "4"]
+    assert len([r for r in rows if r["section"] == "matrix"]) == 1
+    together = [r for r in rows if r["section"] == "concurrency" and r["phase"] == "together"]
+    assert sorted(r["copy"] for r in together) == ["0", "1"]
+
+
+def test_published_data_and_one_run_make_no_suite_sections():
+    records = published_records() + [make_record(chip="Apple M4 Pro", gbps=111)]
+    document = json.loads(render_report(records, "json", None, "test"))
+    assert set(document["suites"]) == {"concurrency"}  # only the published dual-model rows
+    text = render_report(records, "md", None, "test")
+    assert "(none)" not in text
+    for heading in ("Sweep:", "Roofline:", "Latency:", "Compute:", "Runs with batch"):
+        assert f"## {heading}" not in text

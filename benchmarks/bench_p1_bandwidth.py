@@ -19,7 +19,7 @@ from _reference import ReadKernel, blas_line
 from anebench.engines import usable_engine
 from anebench.measure.timing import time_calls
 from anebench.measure.warmup import WarmupPolicy
-from anebench.session import prepared_workload, verify_output
+from anebench.orchestration.session import prepared_workload, verify_output
 from anebench.workloads import resolve_workload
 
 TARGET = 0.95

@@ -8,7 +8,7 @@ from anebench.engines.numpy_engine import NumpyEngine
 from anebench.errors import MeasurementError
 from anebench.measure.clock import FakeClock
 from anebench.measure.warmup import WarmupPolicy
-from anebench.session import RunOptions, measure_workload
+from anebench.orchestration.session import RunOptions, measure_workload
 from anebench.system.bounds import (
     CPU_GBPS,
     SCHEMA_LIMIT_GBPS,

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from safetensors import safe_open
 
-from anebench.checkpoints import checkpoint_workload, tensor_hash
+from anebench.workloads.checkpoints import checkpoint_workload, tensor_hash
 from anebench.errors import UserError
 from anebench.workloads import resolve_workload
 from checkpoint_builders import (

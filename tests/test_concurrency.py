@@ -9,8 +9,8 @@ from anebench.errors import MeasurementError, UserError
 from anebench.measure.concurrency import analyse_concurrency, calls_in_window, common_window
 from anebench.measure.warmup import WarmupPolicy
 from anebench.orchestration.concurrency import run_copies
-from anebench.session import RunOptions, measure_workload
-from anebench.suites.concurrent import run_concurrent
+from anebench.orchestration.session import RunOptions, measure_workload
+from anebench.orchestration.suites.concurrent import run_concurrent
 from anebench.system import power
 from anebench.workloads import Workload
 
@@ -175,7 +175,7 @@ def test_suite_records_aggregate_into_one_verdict_per_workload():
 def test_the_copies_preflight_counts_a_quantized_head_as_stored():
     from fakehost import FakeHost
 
-    from anebench import session
+    from anebench.orchestration import session
     from anebench.engines.coreml_engine import CoreMLEngine, stored_bytes
     from anebench.errors import UserError
     from anebench.orchestration.concurrency_plan import plan_concurrent

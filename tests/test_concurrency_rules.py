@@ -14,8 +14,8 @@ from anebench.measure.warmup import WarmupPolicy
 from anebench.orchestration import concurrency_plan
 from anebench.orchestration.concurrency import SummedMeter, run_copies
 from anebench.orchestration.concurrency_plan import describe_plan, plan_concurrent
-from anebench.session import RunOptions
-from anebench.suites.concurrent import run_concurrent
+from anebench.orchestration.session import RunOptions
+from anebench.orchestration.suites.concurrent import run_concurrent
 from anebench.workloads import Workload
 from clitools import run_cli
 from gil_engine import FakeMultiDevice, GilHoldingEngine
@@ -90,7 +90,7 @@ def test_a_gil_holding_engine_runs_its_copies_as_processes_and_refuses_threads()
 
 
 def test_the_run_plan_hint_prints_the_command_concurrent_will_run_as_processes():
-    from anebench import runplan
+    from anebench.orchestration import runplan
 
     hint = runplan.concurrency_hint("Apple M2 Ultra")
     assert "--processes" in hint and "--copies 2" in hint and "GIL" in hint

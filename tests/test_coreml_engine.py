@@ -23,7 +23,7 @@ from anebench.engines.coreml_engine import CoreMLEngine, CoreMLPrepared, OpPlace
 from anebench.errors import UserError
 from anebench.measure.check import check_output
 from anebench.measure.warmup import WarmupPolicy
-from anebench.session import RunOptions, measure_workload
+from anebench.orchestration.session import RunOptions, measure_workload
 from anebench.system import preflight
 from anebench.workloads import Workload
 

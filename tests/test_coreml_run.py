@@ -9,14 +9,14 @@ import time
 
 import pytest
 
-from anebench import runplan
+from anebench.orchestration import runplan
 from anebench.cli import main
 from anebench.engines import get_engine
 from anebench.engines.coreml_engine import CoreMLEngine
 from anebench.errors import UserError
 from anebench.orchestration.keepawake import KeepAwakeProcess, measured
-from anebench.runplan import Mitigations, Step
-from anebench.session import RunOptions
+from anebench.orchestration.runplan import Mitigations, Step
+from anebench.orchestration.session import RunOptions
 from anebench.system import preflight
 from anebench.workloads import resolve_workload
 
@@ -127,7 +127,7 @@ def test_keep_awake_spins_in_its_own_process_through_a_gil_holding_call():
     """The helper thread waited for the GIL through every Core ML predict (21-24% on a CPU); a process
     does not: its CPU share over the timed window is read from the OS, not from its own clock."""
     from anebench.measure.warmup import WarmupPolicy
-    from anebench.session import measure_workload
+    from anebench.orchestration.session import measure_workload
     from gil_engine import GilHoldingEngine
 
     mitigations = Mitigations(keep_awake=True)

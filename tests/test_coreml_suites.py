@@ -21,7 +21,7 @@ from anebench.measure.quant import (
     variant_verdict,
 )
 from anebench.model import ResultRecord
-from anebench.suites.quant import as_stored, measurable, variant_workload
+from anebench.orchestration.suites.quant import as_stored, measurable, variant_workload
 from anebench.system import preflight
 from anebench.workloads import resolve_workload
 from clitools import run_cli

@@ -21,7 +21,7 @@ from anebench.engines.numpy_engine import NumpyEngine
 from anebench.errors import UserError
 from anebench.measure.check import check_output
 from anebench.model import ResultRecord, WorkloadInfo
-from anebench.session import RunOptions, measure_workload
+from anebench.orchestration.session import RunOptions, measure_workload
 from anebench.workloads import Workload, resolve_workload
 
 HIDDEN, VOCAB, SPLIT = 64, 1024, 128

@@ -12,7 +12,7 @@ import pytest
 
 from anebench.engines.torch_engine import TorchEngine
 from anebench.results.files import save_records
-from anebench.session import RunOptions, measure_workload
+from anebench.orchestration.session import RunOptions, measure_workload
 from anebench.workloads import Workload
 from fake_torch import FakeTorch
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from anebench import runplan
+from anebench.orchestration import runplan
 from anebench.system import power, preflight
 from clitools import run_cli
 

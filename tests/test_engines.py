@@ -5,7 +5,7 @@ from anebench.engines import best_engine, get_engine, resolve_device, usable_eng
 from anebench.errors import MeasurementError, UserError
 from anebench.measure.check import check_output
 from anebench.measure.warmup import WarmupPolicy
-from anebench.session import RunOptions, measure_workload, verify_output
+from anebench.orchestration.session import RunOptions, measure_workload, verify_output
 from anebench.workloads import Workload
 
 ENGINES_HERE = [("numpy", "cpu"), ("torch", "cpu"), ("mlx", "cpu")]
@@ -99,7 +99,7 @@ def test_torch_cuda_streams_the_workload_dtype_with_device_time():
 
 def test_memory_preflight_uses_the_devices_own_free_memory():
     from anebench.engines.numpy_engine import NumpyEngine
-    from anebench.session import preflight_memory
+    from anebench.orchestration.session import preflight_memory
 
     class FullGpu(NumpyEngine):
         def free_memory(self, device):

@@ -9,7 +9,7 @@ import pytest
 from anebench.engines.torch_engine import TorchEngine
 from anebench.errors import MeasurementError
 from anebench.measure.warmup import WarmupPolicy
-from anebench.session import RunOptions, measure_workload
+from anebench.orchestration.session import RunOptions, measure_workload
 from anebench.workloads import Workload
 from fake_nvml import Board, fake_nvml
 from fake_torch import DISPATCH_S, FakeTorch

@@ -8,7 +8,7 @@ from anebench.engines.numpy_engine import NumpyEngine
 from anebench.errors import UserError
 from anebench.report.compare import family_comparison
 from anebench.results.published import published_records
-from anebench.session import RunOptions, measure_workload
+from anebench.orchestration.session import RunOptions, measure_workload
 from anebench.workloads import resolve_workload
 from clitools import run_cli
 from test_store import make_record

@@ -5,7 +5,7 @@ The live library only exists on macOS; everything it returns goes through the pu
 
 from __future__ import annotations
 
-from anebench.session import timed_window
+from anebench.orchestration.session import timed_window
 
 import json
 import sys
@@ -195,7 +195,7 @@ def test_the_window_opens_after_the_warmup_and_closes_after_the_last_timed_call(
 
 def test_session_records_a_typed_energy_section_with_warnings(monkeypatch):
     from anebench.engines import get_engine
-    from anebench.session import RunOptions, measure_workload
+    from anebench.orchestration.session import RunOptions, measure_workload
     from anebench.workloads import Workload
 
     class IOReportLike(power.ScalarMeter):

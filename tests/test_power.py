@@ -103,7 +103,7 @@ def test_window_reports_a_counter_that_did_not_move_and_an_unavailable_meter():
 
 def test_run_power_records_energy_or_the_reason(monkeypatch):
     from anebench.engines import get_engine
-    from anebench.session import RunOptions, measure_workload
+    from anebench.orchestration.session import RunOptions, measure_workload
     from anebench.workloads import Workload
 
     monkeypatch.setattr(power, "energy_meter", lambda device: StepMeter([1.0, 1.5]))

@@ -8,7 +8,7 @@ from anebench.errors import UserError
 from anebench.measure.warmup import WarmupPolicy
 from anebench.results.files import load_records, save_records
 from anebench.model import SCHEMA_VERSION, ResultRecord
-from anebench.session import RunOptions, measure_workload
+from anebench.orchestration.session import RunOptions, measure_workload
 
 
 @pytest.fixture(scope="module")

@@ -31,7 +31,7 @@ SWEEP = ("-w", "lm_head:256x8:fp32", "--min-mb", "1", "--max-mb", "8", "--points
 def scripted_sweep(monkeypatch, overhead_s=5e-6, bytes_per_s=10e9):
     """Every sweep measurement really runs (engine, output check, timing), then its samples are replaced by a
     clean line, so the fit's gates see a good sweep whatever the load of this shared machine."""
-    import anebench.suites.sweep as sweep_suite
+    import anebench.orchestration.suites.sweep as sweep_suite
     from anebench.model import ResultRecord
 
     real = sweep_suite.measure_workload
@@ -207,7 +207,7 @@ def test_cuda_suites_record_device_time_for_every_sample(capsys, tmp_path):
 
 
 def test_latency_survives_a_quick_sweep_without_a_fit(capsys, monkeypatch):
-    import anebench.suites.sweep as sweep_suite
+    import anebench.orchestration.suites.sweep as sweep_suite
 
     def unfittable(engine, device, base, plan, options, progress):
         from anebench.measure.sweep import Knee, SweepAnalysis

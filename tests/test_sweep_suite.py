@@ -3,10 +3,10 @@ import pytest
 from anebench.engines.numpy_engine import NumpyEngine
 from anebench.errors import UserError
 from anebench.measure.sweep import MiB
-from anebench.session import RunOptions, measure_workload
-from anebench.suites import sweep as sweep_suite
-from anebench.suites.common import resized
-from anebench.suites.sweep import finish_sweep, plan_sweep, sweep_from_records
+from anebench.orchestration.session import RunOptions, measure_workload
+from anebench.orchestration.suites import sweep as sweep_suite
+from anebench.orchestration.suites.common import resized
+from anebench.orchestration.suites.sweep import finish_sweep, plan_sweep, sweep_from_records
 from anebench.workloads import Workload
 from fakehost import FakeHost
 

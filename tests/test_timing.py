@@ -103,7 +103,7 @@ def test_real_clock_resolution_is_positive_and_sub_millisecond():
 def test_a_run_records_the_host_state_and_warns_when_the_machine_is_busy():
     from anebench.engines.numpy_engine import NumpyEngine
     from anebench.measure.warmup import WarmupPolicy
-    from anebench.session import RunOptions, measure_workload
+    from anebench.orchestration.session import RunOptions, measure_workload
     from anebench.workloads import Workload
     from fakehost import FakeHost
 

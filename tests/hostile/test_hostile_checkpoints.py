@@ -73,7 +73,7 @@ def test_nan_weights_are_the_checkpoints_fault_not_the_engines(tmp_path, capsys)
 
 
 def test_a_checkpoint_truncated_under_the_tool_is_an_error_not_sigbus(tmp_path):
-    from anebench.checkpoints import checkpoint_workload
+    from anebench.workloads.checkpoints import checkpoint_workload
 
     model = single_file_model(tmp_path / "m", {"lm_head.weight": weights(512, 64)})
     workload = checkpoint_workload(f"hf:{model}", use_hash_cache=False)
@@ -85,7 +85,7 @@ def test_a_checkpoint_truncated_under_the_tool_is_an_error_not_sigbus(tmp_path):
 
 
 def test_a_checkpoint_too_large_for_memory_is_refused_before_hashing(tmp_path, capsys, monkeypatch):
-    from anebench.checkpoints import tensor_hash
+    from anebench.workloads.checkpoints import tensor_hash
     from anebench.system.host import Host
 
     model = single_file_model(tmp_path / "m", {"lm_head.weight": weights(512, 64)})
@@ -99,7 +99,7 @@ def test_a_checkpoint_too_large_for_memory_is_refused_before_hashing(tmp_path, c
 
 
 def test_the_tensor_hash_cache_sees_bytes_changed_with_the_mtime_kept(tmp_path, monkeypatch):
-    from anebench.checkpoints import checkpoint_workload
+    from anebench.workloads.checkpoints import checkpoint_workload
 
     monkeypatch.setenv("ANEBENCH_CACHE_DIR", str(tmp_path / "cache"))
     model = single_file_model(tmp_path / "m", {"lm_head.weight": weights(64, 32)})

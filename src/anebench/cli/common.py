@@ -21,13 +21,13 @@ from ..engines import best_engine, resolve_device, usable_engine
 from ..engines.base import Engine
 from ..errors import UserError
 from ..model import ResultRecord
-from ..outputs import check_target, write_new
+from ..orchestration.session import preflight_memory
 from ..report.escape import clean_text
 from ..report.tables import fmt_halfwidth
 from ..results.files import document_json, save_records
-from ..session import preflight_memory
 from ..system.host import host_label
 from ..system.power import energy_line
+from ..util.outputs import check_target, write_new
 from ..workloads import Workload, resolve_workload
 
 # emoji=False: names such as hf:m:lm_head.weight contain ":m:", which Rich would turn into an emoji.

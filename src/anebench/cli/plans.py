@@ -10,7 +10,7 @@ from rich.table import Table
 
 from ..engines.coreml_engine import CoreMLEngine
 from ..errors import UserError
-from ..suites.coreml_plan import CORE_ML, CoreMLPlan, coreml_device, require_measurable
+from ..orchestration.suites.coreml_plan import CORE_ML, CoreMLPlan, coreml_device, require_measurable
 from .common import Target, err_console, out_console, resolve_targets
 
 

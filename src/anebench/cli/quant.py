@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from ..suites.coreml_plan import CORE_ML
+from ..orchestration.suites.coreml_plan import CORE_ML
 from .common import check_out_path, emit, measuring_options, progress_bar, resolve_workloads
 from .plans import coreml_only_target, dry_run_option, measuring_targets, show_plan
 from .run import power_option
@@ -22,7 +22,7 @@ from .suites import progress_factory, say, show, suite_options, timing_options
 def quant(engines, device, workloads, out: Path | None, no_save, as_json, plot_stem, runs, time_budget, warmup,
           power, dry_run):
     """fp16, int8, lut6 and lut4 of the same head: bytes as stored, latency, GB/s, and what is streamed."""
-    from ..suites.quant import VARIANTS, as_stored, measurable, plan_quant, run_quant
+    from ..orchestration.suites.quant import VARIANTS, as_stored, measurable, plan_quant, run_quant
 
     bases = resolve_workloads(workloads)
     if dry_run:

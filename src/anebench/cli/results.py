@@ -14,11 +14,11 @@ from rich.table import Table
 
 from ..errors import UserError
 from ..model import ResultRecord
-from ..outputs import check_target
 from ..report.escape import clean_text
 from ..results.importers import IMPORTERS
 from ..results.store import IngestReport, open_store
 from ..results.validate import InvalidFile, load_result_file
+from ..util.outputs import check_target
 from .common import err_console, out_console
 
 # How a file becomes records, by --from name. Each loader raises UserError (InvalidFile for a list

@@ -14,7 +14,7 @@ from ..engines import ENGINE_FACTORIES
 from ..errors import UserError
 from ..measure.timing import DEFAULT_REPETITIONS, DEFAULT_RUNS, split_runs
 from ..measure.warmup import WarmupPolicy
-from ..runplan import (
+from ..orchestration.runplan import (
     Mitigations,
     PlannedStep,
     Step,
@@ -25,7 +25,7 @@ from ..runplan import (
     mac_campaign_plan,
     published_campaign,
 )
-from ..session import RunOptions, measure_workload, preflight_memory
+from ..orchestration.session import RunOptions, measure_workload, preflight_memory
 from ..system.host import busy_warning, describe_host
 from ..system.power import energy_sources
 from ..system.preflight import check_native_host

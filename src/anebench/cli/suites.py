@@ -16,9 +16,9 @@ from rich.table import Table
 
 from ..errors import MeasurementError, UserError
 from ..measure.sweep import MiB
+from ..orchestration.session import RunOptions
+from ..orchestration.suites.common import ProgressFactory, with_dtype
 from ..results.files import load_records
-from ..session import RunOptions
-from ..suites.common import ProgressFactory, with_dtype
 from ..workloads import resolve_workload
 from .common import (
     PIPED_WIDTH,
@@ -32,14 +32,14 @@ from .common import (
     resolve_targets,
     resolve_workloads,
 )
-from .plans import coreml_only_target, dry_run_option, measuring_targets, show_plan
 from .params import MEBIBYTES, MEBIBYTES_OR_ZERO, RUNS, TIME_BUDGET, WARMUP
+from .plans import coreml_only_target, dry_run_option, measuring_targets, show_plan
 from .run import options_from, power_option
 
 
 def max_tokens_option(func):
     from ..artifacts.coreml import MAX_TOKENS
-    from ..suites.tokens import DEFAULT_MAX_TOKENS
+    from ..orchestration.suites.tokens import DEFAULT_MAX_TOKENS
 
     return click.option("--max-tokens", type=click.IntRange(2, MAX_TOKENS), default=DEFAULT_MAX_TOKENS,
                         show_default=True,
@@ -117,9 +117,13 @@ def sweep(engines, device, workloads, out, no_save, as_json, plot_stem, runs, ti
           min_mb, max_mb, points, cache_mb, quick, dry_run):
     """Latency and GB/s over weight sizes; fit latency = overhead + bytes / bandwidth past the cache knee.
     Core ML: heads from 4 MiB to the full head (--max-mb), one bundle per size, built or reused."""
+    from ..orchestration.suites.coreml_sweep import (
+        ORION_CONTEXT,
+        plan_coreml_sweep,
+        plan_coreml_sweep_bundles,
+    )
+    from ..orchestration.suites.sweep import plan_sweep, run_sweep, sweep_workloads
     from ..report.suite_plots import plot_sweep
-    from ..suites.coreml_sweep import ORION_CONTEXT, plan_coreml_sweep, plan_coreml_sweep_bundles
-    from ..suites.sweep import plan_sweep, run_sweep, sweep_workloads
 
     bases = resolve_workloads(workloads)
     if quick:
@@ -201,9 +205,9 @@ def roofline(engines, device, workloads, out, no_save, as_json, plot_stem, runs,
     """Batch sweep of the same weights: the ridge, achieved FLOP/s and bytes/FLOP, as a roofline.
     Core ML: tokens per predict of token-batched bundles (1, 2, 4, ... --max-tokens)."""
     from ..measure.roofline import RIDGE_GATES, RIDGE_RULE
+    from ..orchestration.suites.roofline import run_roofline
+    from ..orchestration.suites.tokens import alignment_note, plan_token_roofline, run_token_roofline
     from ..report.suite_plots import plot_roofline
-    from ..suites.roofline import run_roofline
-    from ..suites.tokens import alignment_note, plan_token_roofline, run_token_roofline
 
     bases = resolve_workloads(workloads)
     if dry_run:
@@ -263,8 +267,8 @@ def roofline(engines, device, workloads, out, no_save, as_json, plot_stem, runs,
 def latency(engines, device, workloads, out, no_save, as_json, plot_stem, runs, time_budget, warmup, power,
             sweep_file, no_sweep):
     """Dispatch cost: the smallest workload the engine accepts, median and p95, beside the sweep's overhead."""
-    from ..suites.roofline import run_latency
-    from ..suites.sweep import plan_sweep, run_sweep, sweep_from_records
+    from ..orchestration.suites.roofline import run_latency
+    from ..orchestration.suites.sweep import plan_sweep, run_sweep, sweep_from_records
 
     targets = resolve_targets(engines, device)
     specs = resolve_workloads(workloads) if workloads else [None]  # None: the smallest the engine accepts
@@ -328,8 +332,8 @@ def compute(engines, device, workloads, out, no_save, as_json, plot_stem, runs, 
             batch, dtypes, max_tokens, dry_run):
     """Peak matrix throughput (TFLOP/s) per engine, device and dtype (default workload lm_head:4096x4096).
     Core ML: at the largest tokens per predict that fits (up to --max-tokens), against half of it."""
-    from ..suites.roofline import run_compute
-    from ..suites.tokens import plan_token_compute, run_token_compute
+    from ..orchestration.suites.roofline import run_compute
+    from ..orchestration.suites.tokens import plan_token_compute, run_token_compute
 
     bases = resolve_workloads(workloads, default="lm_head:4096x4096")
     if dry_run:
@@ -391,8 +395,8 @@ def concurrent(engines, device, workloads, out, no_save, as_json, plot_stem, run
     """N copies solo, then together from a common start: combined GB/s, scaling and the verdict."""
     from ..measure.concurrency import COMBINED_DEFINITION, TOGETHER_DEFINITION
     from ..orchestration.concurrency_plan import describe_plan, plan_concurrent
+    from ..orchestration.suites.concurrent import SEED_NOTE, run_plan
     from ..report.suite_plots import plot_concurrency
-    from ..suites.concurrent import SEED_NOTE, run_plan
 
     if devices is not None and device is not None:
         raise UserError("--device and --devices: give one (--devices places one copy on each device)")

@@ -18,10 +18,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..errors import UserError
-from ..measure.check import TOLERANCE
 from ..system import preflight
 from ..workloads import Workload
-from .base import Availability, DtypeChoice, Engine, Prepared
+from .base import TOLERANCE, Availability, DtypeChoice, Engine, Prepared
 
 COMPUTE_UNITS = {"ane": "CPU_AND_NE", "gpu": "CPU_AND_GPU", "cpu": "CPU_ONLY", "all": "ALL"}
 DEVICE_CLASSES = {"MLNeuralEngineComputeDevice": "ane", "MLGPUComputeDevice": "gpu", "MLCPUComputeDevice": "cpu"}

@@ -12,6 +12,10 @@ from .base import (
     ShortStr,
     StrictModel,
 )
+from .concurrency import KEEP_AWAKE_MIN_SHARE, THREADS_OF_ONE_PROCESS, Concurrency, KeepAwake
+from .energy import ComponentEnergy, DramTraffic, Energy
+from .gpu import EnergyWindowCheck, GpuIdentity, GpuReport, GpuState, PlausibilityBound, StreamingFigure
+from .quant import QuantSection
 from .record import (
     DOCUMENT_SCHEMA,
     OLD_DOCUMENT_SCHEMAS,
@@ -30,10 +34,6 @@ from .record import (
     WorkloadInfo,
     utc_now,
 )
-from .concurrency import KEEP_AWAKE_MIN_SHARE, THREADS_OF_ONE_PROCESS, Concurrency, KeepAwake
-from .energy import ComponentEnergy, DramTraffic, Energy
-from .gpu import EnergyWindowCheck, GpuIdentity, GpuReport, GpuState, PlausibilityBound, StreamingFigure
-from .quant import QuantSection
 from .repetitions import BetweenRunInterval, Repetition, Repetitions
 from .source import SourceFacts
 from .statistics import BETWEEN_RUN_METHOD, GB, MB, between_run_interval, gbps, median, summary_fields, t975

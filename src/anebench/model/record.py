@@ -24,15 +24,15 @@ from .base import (
     ShortStr,
     StrictModel,
 )
+from .concurrency import Concurrency, KeepAwake
+from .energy import Energy
+from .gpu import GpuReport, PlausibilityBound
+from .quant import QuantSection
 from .repetitions import Repetitions
 from .source import SourceFacts
 from .statistics import gbps as gbps_of
 from .statistics import summary_fields
 from .suites import ComputeResult, LatencyResult, RooflinePoint, SweepPoint
-from .concurrency import Concurrency, KeepAwake
-from .energy import Energy
-from .gpu import GpuReport, PlausibilityBound
-from .quant import QuantSection
 from .upgrade import upgrade_record
 
 SCHEMA_VERSION = "anebench.result/2"

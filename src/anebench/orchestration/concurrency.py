@@ -31,8 +31,8 @@ from ..errors import MeasurementError
 from ..measure.concurrency import calls_in_window, checked_window, common_window
 from ..measure.timing import Timing, UntilAllDone, time_calls, timing_loop
 from ..model import Concurrency, Energy, ResultRecord, gbps
-from ..session import RunOptions, build_record, prepared_workload, verify_output
 from ..workloads import Workload
+from .session import RunOptions, build_record, prepared_workload, verify_output
 
 BARRIER_TIMEOUT_S = 3600.0
 START_MARGIN_NS = 20_000_000  # the copies start together this long after the barrier opens

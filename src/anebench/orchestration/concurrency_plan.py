@@ -13,11 +13,11 @@ import os
 from collections import Counter
 from dataclasses import dataclass, replace
 
-from .. import session
 from ..engines.base import Engine
 from ..errors import UserError
 from ..system.host import SYSTEM_HOST, Host
 from ..workloads import Workload
+from . import session
 
 CPU_DEVICES = ("cpu",)
 HOST = "host memory"

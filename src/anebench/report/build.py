@@ -6,9 +6,9 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..model import ResultRecord, utc_now
-from ..outputs import Protected
 from ..results.aggregate import Aggregate, aggregate
 from ..results.files import atomic_write_bytes, atomic_write_text
+from ..util.outputs import Protected
 from .csvjson import render_csv, render_json
 from .energy import energy_sections
 from .html import render_html

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections import defaultdict
 from statistics import median
 
-
 from ..model import Energy, ResultRecord
 from ..results.store import record_chip
 from .tables import Section

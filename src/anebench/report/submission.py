@@ -9,13 +9,13 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..measure.comparison import relative_halfwidth
-from ..results.files import atomic_write_text, document_json
 from ..model import ResultRecord
-from ..outputs import check_target
+from ..results.files import atomic_write_text, document_json
 from ..results.store import record_chip
 from ..results.validate import load_result_file
 from ..system.chips import lookup_chip
 from ..system.host import host_label
+from ..util.outputs import check_target
 from .escape import md_cell
 from .tables import fmt_gbps_pm
 

@@ -6,11 +6,11 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from .. import outputs
 from ..errors import UserError
-from ..inputs import read_json
 from ..model import DOCUMENT_SCHEMA, OLD_DOCUMENT_SCHEMAS, ResultRecord, ResultsDocument
-from ..outputs import Protected
+from ..util import outputs
+from ..util.inputs import read_json
+from ..util.outputs import Protected
 
 
 def atomic_write_bytes(path: Path, data: bytes, what: str = "output", force: bool = False,

@@ -30,9 +30,18 @@ from typing import Any
 from pydantic import ValidationError
 
 from ...errors import UserError
+from ...model import (
+    EngineInfo,
+    HostInfo,
+    MethodInfo,
+    ResultRecord,
+    SourceFacts,
+    Summary,
+    ToolInfo,
+    WorkloadInfo,
+)
 from ...system.chips import Chip, catalog, lookup_chip
 from ...workloads import CATALOG, Workload
-from ...model import EngineInfo, HostInfo, MethodInfo, ResultRecord, SourceFacts, Summary, ToolInfo, WorkloadInfo
 from ..validate import InvalidFile
 from .anemll_format import (
     SOURCE,

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ...errors import UserError
-from ...inputs import check_depth, read_input_bytes
+from ...util.inputs import check_depth, read_input_bytes
 from .embedded_json import find_json_objects
 
 SOURCE = "anemll-bench"

@@ -17,7 +17,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from ...inputs import MAX_JSON_DEPTH, nesting_depth
+from ...util.inputs import MAX_JSON_DEPTH, nesting_depth
 
 # A quoted literal on one line that starts with "{" and ends with "}": where an HTML report keeps its
 # JSON as a JavaScript (or Python repr) string. Escapes and plain characters are disjoint: linear time.

@@ -10,17 +10,17 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..engines.coreml_engine import CoreMLEngine
-from ..errors import MeasurementError, UserError
-from ..measure.roofline import (
+from ...engines.coreml_engine import CoreMLEngine
+from ...errors import MeasurementError, UserError
+from ...measure.roofline import (
     RIDGE_RULE,
     analyse_roofline,
     clearly_compute_bound,
     doubling_batches,
 )
-from ..model import ResultRecord
+from ...model import ResultRecord
+from ...workloads import Workload
 from ..session import RunOptions, measure_workload
-from ..workloads import Workload
 from .common import ProgressFactory, no_progress, synthetic_only
 from .coreml_plan import CoreMLPlan, PlannedBundle, calls_text, fits_in_memory, plan_bundle
 from .roofline import RooflineResult, compute_result, with_roofline_sections

@@ -13,15 +13,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
-from .engines import available_engine
-from .engines.base import Engine, Prepared
-from .errors import UserError
-from .model import ResultRecord
-from .orchestration.keepawake import MITIGATION as KEEP_AWAKE
-from .orchestration.keepawake import KeepAwakeProcess, share_warning
+from ..engines import available_engine
+from ..engines.base import Engine, Prepared
+from ..errors import UserError
+from ..model import ResultRecord
+from ..system import preflight
+from ..workloads import Workload, resolve_workload
+from .keepawake import MITIGATION as KEEP_AWAKE
+from .keepawake import KeepAwakeProcess, share_warning
 from .session import RunOptions
-from .system import preflight
-from .workloads import Workload, resolve_workload
 
 CORE_ML = "coreml"
 CAMPAIGN_ANE = ("llama_lm_head", "llama_lm_head_lut6", "DeepHermes_lm_head")
@@ -74,7 +74,7 @@ class PlannedStep:
 
 
 def describe_plan(steps: list[tuple[str, str, str]], power: bool, platform: str) -> list[PlannedStep]:
-    from .system.power import planned_source
+    from ..system.power import planned_source
 
     return [PlannedStep(engine, device, workload, power, planned_source(device, platform) if power else "-")
             for engine, device, workload in steps]

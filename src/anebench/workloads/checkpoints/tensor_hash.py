@@ -15,7 +15,7 @@ import json
 import os
 from pathlib import Path
 
-from ..errors import UserError
+from ...errors import UserError
 from .safetensors_file import TensorEntry
 
 CHUNK_BYTES = 8 << 20
@@ -83,7 +83,7 @@ def tensor_sha256(entry: TensorEntry, use_cache: bool = True) -> str:
         pass
     value = stream_sha256(entry.path, entry.offset, entry.nbytes)
     try:
-        from ..outputs import atomic_write_bytes
+        from ...util.outputs import atomic_write_bytes
 
         atomic_write_bytes(cached, json.dumps({"key": key, "sha256": value}, sort_keys=True).encode())
     except (OSError, UserError):

@@ -15,17 +15,16 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 
-from .engines.base import Engine, Prepared
-from .errors import MeasurementError, UserError
-from .measure.clock import Clock
-from .orchestration.keepawake import MITIGATION as KEEP_AWAKE
-from .orchestration.keepawake import KeepAwakeProcess, measured, share_warning
-from .measure.timing import ProgressCallback, Timing, combine, split_runs, time_calls
-from .measure.warmup import WarmupPolicy
-from .model import OutputCheck, ResultRecord, Scalar
-from .model import KeepAwake
+from ..engines.base import Engine, Prepared
+from ..errors import MeasurementError, UserError
+from ..measure.clock import Clock
+from ..measure.timing import ProgressCallback, Timing, combine, split_runs, time_calls
+from ..measure.warmup import WarmupPolicy
+from ..model import KeepAwake, OutputCheck, ResultRecord, Scalar
+from ..workloads import Workload
+from .keepawake import MITIGATION as KEEP_AWAKE
+from .keepawake import KeepAwakeProcess, measured, share_warning
 from .session import RunOptions, build_record, prepared_workload, verify_output
-from .workloads import Workload
 
 
 @dataclass(frozen=True)

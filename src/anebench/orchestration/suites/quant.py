@@ -11,13 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import cast
 
-from ..engines.base import Engine
-from ..errors import UserError
-from ..measure.quant import QuantInference, VariantPoint, infer_streaming
-from ..model import QuantSection, ResultRecord
-from ..model.quant import Verdict
+from ...engines.base import Engine
+from ...errors import UserError
+from ...measure.quant import QuantInference, VariantPoint, infer_streaming
+from ...model import QuantSection, ResultRecord
+from ...model.quant import Verdict
+from ...workloads import Workload
 from ..session import RunOptions
-from ..workloads import Workload
 from .common import ProgressFactory, no_progress, synthetic_only
 from .coreml_plan import CoreMLPlan, calls_text, plan_bundle
 from .tokens import latency_of, measure

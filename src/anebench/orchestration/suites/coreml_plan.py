@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..artifacts import BuildSpec, lookup
-from ..engines.coreml_engine import COMPUTE_UNITS, CoreMLEngine
-from ..errors import UserError
+from ...artifacts import BuildSpec, lookup
+from ...engines.coreml_engine import COMPUTE_UNITS, CoreMLEngine
+from ...errors import UserError
+from ...system import preflight
+from ...system.host import available_memory_bytes
+from ...workloads import Workload
 from ..session import MEMORY_HEADROOM
-from ..system import preflight
-from ..system.host import available_memory_bytes
-from ..workloads import Workload
 
 CORE_ML = "coreml"
 DRY_RUN_HINT = "--dry-run lists the bundles it would build and the calls it would make"

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..engines.base import Engine
-from ..errors import UserError
-from ..measure.sweep import CACHE_FACTOR, MIN_FIT_POINTS, MiB, SweepAnalysis, analyse_sweep, sweep_sizes
-from ..model import LineFitInfo, ResultRecord, SweepPoint
+from ...engines.base import Engine
+from ...errors import UserError
+from ...measure.sweep import CACHE_FACTOR, MIN_FIT_POINTS, MiB, SweepAnalysis, analyse_sweep, sweep_sizes
+from ...model import LineFitInfo, ResultRecord, SweepPoint
+from ...system.chips import figure_chip_name, host_config, memory_bound_gbps
+from ...system.host import SYSTEM_HOST, Host
+from ...workloads import Workload
 from ..session import RunOptions, measure_workload, preflight_memory
-from ..system.chips import figure_chip_name, host_config, memory_bound_gbps
-from ..system.host import SYSTEM_HOST, Host
-from ..workloads import Workload
 from .common import ProgressFactory, no_progress, resized, synthetic_only
 
 DEFAULT_MIN_BYTES = 1 * MiB

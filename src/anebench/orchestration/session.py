@@ -11,16 +11,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import __version__
-from .engines.base import Engine, Prepared, check_streams_as_stored
-from .errors import MeasurementError, UserError
-from .measure.check import check_output
-from .measure.clock import PERF_COUNTER, Clock
-from .measure.gpu import DEVICE_TIME, PER_CALL, GpuRun, gpu_warnings
-from .measure.stats import cache_warning, stability_warnings, summarize
-from .measure.timing import DEFAULT_RUNS, PhaseCallback, ProgressCallback, time_repetitions
-from .measure.warmup import WarmupPolicy
-from .model import (
+from .. import __version__
+from ..engines.base import Engine, Prepared, check_streams_as_stored
+from ..errors import MeasurementError, UserError
+from ..measure.check import check_output
+from ..measure.clock import PERF_COUNTER, Clock
+from ..measure.gpu import DEVICE_TIME, PER_CALL, GpuRun, gpu_warnings
+from ..measure.stats import cache_warning, stability_warnings, summarize
+from ..measure.timing import DEFAULT_RUNS, PhaseCallback, ProgressCallback, time_repetitions
+from ..measure.warmup import WarmupPolicy
+from ..model import (
     Energy,
     EngineInfo,
     GpuReport,
@@ -33,11 +33,11 @@ from .model import (
     WorkloadInfo,
     utc_now,
 )
-from .model import gbps as gbps_of
-from .model import median as median_of
-from .system.bounds import Bound, check_plausible, plausibility_bound
-from .system.host import SYSTEM_HOST, Host, busy_warning
-from .workloads import Workload
+from ..model import gbps as gbps_of
+from ..model import median as median_of
+from ..system.bounds import Bound, check_plausible, plausibility_bound
+from ..system.host import SYSTEM_HOST, Host, busy_warning
+from ..workloads import Workload
 
 MEMORY_HEADROOM = 1.15  # weights plus the engine's own buffers and the generator's block
 DEVICE_GAP_LIMIT = 0.10
@@ -94,7 +94,7 @@ def prepared_workload(engine: Engine, device: str, workload: Workload,
 
 def nonfinite_weights(prepared: Prepared) -> str | None:
     """Where the checked rows hold NaN or infinite weights (then no engine can pass the check)."""
-    from .measure.check import check_rows
+    from ..measure.check import check_rows
 
     for start, stop in check_rows(prepared.workload.vocab):
         rows = np.asarray(prepared.workload.weights.read_rows(start, stop))
@@ -176,7 +176,7 @@ def timed_window(window, phase: PhaseCallback | None) -> PhaseCallback | None:
 
 
 def energy_window(device: str):
-    from .system.power import EnergyWindow, energy_meter, work_component
+    from ..system.power import EnergyWindow, energy_meter, work_component
 
     return EnergyWindow(energy_meter(device), work_component(device))
 
@@ -200,7 +200,7 @@ def build_record(engine, device, workload, prepared, options, timing, check, sec
     warnings.extend(prepared.warnings)
     energy = (sections or {}).get("energy")
     if energy is not None:
-        from .system.energy_figures import energy_warnings
+        from ..system.energy_figures import energy_warnings
 
         warnings.extend(energy_warnings(energy))
     cache = cache_warning(prepared.weight_bytes, engine.cache_bytes(device))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..errors import UserError
+from ...errors import UserError
 from .locate import Checkpoint
 from .safetensors_file import TensorEntry
 

@@ -4,19 +4,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..engines.base import Engine
-from ..measure.concurrency import (
+from ...engines.base import Engine
+from ...measure.concurrency import (
     MIN_CALLS_IN_WINDOW,
     TOGETHER_DEFINITION,
     ConcurrencyAnalysis,
     analyse_concurrency,
 )
-from ..model import Energy, ResultRecord
-from ..orchestration.concurrency import copy_workload, phase_energy, run_copies
-from ..orchestration.concurrency_plan import ConcurrencyPlan, plan_concurrent
+from ...model import Energy, ResultRecord
+from ...system.energy_figures import energy_warnings
+from ...workloads import Workload
+from ..concurrency import copy_workload, phase_energy, run_copies
+from ..concurrency_plan import ConcurrencyPlan, plan_concurrent
 from ..session import RunOptions
-from ..system.energy_figures import energy_warnings
-from ..workloads import Workload
 
 IDLE_GAP = 1.5  # sum of per-copy GB/s this far above combined: time went between calls
 SEED_NOTE = "copy i holds the workload generated with seed + i (different weights, same shape and bytes)"

@@ -18,7 +18,7 @@ from typing import Protocol
 
 import numpy as np
 
-from .errors import UserError
+from ..errors import UserError
 
 DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
 NUMPY_DTYPES = {"fp32": np.float32, "fp16": np.float16}

@@ -18,7 +18,7 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from .errors import UserError
+from ..errors import UserError
 
 # (path, what it is to this command), e.g. (db, "the results store (--db)")
 Protected = Iterable[tuple[Path, str]]

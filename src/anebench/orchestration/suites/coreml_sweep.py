@@ -8,10 +8,10 @@ it bypasses Core ML, which Orion says adds 2-4x on small ops.
 
 from __future__ import annotations
 
-from ..engines.coreml_engine import CoreMLEngine
-from ..errors import UserError
-from ..measure.sweep import MiB, sweep_sizes
-from ..workloads import Workload
+from ...engines.coreml_engine import CoreMLEngine
+from ...errors import UserError
+from ...measure.sweep import MiB, sweep_sizes
+from ...workloads import Workload
 from .coreml_plan import CoreMLPlan, calls_text, plan_bundle
 from .sweep import SweepPlan, sweep_workloads
 

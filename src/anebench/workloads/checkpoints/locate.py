@@ -11,8 +11,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import UserError
-from ..inputs import loads, read_input_bytes
+from ...errors import UserError
+from ...util.inputs import loads, read_input_bytes
 from .safetensors_file import TensorEntry, read_header
 
 SINGLE_FILE = "model.safetensors"

@@ -13,8 +13,8 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import UserError
-from ..inputs import loads
+from ...errors import UserError
+from ...util.inputs import loads
 
 # The reference implementation refuses headers over 100 MB; a larger length means a corrupt file.
 MAX_HEADER_BYTES = 100_000_000

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from ..errors import UserError
-from ..measure.timing import ProgressCallback
-from ..workloads import DTYPE_BYTES, Workload
+from ...errors import UserError
+from ...measure.timing import ProgressCallback
+from ...workloads import DTYPE_BYTES, Workload
 
 # Creates one progress task per measurement: (label, total) -> callback(done, total).
 ProgressFactory = Callable[[str, int], ProgressCallback]

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import UserError
+from ..errors import UserError
 
 MAX_INPUT_BYTES = 256 * 1024 * 1024  # a results document of 1000 full records is ~30 MB
 MAX_JSON_DEPTH = 64  # a results document nests about 8 deep; anemll-bench's files about 6

@@ -11,7 +11,7 @@ from functools import cached_property
 
 import numpy as np
 
-from ..errors import UserError
+from ...errors import UserError
 from .safetensors_file import TensorEntry
 from .tensor_hash import tensor_sha256
 

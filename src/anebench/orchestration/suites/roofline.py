@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..engines.base import Engine
-from ..errors import MeasurementError, UserError
-from ..measure.roofline import (
+from ...engines.base import Engine
+from ...errors import MeasurementError, UserError
+from ...measure.roofline import (
     RIDGE_RULE,
     RooflineAnalysis,
     analyse_roofline,
@@ -14,12 +14,12 @@ from ..measure.roofline import (
     doubling_batches,
     flops_per_call,
 )
-from ..model import ComputeResult, LatencyResult, ResultRecord
-from ..model import RooflinePoint as RooflineSection
+from ...model import ComputeResult, LatencyResult, ResultRecord
+from ...model import RooflinePoint as RooflineSection
+from ...system.chips import figure_chip_name, host_config, memory_bound_gbps
+from ...system.host import SYSTEM_HOST, Host
+from ...workloads import DTYPE_BYTES, Workload
 from ..session import MEMORY_HEADROOM, RunOptions, measure_workload
-from ..system.chips import figure_chip_name, host_config, memory_bound_gbps
-from ..system.host import SYSTEM_HOST, Host
-from ..workloads import DTYPE_BYTES, Workload
 from .common import ProgressFactory, no_progress, parametric, synthetic_only
 
 COMPUTE_BOUND_CHECK = 1.6  # compute suite: doubling the batch must grow latency by this much

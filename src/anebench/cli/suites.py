@@ -1,8 +1,10 @@
 """`anebench sweep | roofline | latency | compute | concurrent`: the suites beyond one number.
 
-Each command takes the same --engine/--device/--workload/--out/--no-save/--json as `anebench run`,
-saves records in the same schema (the suite's analysis in each record's typed section), prints a table, and
-writes its plots beside the results file (or at --plot STEM).
+Each command takes the same --engine/--device/--workload/--out/--no-save as `anebench run`, plus
+--format table|json|csv|md (--json: --format json), saves records in the same schema (the suite's analysis
+in each record's typed section), prints the suite's own tables (built by anebench.report.suite_terminal from
+the records, so the store renders the same ones), and writes its plots beside the results file (or at
+--plot STEM). Warnings are printed once per kind, with how many records carry them.
 """
 
 from __future__ import annotations
@@ -10,31 +12,19 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from ..errors import MeasurementError, UserError
 from ..measure.sweep import MiB
+from ..model import ResultRecord
 from ..orchestration.session import RunOptions
-from ..orchestration.suites.common import ProgressFactory, with_dtype
+from ..orchestration.suites.common import with_dtype
 from ..results.files import load_records
-from ..workloads import resolve_workload
-from .common import (
-    PIPED_WIDTH,
-    add_input,
-    check_out_path,
-    emit,
-    err_console,
-    measuring_options,
-    out_console,
-    progress_bar,
-    resolve_targets,
-    resolve_workloads,
-)
+from .common import add_input, check_out_path, measuring_options, resolve_targets, resolve_workloads
 from .params import MEBIBYTES, MEBIBYTES_OR_ZERO, RUNS, TIME_BUDGET, WARMUP
 from .plans import coreml_only_target, dry_run_option, measuring_targets, show_plan
 from .run import options_from, power_option
+from .suite_output import FORMATS, finish, output_format, stem_for, write_plot
+from .terminal import console, progress, say
 
 
 def max_tokens_option(func):
@@ -47,8 +37,9 @@ def max_tokens_option(func):
                              "short).")(func)
 
 
-def timing_options(runs: int, budget: float | None):
-    """--runs/--time-budget/--warmup as in `run`, with defaults that suit the suite."""
+def timing_options(runs: int, budget: float | None, plot: bool = True):
+    """--runs/--time-budget/--warmup as in `run`, with defaults that suit the suite; --format; --plot where
+    the suite draws one."""
     def decorate(func):
         func = click.option("--warmup", type=WARMUP, default=None,
                             help="Fixed warmup count (default: warm up until steady, capped).")(func)
@@ -56,43 +47,14 @@ def timing_options(runs: int, budget: float | None):
                             show_default=True, help="Stop each measurement after this many seconds of calls.")(func)
         func = click.option("--runs", "-n", type=RUNS, default=runs, show_default=True,
                             help="Timed calls per measurement.")(func)
+        func = click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
+                            help="table (default), json (the records; tables on stderr), csv or md (the "
+                                 "tables). --json is --format json.")(func)
+        if not plot:
+            return func
         return click.option("--plot", "plot_stem", type=click.Path(dir_okay=False, path_type=Path), default=None,
                             help="Write the plots to STEM.png and STEM.svg (default: beside the results).")(func)
     return decorate
-
-
-def show(table: Table, as_json: bool) -> None:
-    """The suite's own table: stdout, or stderr under --json (as wide as stdout's when not a terminal)."""
-    console = out_console()
-    if as_json:
-        console = Console(stderr=True, emoji=False, width=None if err_console.is_terminal else PIPED_WIDTH)
-    console.print(table)
-
-
-def say(line: str) -> None:
-    err_console.print(escape(line), highlight=False, soft_wrap=True)
-
-
-def stem_for(plot: Path | None, saved: Path | None, suffix: str, label: str, many: bool) -> Path | None:
-    tail = f".{suffix}" + (f".{label}" if many else "")
-    if plot is not None:
-        return plot.parent / f"{plot.name}{tail if many else ''}"
-    return saved.parent / f"{saved.stem}{tail}" if saved else None
-
-
-def write_plot(stem: Path | None, draw, *args) -> None:
-    """draw(*args, stem) -> the paths written; or say why there is no plot."""
-    if stem is None:
-        say("no plot written: --no-save without --plot")
-        return
-    say("plots: " + ", ".join(str(p) for p in draw(*args, stem)))
-
-
-def progress_factory(progress) -> ProgressFactory:
-    def factory(label: str, total: int):
-        task = progress.add_task(escape(label), total=total)
-        return lambda done, total_, task=task: progress.update(task, completed=done)
-    return factory
 
 
 def suite_options(runs, time_budget, warmup, suite, power) -> RunOptions:
@@ -104,16 +66,16 @@ def suite_options(runs, time_budget, warmup, suite, power) -> RunOptions:
 @timing_options(runs=50, budget=2.0)
 @power_option
 @click.option("--min-mb", type=MEBIBYTES, default=None,
-              help="Smallest weight size in MiB (default 1).")
+              help="Smallest weight size, in MiB (2^20 bytes; tables show MB = 1e6 bytes). Default 1.")
 @click.option("--max-mb", type=MEBIBYTES, default=None,
-              help="Largest weight size in MiB (default 8x the device's cache, 1024 when unknown).")
+              help="Largest weight size, in MiB (2^20 bytes). Default 8x the device's cache, 1024 when unknown.")
 @click.option("--points", type=click.IntRange(2, 1000), default=None, help="Sizes to measure (default 12).")
 @click.option("--cache-mb", type=MEBIBYTES_OR_ZERO, default=None,
-              help="The device's last-level cache in MiB for the knee (default: detected; 0: unknown, "
-                   "the knee is found from the data).")
+              help="The device's last-level cache, in MiB (2^20 bytes), for the knee (default: detected; 0: "
+                   "unknown, the knee is found from the data).")
 @click.option("--quick", is_flag=True, help="7 sizes, 15 runs and 0.5 s each: a first look.")
 @dry_run_option
-def sweep(engines, device, workloads, out, no_save, as_json, plot_stem, runs, time_budget, warmup, power,
+def sweep(engines, device, workloads, out, no_save, as_json, fmt, plot_stem, runs, time_budget, warmup, power,
           min_mb, max_mb, points, cache_mb, quick, dry_run):
     """Latency and GB/s over weight sizes; fit latency = overhead + bytes / bandwidth past the cache knee.
     Core ML: heads from 4 MiB to the full head (--max-mb), one bundle per size, built or reused."""
@@ -125,6 +87,7 @@ def sweep(engines, device, workloads, out, no_save, as_json, plot_stem, runs, ti
     from ..orchestration.suites.sweep import plan_sweep, run_sweep, sweep_workloads
     from ..report.suite_plots import plot_sweep
 
+    fmt = output_format(as_json, fmt, out, no_save)
     bases = resolve_workloads(workloads)
     if quick:
         runs, time_budget, points = min(runs, 15), min(time_budget or 0.5, 0.5), points or 7
@@ -133,7 +96,7 @@ def sweep(engines, device, workloads, out, no_save, as_json, plot_stem, runs, ti
         engine, device = coreml_only_target(engines, device, "sweep")
         for base in bases:
             plan = plan_coreml_sweep(engine, device, base, to_bytes(min_mb), to_bytes(max_mb), points)
-            show_plan(plan_coreml_sweep_bundles(engine, device, base, plan, runs, time_budget), as_json)
+            show_plan(plan_coreml_sweep_bundles(engine, device, base, plan, runs, time_budget), fmt == "json")
         return
     targets = measuring_targets(engines, device, "sweep")
     check_out_path(out)
@@ -147,28 +110,10 @@ def sweep(engines, device, workloads, out, no_save, as_json, plot_stem, runs, ti
     for target, base, plan in plans:  # every refusal before anything is measured
         sweep_workloads(target.engine, target.device, base, plan)
     results = []
-    with progress_bar() as progress:
+    with progress() as factory:
         for target, base, plan in plans:
-            result = run_sweep(target.engine, target.device, base, plan, options, progress_factory(progress))
-            results.append((target, base, result))
-    saved = emit([r for *_, res in results for r in res.records], "sweep", out, no_save, as_json, "sweep")
-    table = Table(title="sweep fit: latency = overhead + bytes / bandwidth")
-    for column in ("engine", "device", "workload hidden", "knee MiB", "fit points", "overhead us",
-                   "bandwidth GB/s", "R²", "median |resid|", "cache-resident peak GB/s (at MiB)"):
-        table.add_column(column)
-    for target, base, result in results:
-        a, fit = result.analysis, result.analysis.fit
-        peak = f"{a.cache_peak_gbps:.2f} ({a.cache_peak_bytes / MiB:.1f})"
-        if fit is None:  # no bandwidth, no overhead: the reason instead
-            table.add_row(target.engine.name, target.device, f"{base.hidden} ({base.dtype})",
-                          f"{a.knee.size_bytes / MiB:.1f}", "-", "-", f"fit failed: {result.error}", "-", "-", peak)
-            continue
-        table.add_row(target.engine.name, target.device, f"{base.hidden} ({base.dtype})",
-                      f"{a.knee.size_bytes / MiB:.1f}", str(fit.points),
-                      overhead_text(fit.overhead_s * 1e6, fit.overhead_se_s and fit.overhead_se_s * 1e6),
-                      f"{fit.bandwidth_bps / 1e9:.2f}", f"{fit.r_squared:.4f}",
-                      f"{fit.median_abs_rel_residual:.2%}", peak)
-    show(table, as_json)
+            results.append((target, base, run_sweep(target.engine, target.device, base, plan, options, factory)))
+    saved = finish([r for *_, res in results for r in res.records], "sweep", out, no_save, fmt)
     if results:
         say(f"fit gates: {results[0][2].analysis.gates}")
     for i, (target, base, result) in enumerate(results):
@@ -200,7 +145,7 @@ def sweep(engines, device, workloads, out, no_save, as_json, plot_stem, runs, ti
               help="Largest batch; the sweep stops earlier once clearly compute-bound.")
 @max_tokens_option
 @dry_run_option
-def roofline(engines, device, workloads, out, no_save, as_json, plot_stem, runs, time_budget, warmup, power,
+def roofline(engines, device, workloads, out, no_save, as_json, fmt, plot_stem, runs, time_budget, warmup, power,
              max_batch, max_tokens, dry_run):
     """Batch sweep of the same weights: the ridge, achieved FLOP/s and bytes/FLOP, as a roofline.
     Core ML: tokens per predict of token-batched bundles (1, 2, 4, ... --max-tokens)."""
@@ -209,37 +154,27 @@ def roofline(engines, device, workloads, out, no_save, as_json, plot_stem, runs,
     from ..orchestration.suites.tokens import alignment_note, plan_token_roofline, run_token_roofline
     from ..report.suite_plots import plot_roofline
 
+    fmt = output_format(as_json, fmt, out, no_save)
     bases = resolve_workloads(workloads)
     if dry_run:
         engine, device = coreml_only_target(engines, device, "roofline")
         for base in bases:
-            show_plan(plan_token_roofline(engine, device, base, max_tokens, runs, time_budget), as_json)
+            show_plan(plan_token_roofline(engine, device, base, max_tokens, runs, time_budget), fmt == "json")
         return
     targets = measuring_targets(engines, device, "roofline")
     check_out_path(out)
     options = suite_options(runs, time_budget, warmup, "roofline", power)
     results = []
-    with progress_bar() as progress:
+    with progress() as factory:
         for target in targets:
             for base in bases:
                 if target.engine.name == "coreml":
                     plan = plan_token_roofline(target.engine, target.device, base, max_tokens, runs, time_budget)
-                    result = run_token_roofline(target.engine, target.device, plan, options,
-                                                progress_factory(progress))
+                    result = run_token_roofline(target.engine, target.device, plan, options, factory)
                 else:
-                    result = run_roofline(target.engine, target.device, base, max_batch, options,
-                                          progress_factory(progress))
+                    result = run_roofline(target.engine, target.device, base, max_batch, options, factory)
                 results.append((target, base, result))
-    saved = emit([r for *_, res in results for r in res.records], "roofline", out, no_save, as_json, "roofline")
-    table = Table(title="roofline")
-    for column in ("engine", "device", "workload", "batch (Core ML: tokens)", "median ms", "GFLOP/s", "bytes/FLOP",
-                   "weight GB/s"):
-        table.add_column(column)
-    for target, base, result in results:
-        for p in result.analysis.points:
-            table.add_row(target.engine.name, target.device, base.name, str(p.batch), f"{p.latency_s * 1e3:.3f}",
-                          f"{p.flop_per_s / 1e9:.2f}", f"{p.bytes_per_flop:.3f}", f"{p.gbps:.2f}")
-    show(table, as_json)
+    saved = finish([r for *_, res in results for r in res.records], "roofline", out, no_save, fmt)
     say(f"rule: {RIDGE_RULE}; {RIDGE_GATES}")
     for i, (target, base, result) in enumerate(results):
         a = result.analysis
@@ -250,7 +185,7 @@ def roofline(engines, device, workloads, out, no_save, as_json, plot_stem, runs,
                  if a.model_ridge_batch else "")
         ridge = f"ridge at batch {a.ridge_batch}" if a.ridge_batch else f"ridge failed: {a.ridge_error}"
         say(f"{target.engine.name}:{target.device} {base.name}: {ridge}"
-            f"{model}; peak {a.peak_flop_per_s / 1e12:.4f} TFLOP/s; batch-1 {a.memory_gbps:.2f} GB/s"
+            f"{model}; peak {a.peak_flop_per_s / 1e12:.4g} TFLOP/s; batch-1 {a.memory_gbps:.3g} GB/s"
             + ("" if a.compute_bound else "; not clearly compute-bound: raise --max-batch"))
         title = f"roofline {target.engine.name}:{target.device} {base.name}"
         write_plot(stem_for(plot_stem, saved, "roofline", f"{i}-{target.engine.name}-{target.device}",
@@ -259,120 +194,96 @@ def roofline(engines, device, workloads, out, no_save, as_json, plot_stem, runs,
 
 @click.command()
 @measuring_options
-@timing_options(runs=1000, budget=2.0)
+@timing_options(runs=1000, budget=2.0, plot=False)
 @power_option
 @click.option("--sweep", "sweep_file", type=click.Path(dir_okay=False, exists=True, path_type=Path),
-              default=None, help="Show the fitted overhead of this saved sweep (default: run a quick sweep).")
-@click.option("--no-sweep", is_flag=True, help="Do not run a quick sweep for the fitted overhead.")
-def latency(engines, device, workloads, out, no_save, as_json, plot_stem, runs, time_budget, warmup, power,
-            sweep_file, no_sweep):
-    """Dispatch cost: the smallest workload the engine accepts, median and p95, beside the sweep's overhead."""
-    from ..orchestration.suites.roofline import run_latency
-    from ..orchestration.suites.sweep import plan_sweep, run_sweep, sweep_from_records
+              default=None, help="Show the fitted overhead of this saved sweep.")
+@click.option("--db", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Results store to take the newest sweep of the same engine and device on this host from "
+                   "(default: the default store, where one exists).")
+@click.option("--no-sweep", is_flag=True, help="Do not look for a sweep or run a small one: no overhead column.")
+def latency(engines, device, workloads, out, no_save, as_json, fmt, runs, time_budget, warmup, power,
+            sweep_file, db, no_sweep):
+    """Dispatch cost: the smallest workload the engine accepts, median and p95, beside a sweep's fitted
+    overhead (from --sweep, else the results store, else a small sweep of a few seconds, said so)."""
+    from ..orchestration.suites.latency import LatencyTarget, run_latency_suite
 
-    targets = resolve_targets(engines, device)
+    fmt = output_format(as_json, fmt, out, no_save)
+    if sum(bool(x) for x in (sweep_file, db, no_sweep)) > 1:
+        raise UserError("--sweep, --db and --no-sweep: give at most one (each says where the overhead comes from)")
+    targets = [LatencyTarget(t.engine, t.device) for t in resolve_targets(engines, device)]
     specs = resolve_workloads(workloads) if workloads else [None]  # None: the smallest the engine accepts
     options = suite_options(runs, time_budget, warmup, "latency", power)
     if sweep_file:
         add_input(sweep_file)
     check_out_path(out)
-    saved_sweep = load_saved_sweep(sweep_file) if sweep_file else []
-    records, fits = [], []
-    with progress_bar() as progress:
-        factory = progress_factory(progress)
-        for target in targets:
-            fit = sweep_from_records(saved_sweep, target.engine.name, target.device) if sweep_file else None
-            if fit is None and not no_sweep and not sweep_file:
-                plan = plan_sweep(target.engine, target.device, None, None, 7)
-                quick = RunOptions(runs=15, time_budget_s=0.5, warmup=options.warmup, suite="latency-sweep")
-                swept = run_sweep(target.engine, target.device, resolve_workload("llama_lm_head"), plan, quick,
-                                  factory)
-                if swept.analysis.fit is None:  # the dispatch cost still stands; only the column is empty
-                    say(f"{target.engine.name}:{target.device}: no sweep-fitted overhead ({swept.error})")
-                else:
-                    fit = sweep_from_records(swept.records, target.engine.name, target.device)
-            for spec in specs:
-                record = run_latency(target.engine, target.device, spec, options, factory)
-                if fit is not None and record.latency is not None:
-                    latency = record.latency.model_copy(update={
-                        "sweep_overhead_us": fit.overhead_s * 1e6,
-                        "sweep_overhead_se_us": fit.overhead_se_s * 1e6 if fit.overhead_se_s is not None else None,
-                        "sweep_overhead_resolved": fit.overhead_resolved,
-                        "sweep_bandwidth_gbps": fit.bandwidth_gbps})
-                    record = record.model_copy(update={"latency": latency}).with_id()
-                records.append(record)
-                fits.append(fit)
-    emit(records, "latency", out, no_save, as_json, "latency")
-    table = Table(title="dispatch cost")
-    for column in ("engine", "device", "workload", "KB", "median us", "p95 us", "sweep-fitted overhead us"):
-        table.add_column(column)
-    for record, fit in zip(records, fits):
-        lat = record.latency
-        assert lat is not None  # run_latency always fills it
-        table.add_row(record.engine.name, record.engine.device, record.workload.name,
-                      f"{record.workload.weight_bytes / 1e3:.1f}", f"{lat.median_us:.2f}", f"{lat.p95_us:.2f}",
-                      overhead_text(fit.overhead_s * 1e6, fit.overhead_se_s * 1e6 if fit.overhead_se_s else None)
-                      if fit else "-")
-    show(table, as_json)
-    if sweep_file and any(f is None for f in fits):
+    saved_from, host_fingerprint, saved = None, None, []
+    if sweep_file:
+        saved, saved_from = load_saved_sweep(sweep_file), str(sweep_file)
+    elif not no_sweep:
+        saved, saved_from = stored_sweeps(db)
+        host_fingerprint = options.host.info().fingerprint
+    with progress() as factory:
+        suite = run_latency_suite(targets, specs, options, saved, saved_from, host_fingerprint,
+                                  sweep_if_missing=not (no_sweep or sweep_file), progress=factory)
+    for note in suite.notes:  # after the progress bars: none of them is left on screen
+        say(note)
+    finish(suite.records, "latency", out, no_save, fmt)
+    if sweep_file and any(r.latency is None or r.latency.sweep_overhead_us is None for r in suite.records):
         say(f"{sweep_file} has no sweep for some engine:device here: its overhead column is '-'")
+
+
+def stored_sweeps(db: Path | None) -> tuple[list[ResultRecord], str | None]:
+    """The store's sweep records: from --db (which must exist), or the default store where there is one."""
+    from ..results.store import default_db_path, open_store
+
+    path = db or default_db_path()
+    if db is None and not path.is_file():
+        return [], None
+    add_input(path)
+    with open_store(path, create=False, readonly=True) as store:
+        return [r for r in store.records(provenance="measured") if r.suite == "sweep"], str(path)
 
 
 @click.command()
 @measuring_options
-@timing_options(runs=20, budget=3.0)
+@timing_options(runs=20, budget=3.0, plot=False)
 @power_option
 @click.option("--batch", "-b", type=click.IntRange(2, 1 << 20), default=512, show_default=True,
-              help="Input vectors per call: large enough to be compute-bound.")
+              help="Input vectors per call (a matmul batch): large enough to be compute-bound.")
 @click.option("--dtype", "dtypes", multiple=True, type=click.Choice(["fp32", "fp16", "bf16"]),
               help="Weight dtype (repeatable; default: the workload's).")
 @max_tokens_option
 @dry_run_option
-def compute(engines, device, workloads, out, no_save, as_json, plot_stem, runs, time_budget, warmup, power,
+def compute(engines, device, workloads, out, no_save, as_json, fmt, runs, time_budget, warmup, power,
             batch, dtypes, max_tokens, dry_run):
     """Peak matrix throughput (TFLOP/s) per engine, device and dtype (default workload lm_head:4096x4096).
     Core ML: at the largest tokens per predict that fits (up to --max-tokens), against half of it."""
     from ..orchestration.suites.roofline import run_compute
     from ..orchestration.suites.tokens import plan_token_compute, run_token_compute
 
+    fmt = output_format(as_json, fmt, out, no_save)
     bases = resolve_workloads(workloads, default="lm_head:4096x4096")
     if dry_run:
         engine, device = coreml_only_target(engines, device, "compute")
         for base in bases:
-            show_plan(plan_token_compute(engine, device, base, max_tokens, runs, time_budget), as_json)
+            show_plan(plan_token_compute(engine, device, base, max_tokens, runs, time_budget), fmt == "json")
         return
     targets = measuring_targets(engines, device, "compute")
     check_out_path(out)
     options = suite_options(runs, time_budget, warmup, "compute", power)
     records = []
-    with progress_bar() as progress:
+    with progress() as factory:
         for target in targets:
             for base in bases:
                 if target.engine.name == "coreml":
                     plan = plan_token_compute(target.engine, target.device, base, max_tokens, runs, time_budget)
-                    records.append(run_token_compute(target.engine, target.device, plan, options,
-                                                     progress_factory(progress)))
+                    records.append(run_token_compute(target.engine, target.device, plan, options, factory))
                     continue
                 for dtype in dtypes or (base.dtype,):
                     workload = with_dtype(base, dtype).with_batch(batch)
-                    records.append(run_compute(target.engine, target.device, workload, options,
-                                               progress_factory(progress)))
-    emit(records, "compute", out, no_save, as_json, "compute")
-    table = Table(title="peak matrix throughput")
-    for column in ("engine", "device", "workload", "dtype (run)", "batch", "median ms", "TFLOP/s",
-                   "TFLOP/s at half batch", "compute-bound"):
-        table.add_column(column)
-    for record in records:
-        c = record.compute
-        assert c is not None  # run_compute always fills it
-        table.add_row(record.engine.name, record.engine.device, record.workload.name,
-                      f"{record.workload.dtype} ({record.engine.run_dtype})",
-                      str(record.workload.batch) if record.workload.tokens == 1 else f"{record.workload.tokens} tokens",
-                      f"{(record.summary.median or 0) * 1e3:.3f}", f"{c.tflop_per_s:.4f}",
-                      f"{c.half_batch_tflop_per_s:.4f}", "yes" if c.compute_bound else "NO")
-    show(table, as_json)
-    if records and records[0].compute:
-        say(f"rule: {records[0].compute.rule}")
+                    records.append(run_compute(target.engine, target.device, workload, options, factory))
+    finish(records, "compute", out, no_save, fmt)
 
 
 @click.command()
@@ -390,7 +301,7 @@ def compute(engines, device, workloads, out, no_save, as_json, plot_stem, runs, 
 @click.option("--devices", default=None,
               help="Place copy i on device i, each in its own process: cuda:0,cuda:1,... or all.")
 @click.option("--dry-run", is_flag=True, help="Show the plan (placement, mode, threads, memory) and stop.")
-def concurrent(engines, device, workloads, out, no_save, as_json, plot_stem, runs, time_budget, warmup, power,
+def concurrent(engines, device, workloads, out, no_save, as_json, fmt, plot_stem, runs, time_budget, warmup, power,
                copies, mode, threads_per_copy, devices, dry_run):
     """N copies solo, then together from a common start: combined GB/s, scaling and the verdict."""
     from ..measure.concurrency import COMBINED_DEFINITION, TOGETHER_DEFINITION
@@ -400,6 +311,7 @@ def concurrent(engines, device, workloads, out, no_save, as_json, plot_stem, run
 
     if devices is not None and device is not None:
         raise UserError("--device and --devices: give one (--devices places one copy on each device)")
+    fmt = output_format(as_json, fmt, out, no_save)
     targets, bases = resolve_targets(engines, device), resolve_workloads(workloads)
     check_out_path(out)
     options = suite_options(runs, time_budget, warmup, "concurrency", power)
@@ -407,32 +319,19 @@ def concurrent(engines, device, workloads, out, no_save, as_json, plot_stem, run
                                             threads_per_copy))
              for target in targets for base in bases]  # every refusal before anything is loaded
     if dry_run:
+        out_console = console()
         for _, _, plan in plans:
             for line in describe_plan(plan):
-                out_console().print(escape(line), highlight=False, soft_wrap=True)
+                out_console.print(line, markup=False, soft_wrap=True)
         return
     results = []
     for target, base, plan in plans:
         say(f"concurrent {target.engine.name} {base.name}: {plan.copies} copies on {', '.join(plan.devices)} "
-            f"({plan.mode}: {plan.why}), each solo then together ...")
-        results.append((target, base, run_plan(plan, options)))
-    saved = emit([r for *_, res in results for r in res.records], "concurrent", out, no_save, as_json,
-                 "concurrent")
-    table = Table(title="concurrency: each copy solo and together; all copies combined over the common window")
-    for column in ("engine", "workload", "copy", "device", "mode", "threads/copy", "solo GB/s", "together GB/s",
-                   "combined GB/s", "scaling", "verdict"):
-        table.add_column(column)
-    for target, base, result in results:
-        a, plan = result.analysis, result.plan
-        threads = str(plan.threads_per_copy or "default")
-        for i, copy_device in enumerate(plan.devices):
-            table.add_row(target.engine.name, base.name, str(i), copy_device, plan.mode, threads,
-                          f"{a.solo_gbps[i]:.2f}", f"{a.together_gbps[i]:.2f}", "", "", "")
-        table.add_row(target.engine.name, base.name, "all", ", ".join(dict.fromkeys(plan.devices)), plan.mode,
-                      threads, f"{sum(a.solo_gbps) / len(a.solo_gbps):.2f} (mean)",
-                      f"{sum(a.together_gbps):.2f} (sum)", f"{a.combined_gbps:.2f}", f"{a.verdict.scaling:.3f}",
-                      a.verdict.verdict)
-    show(table, as_json)
+            f"({plan.mode}: {plan.why}), each solo then together")
+        with progress() as factory:
+            results.append((target, base, run_plan(plan, options, factory)))
+    saved = finish([r for *_, res in results for r in res.records], "concurrency", out, no_save, fmt,
+                   file_label="concurrent")
     if results:
         say(f"verdict rule: {results[0][2].analysis.verdict.rule}")
         say(COMBINED_DEFINITION)
@@ -444,21 +343,12 @@ def concurrent(engines, device, workloads, out, no_save, as_json, plot_stem, run
                             len(results) > 1), plot_concurrency, result.analysis.as_dict(), title)
 
 
-def load_saved_sweep(path: Path) -> list:
+def load_saved_sweep(path: Path) -> list[ResultRecord]:
     """A saved sweep's records; a crafted or damaged file is one line naming the flag, not a traceback."""
     try:
         return load_records(path)
     except UserError as exc:
         raise UserError(f"--sweep {path}: malformed sweep file; give one saved by `anebench sweep` ({exc})") from None
-
-
-def overhead_text(overhead_us: float, se_us: float | None) -> str:
-    """The fitted overhead with its two-standard-error band, or why it is not a figure."""
-    if se_us is None:
-        return f"{overhead_us:.1f}"
-    if overhead_us <= 2 * se_us:
-        return f"not resolved ({overhead_us:.0f} ± {2 * se_us:.0f})"
-    return f"{overhead_us:.1f} ± {2 * se_us:.1f}"
 
 
 def register(app: click.Group) -> None:

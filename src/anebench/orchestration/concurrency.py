@@ -21,7 +21,7 @@ import multiprocessing
 import queue as queue_module
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -264,8 +264,12 @@ def _start_copies(jobs: list[CopyJob], processes: bool) -> tuple[Shared, list]:
 
 
 def run_copies(engine: Engine, devices: list[str], workload: Workload, options: RunOptions,
-               processes: bool = False, threads_per_copy: int | None = None) -> ConcurrencyRun:
-    """Coordinate one copy per entry of ``devices`` through the phases and collect their records."""
+               processes: bool = False, threads_per_copy: int | None = None,
+               on_meeting: Callable[[int], None] | None = None) -> ConcurrencyRun:
+    """Coordinate one copy per entry of ``devices`` through the phases and collect their records.
+
+    ``on_meeting(k)`` after each barrier the coordinator passes: 0 all prepared, 1..N copy k-1's solo turn
+    starts, N+1 the common start, N+2 all done (the caller's progress per phase)."""
     copies = len(devices)
     mode: Literal["threads", "processes"] = "processes" if processes else "threads"
     jobs = [CopyJob(engine, device, workload, i, copies, options, mode, threads_per_copy)
@@ -287,6 +291,8 @@ def run_copies(engine: Engine, devices: list[str], workload: Workload, options: 
                         wait_for_start(shared.start_at)
                 if meter is not None:
                     readings.append((meter.read(), time.perf_counter_ns()))
+                if on_meeting is not None:
+                    on_meeting(meeting)
         except threading.BrokenBarrierError:
             pass  # a copy failed: its outcome names the error
         finally:

@@ -11,12 +11,14 @@ from ...measure.concurrency import (
     ConcurrencyAnalysis,
     analyse_concurrency,
 )
+from ...measure.timing import ProgressCallback
 from ...model import Energy, ResultRecord
 from ...system.energy_figures import energy_warnings
 from ...workloads import Workload
 from ..concurrency import copy_workload, phase_energy, run_copies
 from ..concurrency_plan import ConcurrencyPlan, plan_concurrent
 from ..session import RunOptions
+from .common import ProgressFactory, no_progress
 
 IDLE_GAP = 1.5  # sum of per-copy GB/s this far above combined: time went between calls
 SEED_NOTE = "copy i holds the workload generated with seed + i (different weights, same shape and bytes)"
@@ -31,15 +33,36 @@ class ConcurrentResult:
 
 
 def run_concurrent(engine: Engine, device: str, workload: Workload, copies: int | None, options: RunOptions,
-                   mode: str | None = None, devices: str | None = None,
-                   threads_per_copy: int | None = None) -> ConcurrentResult:
+                   mode: str | None = None, devices: str | None = None, threads_per_copy: int | None = None,
+                   progress: ProgressFactory = no_progress) -> ConcurrentResult:
     plan = plan_concurrent(engine, device, workload, copies, mode, devices, threads_per_copy, options.host)
-    return run_plan(plan, options)
+    return run_plan(plan, options, progress)
 
 
-def run_plan(plan: ConcurrencyPlan, options: RunOptions) -> ConcurrentResult:
+class PhaseProgress:
+    """One progress task per phase (prepare, each copy solo, together), each done when the next begins:
+    the coordinator sees the phases at its barriers, not the copies' calls."""
+
+    def __init__(self, plan: ConcurrencyPlan, progress: ProgressFactory):
+        self.plan, self.progress = plan, progress
+        self.label = f"concurrent {plan.engine.name} {plan.workload.name}"
+        self.current: ProgressCallback = progress(f"{self.label}: prepare {plan.copies} copies", 1)
+
+    def __call__(self, meeting: int) -> None:
+        self.current(1, 1)
+        copies = self.plan.copies
+        if 1 <= meeting <= copies:  # meeting k: copy k-1's solo turn starts
+            copy = meeting - 1
+            self.current = self.progress(f"{self.label}: copy {copy} solo on {self.plan.devices[copy]}", 1)
+        elif meeting == copies + 1:
+            self.current = self.progress(f"{self.label}: {copies} copies together", 1)
+        else:
+            self.current = lambda _done, _total: None
+
+
+def run_plan(plan: ConcurrencyPlan, options: RunOptions, progress: ProgressFactory = no_progress) -> ConcurrentResult:
     run = run_copies(plan.engine, plan.devices, plan.workload, options, plan.mode == "processes",
-                     plan.threads_per_copy)
+                     plan.threads_per_copy, PhaseProgress(plan, progress))
     analysis = analyse_concurrency(run.solo, run.together, run.window_s, run.calls_in_window)
     a = analysis.as_dict()
     shared = {"window_s": analysis.window_s or None, "devices": list(plan.devices), "solo_gbps": a["solo_gbps"],
@@ -60,11 +83,11 @@ def run_plan(plan: ConcurrencyPlan, options: RunOptions) -> ConcurrentResult:
             if phase == "together" and sum(analysis.together_gbps) > IDLE_GAP * analysis.combined_gbps:
                 warnings.append(f"the copies' own GB/s sum to {sum(analysis.together_gbps):.1f} but together they "
                                 f"moved {analysis.combined_gbps:.1f} GB/s: they spent most of the window between "
-                                "calls (more threads than cores? set --threads-per-copy lower)")
+                                "calls (more threads than cores? give each copy fewer threads)")
             whole = section.whole_calls_in_window
             if phase == "together" and whole is not None and whole < MIN_CALLS_IN_WINDOW:
                 warnings.append(f"only {whole} whole call(s) inside the common window: the copies barely "
-                                "overlapped (use more --runs)")
+                                "overlapped (time more calls per copy)")
             if update.get("energy") is not None:
                 warnings += energy_warnings(update["energy"])
             update["warnings"] = warnings

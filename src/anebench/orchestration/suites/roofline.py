@@ -73,7 +73,7 @@ def run_roofline(engine: Engine, device: str, base: Workload, max_batch: int, op
                                                                     first.host.memory_bytes)))
     updated = with_roofline_sections(records, analysis)
     if not analysis.compute_bound:
-        note = (f"not clearly compute-bound by batch {batches[-1]} ({RIDGE_RULE}); raise --max-batch")
+        note = (f"not clearly compute-bound by batch {batches[-1]} ({RIDGE_RULE}); raise the largest batch")
         updated[-1] = updated[-1].model_copy(update={"warnings": [*updated[-1].warnings, note]}).with_id()
     return RooflineResult(updated, analysis)
 
@@ -125,7 +125,7 @@ def run_compute(engine: Engine, device: str, workload: Workload, options: RunOpt
     warnings = list(full.warnings)
     if not compute.compute_bound:
         warnings.append(f"not clearly compute-bound: latency grew only {compute.growth_from_half:.2f}x from batch "
-                        f"{half_workload.batch} to {workload.batch}; raise --batch")
+                        f"{half_workload.batch} to {workload.batch}; raise the batch")
     return full.model_copy(update={"compute": compute, "warnings": warnings}).with_id()
 
 

@@ -74,7 +74,9 @@ def run_sweep(engine: Engine, device: str, base: Workload, plan: SweepPlan, opti
     workloads = sweep_workloads(engine, device, base, plan, options.host)
     records = []
     for i, workload in enumerate(workloads):
-        label = f"sweep {engine.name}:{device} {workload.weight_bytes / MiB:.1f} MiB ({i + 1}/{len(workloads)})"
+        # the bytes one call reads as the engine runs it (fp32 where fp16 is widened), as the table counts them
+        label = (f"sweep {engine.name}:{device} {engine.bytes_for(workload, device) / 1e6:.3g} MB "
+                 f"({i + 1}/{len(workloads)})")
         records.append(measure_workload(engine, device, workload, options, progress(label, options.runs)))
     return finish_sweep(records, plan.cache_bytes)
 

@@ -85,7 +85,8 @@ def run_token_roofline(engine: CoreMLEngine, device: str, plan: CoreMLPlan, opti
     analysis = replace(analysis, rule=TOKEN_RULE)
     updated = with_roofline_sections(records, analysis)
     if not analysis.compute_bound:
-        note = f"not clearly compute-bound by {counts[-1]} tokens per predict ({RIDGE_RULE}); raise --max-tokens"
+        note = (f"not clearly compute-bound by {counts[-1]} tokens per predict ({RIDGE_RULE}); "
+                "raise the most tokens per predict")
         updated[-1] = updated[-1].model_copy(update={"warnings": [*updated[-1].warnings, note]}).with_id()
     return RooflineResult(updated, analysis)
 
@@ -124,7 +125,8 @@ def run_token_compute(engine: CoreMLEngine, device: str, plan: CoreMLPlan, optio
     warnings = list(full.warnings)
     if not compute.compute_bound:
         warnings.append(f"not clearly compute-bound: latency grew only {compute.growth_from_half:.2f}x from "
-                        f"{half_tokens} to {workload.tokens} tokens per predict; raise --max-tokens if memory allows")
+                        f"{half_tokens} to {workload.tokens} tokens per predict; "
+                        "raise the most tokens per predict if memory allows")
     return full.model_copy(update={"compute": compute, "warnings": warnings}).with_id()
 
 

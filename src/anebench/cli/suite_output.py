@@ -1,0 +1,82 @@
+"""What the suite commands share after measuring: one output format, the suite's tables, warnings once each,
+saving, and plots beside the results."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..errors import UserError
+from ..model import ResultRecord
+from ..report.suite_terminal import TermTable, as_csv, as_markdown, suite_tables
+from ..results.files import document_json
+from .common import save_results
+from .terminal import Warnings, print_table, say
+
+FORMATS = ("table", "json", "csv", "md")
+
+
+def output_format(as_json: bool, fmt: str | None, out: Path | None = None, no_save: bool = False) -> str:
+    """The one output format; conflicting options refused in one line before anything runs."""
+    if as_json and fmt not in (None, "json"):
+        raise UserError(f"--json and --format {fmt}: give one (--json is --format json)")
+    if no_save and out is not None:
+        raise UserError(f"--no-save and --out {out}: give one (--out saves the results there)")
+    return "json" if as_json else fmt or "table"
+
+
+def show_tables(tables: list[TermTable], fmt: str) -> None:
+    """table: stdout; json: stderr (stdout holds the one JSON document); csv, md: the tables on stdout."""
+    if fmt in ("table", "json"):
+        for table in tables:
+            print_table(table, stderr=fmt == "json")
+        return
+    click.echo(as_csv(tables) if fmt == "csv" else as_markdown(tables), nl=False)
+
+
+def finish(records: list[ResultRecord], suite: str, out: Path | None, no_save: bool, fmt: str,
+           tables: list[TermTable] | None = None, file_label: str | None = None) -> Path | None:
+    """The suite's tables, its warnings once each, energy per record, then save and (json) the document.
+    ``file_label``: the suite's name in a default results file name (default ``suite``)."""
+    show_tables(suite_tables(suite, records) if tables is None else tables, fmt)
+    warnings = Warnings()
+    warnings.add_records(records)
+    warnings.print()
+    for record in records:
+        if record.energy is not None:
+            from ..system.power import energy_line
+
+            say(f"{record.engine.name}:{record.engine.device} {record.workload.name}: energy "
+                f"{energy_line(record.energy)}")
+    device = [r.device_gbps for r in records if r.device_gbps]
+    if device:
+        say(f"device time ({records[0].device_time}): {min(device):.3g}-{max(device):.3g} GB/s over "
+            f"{len(device)} record(s); each record's figure is in the results file")
+    saved, failure = None, None
+    if not no_save:
+        try:
+            saved = save_results(records, file_label or suite, out)
+            say(f"saved {len(records)} record(s) to {saved}")
+        except UserError as exc:
+            failure = exc
+    if fmt == "json":
+        click.echo(document_json(records), nl=False)
+    if failure is not None:
+        raise failure
+    return saved
+
+
+def stem_for(plot: Path | None, saved: Path | None, suffix: str, label: str, many: bool) -> Path | None:
+    tail = f".{suffix}" + (f".{label}" if many else "")
+    if plot is not None:
+        return plot.parent / f"{plot.name}{tail if many else ''}"
+    return saved.parent / f"{saved.stem}{tail}" if saved else None
+
+
+def write_plot(stem: Path | None, draw, *args) -> None:
+    """draw(*args, stem) -> the paths written; or say why there is no plot."""
+    if stem is None:
+        say("no plot written: --no-save without --plot")
+        return
+    say("plots: " + ", ".join(str(p) for p in draw(*args, stem)))

@@ -1,0 +1,110 @@
+"""`anebench latency`: dispatch cost beside the sweep's fitted overhead, as one library call.
+
+The fitted overhead comes, in order, from the sweep records given (a saved file or the results store: the
+newest sweep of the same engine and device on this host), else from a small sweep run here and said so
+(seconds: a few sizes that stay in memory, never the full sweep), else it is left out with the reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from dataclasses import replace as dc_replace
+
+from ...engines.base import Engine
+from ...measure.sweep import MiB
+from ...model import LineFitInfo, ResultRecord
+from ...workloads import Workload, resolve_workload
+from ..session import RunOptions
+from . import sweep as sweep_suite
+from .common import ProgressFactory, no_progress
+from .roofline import run_latency
+
+# The small sweep: sizes that generate and time in seconds; the knee comes from the data (cache unknown),
+# and the line's intercept is the per-call overhead the latency table shows beside the dispatch cost.
+SMALL_SWEEP_MIN_BYTES = 1 * MiB
+SMALL_SWEEP_MAX_BYTES = 32 * MiB
+SMALL_SWEEP_POINTS = 6
+SMALL_SWEEP_RUNS = 15
+SMALL_SWEEP_BUDGET_S = 0.3
+
+
+@dataclass
+class LatencyTarget:
+    engine: Engine
+    device: str
+
+
+@dataclass
+class LatencySuite:
+    records: list[ResultRecord]
+    notes: list[str] = field(default_factory=list)  # where each overhead came from, or why there is none
+    swept_bytes: dict[str, list[int]] = field(default_factory=dict)  # engine:device -> sizes swept here
+
+
+def newest_sweep_fit(records: Sequence[ResultRecord], engine: str, device: str,
+                     host_fingerprint: str | None = None) -> ResultRecord | None:
+    """The newest sweep record of ``engine:device`` with a fit (on ``host_fingerprint`` where given)."""
+    found = [r for r in records
+             if r.suite == "sweep" and r.sweep is not None and r.sweep.fit is not None
+             and r.engine.name == engine and r.engine.device == device
+             and (host_fingerprint is None or r.host.fingerprint == host_fingerprint)]
+    return max(found, key=lambda r: r.created) if found else None
+
+
+def with_overhead(record: ResultRecord, fit: LineFitInfo) -> ResultRecord:
+    assert record.latency is not None  # run_latency always fills it
+    latency = record.latency.model_copy(update={
+        "sweep_overhead_us": fit.overhead_s * 1e6,
+        "sweep_overhead_se_us": fit.overhead_se_s * 1e6 if fit.overhead_se_s is not None else None,
+        "sweep_overhead_resolved": fit.overhead_resolved,
+        "sweep_bandwidth_gbps": fit.bandwidth_gbps})
+    return record.model_copy(update={"latency": latency}).with_id()
+
+
+def small_sweep(engine: Engine, device: str, options: RunOptions, progress: ProgressFactory,
+                base: Workload | None = None) -> tuple[LineFitInfo | None, str, list[int]]:
+    """(fit or None, what to say, the sizes measured) of a sweep that costs seconds."""
+    plan = sweep_suite.plan_sweep(engine, device, SMALL_SWEEP_MIN_BYTES, SMALL_SWEEP_MAX_BYTES, SMALL_SWEEP_POINTS,
+                                  None, options.host)
+    quick = dc_replace(options, runs=SMALL_SWEEP_RUNS, time_budget_s=SMALL_SWEEP_BUDGET_S, suite="latency-sweep",
+                       power=False)
+    swept = sweep_suite.run_sweep(engine, device, base or resolve_workload("llama_lm_head"), plan, quick, progress)
+    label = f"{engine.name}:{device}"
+    sizes = [r.workload.weight_bytes for r in swept.records] or list(plan.sizes)
+    span = f"{len(sizes)} sizes, {min(sizes) / 1e6:.1f}-{max(sizes) / 1e6:.1f} MB" if sizes else "no sizes"
+    if swept.analysis.fit is None:  # the dispatch cost still stands; only the overhead column is empty
+        return None, f"{label}: no sweep-fitted overhead ({swept.error})", sizes
+    fit = sweep_suite.sweep_from_records(swept.records, engine.name, device)
+    return fit, (f"{label}: no stored sweep; ran a small one ({span}) for the overhead "
+                 "(`anebench sweep` measures the full one and stores it for next time)"), sizes
+
+
+def run_latency_suite(targets: Sequence[LatencyTarget], workloads: Sequence[Workload | None], options: RunOptions,
+                      saved: Sequence[ResultRecord] = (), saved_from: str | None = None,
+                      host_fingerprint: str | None = None, sweep_if_missing: bool = True,
+                      progress: ProgressFactory = no_progress,
+                      on_note: Callable[[str], None] | None = None) -> LatencySuite:
+    """Dispatch cost of each workload (None: the smallest the engine times) on each target, with the fitted
+    overhead of a saved sweep (``saved``, described by ``saved_from``), or of a small sweep run here."""
+    suite = LatencySuite([])
+
+    def note(line: str) -> None:
+        suite.notes.append(line)
+        if on_note is not None:
+            on_note(line)
+
+    for target in targets:
+        engine, device = target.engine, target.device
+        found = newest_sweep_fit(saved, engine.name, device, host_fingerprint)
+        fit = found.sweep.fit if found is not None and found.sweep is not None else None
+        if found is not None and saved_from:
+            note(f"{engine.name}:{device}: overhead from the sweep of {found.created:%Y-%m-%d %H:%M} in {saved_from}")
+        if fit is None and sweep_if_missing:
+            fit, line, sizes = small_sweep(engine, device, options, progress)
+            suite.swept_bytes[f"{engine.name}:{device}"] = sizes
+            note(line)
+        for workload in workloads:
+            record = run_latency(engine, device, workload, options, progress)
+            suite.records.append(with_overhead(record, fit) if fit is not None else record)
+    return suite

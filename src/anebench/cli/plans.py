@@ -6,12 +6,13 @@ import json
 import sys
 
 import click
-from rich.table import Table
 
 from ..engines.coreml_engine import CoreMLEngine
 from ..errors import UserError
 from ..orchestration.suites.coreml_plan import CORE_ML, CoreMLPlan, coreml_device, require_measurable
-from .common import Target, err_console, out_console, resolve_targets
+from ..report.suite_terminal import TermTable, sig
+from .common import Target, resolve_targets
+from .terminal import print_table, say
 
 
 def dry_run_option(func):
@@ -40,15 +41,15 @@ def show_plan(plan: CoreMLPlan, as_json: bool) -> None:
                     "bundles": [b.as_dict() for b in plan.bundles]}
         sys.stdout.write(json.dumps(document, indent=1) + "\n")
         sys.stdout.flush()
-    table = Table(title=f"{plan.suite} -e coreml -d {plan.device}: dry run (nothing built or measured)")
-    for column in ("workload", "quant", "tokens", "weight bytes", "bundle", "calls"):
-        table.add_column(column, justify="right" if column in ("tokens", "weight bytes") else "left")
+    table = TermTable(f"{plan.suite} -e coreml -d {plan.device}: dry run (nothing built or measured)",
+                      ["workload", "quant", "tokens", "weight MB", "bundle", "calls"],
+                      [False, False, True, True, False, False])
     for b in plan.bundles:
-        table.add_row(b.workload.name, b.quant, str(b.tokens), f"{b.weight_bytes:,}",
-                      "cached" if b.cached else "to build", b.calls)
-    (err_console if as_json else out_console()).print(table)
+        table.rows.append([b.workload.name, b.quant, str(b.tokens), sig(b.weight_bytes / 1e6),
+                           "cached" if b.cached else "to build", b.calls])
     to_build = plan.to_build
     total = sum(b.weight_bytes for b in to_build) / 1e9
-    lines = [*plan.notes, f"{len(plan.bundles)} bundle(s), {len(to_build)} to build ({total:.2f} GB of weights to write)"]
-    for line in lines:
-        err_console.print(line, highlight=False, soft_wrap=True, markup=False)
+    print_table(table, stderr=as_json)
+    summary = f"{len(plan.bundles)} bundle(s), {len(to_build)} to build ({total:.2f} GB of weights to write)"
+    for line in [*plan.notes, summary]:
+        say(line)

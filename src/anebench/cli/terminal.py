@@ -59,8 +59,8 @@ def rich_table(table: TermTable) -> Table:
 def print_table(table: TermTable, stderr: bool = False) -> None:
     out = console(stderr)
     out.print(rich_table(table))
-    for note in table.notes:
-        out.print(escape(clean_text(note)), soft_wrap=True)
+    for note in table.notes:  # prose: folded at spaces to the width, so never inside a number
+        out.print(escape(clean_text(note)))
 
 
 def say(line: str) -> None:
@@ -72,8 +72,12 @@ def say(line: str) -> None:
 def progress() -> Iterator[ProgressFactory]:
     """A progress factory whose bars vanish when done: one line per measurement, the previous one removed
     when the next starts (a refused measurement leaves no stale 0/N bar), and nothing left at the end."""
+    err = console(stderr=True)
+    if not err.is_terminal:  # piped: no bars (a log gets the results, not redraws)
+        yield lambda _label, _total: (lambda _done, _total_: None)
+        return
     bar = Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
-                   TimeElapsedColumn(), console=console(stderr=True), transient=True)
+                   TimeElapsedColumn(), console=err, transient=True)
     tasks: list[TaskID] = []
 
     def factory(label: str, total: int) -> ProgressCallback:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from statistics import median
 
@@ -44,7 +45,7 @@ def sig(value: float, digits: int = 3) -> str:
     return text
 
 
-def time_unit(seconds: list[float | None]) -> tuple[str, float]:
+def time_unit(seconds: Sequence[float | None]) -> tuple[str, float]:
     """The unit that puts the median of ``seconds`` at 1 or more: (name, seconds per unit)."""
     known = [s for s in seconds if s is not None and s > 0]
     typical = median(known) if known else 1.0
@@ -54,7 +55,7 @@ def time_unit(seconds: list[float | None]) -> tuple[str, float]:
     return TIME_UNITS[-1]
 
 
-def time_cells(seconds: list[float | None]) -> tuple[str, list[str]]:
+def time_cells(seconds: Sequence[float | None]) -> tuple[str, list[str]]:
     unit, scale = time_unit(seconds)
     return unit, ["-" if s is None else sig(s / scale) for s in seconds]
 

@@ -19,11 +19,13 @@ from ..session import RunOptions
 from . import sweep as sweep_suite
 from .common import ProgressFactory, no_progress
 from .roofline import run_latency
+from .sweep import DEFAULT_MAX_CACHE_FACTOR
 
 # The small sweep: sizes that generate and time in seconds; the knee comes from the data (cache unknown),
 # and the line's intercept is the per-call overhead the latency table shows beside the dispatch cost.
 SMALL_SWEEP_MIN_BYTES = 1 * MiB
 SMALL_SWEEP_MAX_BYTES = 32 * MiB
+SMALL_SWEEP_CAP_BYTES = 128 * MiB  # past this, 8x the cache is no longer a sweep of seconds
 SMALL_SWEEP_POINTS = 6
 SMALL_SWEEP_RUNS = 15
 SMALL_SWEEP_BUDGET_S = 0.3
@@ -64,20 +66,27 @@ def with_overhead(record: ResultRecord, fit: LineFitInfo) -> ResultRecord:
 
 def small_sweep(engine: Engine, device: str, options: RunOptions, progress: ProgressFactory,
                 base: Workload | None = None) -> tuple[LineFitInfo | None, str, list[int]]:
-    """(fit or None, what to say, the sizes measured) of a sweep that costs seconds."""
-    plan = sweep_suite.plan_sweep(engine, device, SMALL_SWEEP_MIN_BYTES, SMALL_SWEEP_MAX_BYTES, SMALL_SWEEP_POINTS,
-                                  None, options.host)
+    """(fit or None, what to say, the sizes measured) of a sweep that costs seconds: up to 8x the device's
+    cache where that is at most SMALL_SWEEP_CAP_BYTES (the fit past 4x the cache, STREAM's rule), else
+    1-32 MiB with the knee found from the data."""
+    cache = engine.cache_bytes(device)
+    if cache and DEFAULT_MAX_CACHE_FACTOR * cache <= SMALL_SWEEP_CAP_BYTES:
+        plan = sweep_suite.plan_sweep(engine, device, SMALL_SWEEP_MIN_BYTES, DEFAULT_MAX_CACHE_FACTOR * cache,
+                                      SMALL_SWEEP_POINTS, cache, options.host)
+    else:
+        plan = sweep_suite.plan_sweep(engine, device, SMALL_SWEEP_MIN_BYTES, SMALL_SWEEP_MAX_BYTES,
+                                      SMALL_SWEEP_POINTS, None, options.host)
     quick = dc_replace(options, runs=SMALL_SWEEP_RUNS, time_budget_s=SMALL_SWEEP_BUDGET_S, suite="latency-sweep",
                        power=False)
     swept = sweep_suite.run_sweep(engine, device, base or resolve_workload("llama_lm_head"), plan, quick, progress)
     label = f"{engine.name}:{device}"
     sizes = [r.workload.weight_bytes for r in swept.records] or list(plan.sizes)
-    span = f"{len(sizes)} sizes, {min(sizes) / 1e6:.1f}-{max(sizes) / 1e6:.1f} MB" if sizes else "no sizes"
+    span = f"{len(sizes)} sizes, {min(sizes) / 1e6:.3g}-{max(sizes) / 1e6:.3g} MB"
+    full = "`anebench sweep` measures the full one and stores it for next time"
     if swept.analysis.fit is None:  # the dispatch cost still stands; only the overhead column is empty
-        return None, f"{label}: no sweep-fitted overhead ({swept.error})", sizes
+        return None, f"{label}: no sweep-fitted overhead ({swept.error}); from a small sweep ({span}); {full}", sizes
     fit = sweep_suite.sweep_from_records(swept.records, engine.name, device)
-    return fit, (f"{label}: no stored sweep; ran a small one ({span}) for the overhead "
-                 "(`anebench sweep` measures the full one and stores it for next time)"), sizes
+    return fit, f"{label}: no stored sweep; ran a small one ({span}) for the overhead; {full}", sizes
 
 
 def run_latency_suite(targets: Sequence[LatencyTarget], workloads: Sequence[Workload | None], options: RunOptions,

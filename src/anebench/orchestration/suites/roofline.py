@@ -48,7 +48,7 @@ def check_activations_fit(engine: Engine, device: str, workload: Workload, host:
     if needed > free:
         raise UserError(f"batch {workload.batch} of {workload.name!r} needs {needed / 1e9:.2f} GB with its "
                         f"inputs and outputs; only {free / 1e9:.2f} GB is free: "
-                        "lower --max-batch or --batch")
+                        "lower the batch (the roofline's largest, or compute's)")
 
 
 def run_roofline(engine: Engine, device: str, base: Workload, max_batch: int, options: RunOptions,
@@ -113,7 +113,7 @@ def run_compute(engine: Engine, device: str, workload: Workload, options: RunOpt
     """Peak matrix throughput at ``workload.batch``; also times half the batch to check it is compute-bound."""
     synthetic_only(workload, "compute")
     if workload.batch < 2:
-        raise UserError("compute: --batch must be at least 2 (the suite compares the batch with half of it)")
+        raise UserError("compute: the batch must be at least 2 (the suite compares the batch with half of it)")
     half_workload = workload.with_batch(workload.batch // 2)
     check_activations_fit(engine, device, workload, options.host)
     half = measure_workload(engine, device, half_workload, options,

@@ -69,6 +69,8 @@ class ReadKernel:
 def blas_line() -> str:
     from anebench.system.blas import OPENBLAS_OVERRIDES, blas_libraries
 
-    libs = ", ".join(f"{b['library']} {b['version']} kernel={b['kernel']} threads={b['threads']}" for b in blas_libraries())
+    libs = ", ".join(
+        f"{b['library']} {b['version']} kernel={b['kernel']} threads={b['threads']}" for b in blas_libraries()
+    )
     overrides = [f"{v}={os.environ[v]}" for v in OPENBLAS_OVERRIDES if os.environ.get(v)]
     return f"BLAS: {libs or 'none found'}; overrides: {', '.join(overrides) or 'none'}"

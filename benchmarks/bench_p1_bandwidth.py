@@ -52,7 +52,11 @@ def main() -> None:
     for name in args.engines.split(","):
         engine_gbps, reference_gbps, what = measure_engine(name, workload, args.rounds, args.runs)
         ratios = [e / r for e, r in zip(engine_gbps, reference_gbps)]
-        summary[name] = (statistics.median(ratios), statistics.median(engine_gbps), statistics.median(reference_gbps))
+        summary[name] = (
+            statistics.median(ratios),
+            statistics.median(engine_gbps),
+            statistics.median(reference_gbps),
+        )
         print(f"{name:6s} {what}")
         print(f"       engine GB/s per round:    {' '.join(f'{g:6.2f}' for g in engine_gbps)}")
         print(f"       reference GB/s per round: {' '.join(f'{g:6.2f}' for g in reference_gbps)}")

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 from safetensors import safe_open
 
-from anebench.workloads.checkpoints import checkpoint_workload, tensor_hash
 from anebench.errors import UserError
 from anebench.workloads import resolve_workload
+from anebench.workloads.checkpoints import checkpoint_workload, tensor_hash
 from checkpoint_builders import (
     HIDDEN,
     VOCAB,

@@ -69,7 +69,9 @@ def test_incomplete_entry_is_rebuilt(tmp_path):
     weight_file = first.package / first.manifest["weight_file"]
     weight_file.write_bytes(weight_file.read_bytes()[:1000])  # truncated
     again = build_or_reuse(spec(), tmp_path)
-    assert not again.reused and file_sha256(again.package / again.manifest["weight_file"]) == first.weight_sha256
+    assert (
+        not again.reused and file_sha256(again.package / again.manifest["weight_file"]) == first.weight_sha256
+    )
 
 
 def test_cache_dir_from_environment(tmp_path, monkeypatch):

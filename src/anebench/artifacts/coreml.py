@@ -122,10 +122,14 @@ class BuildSpec:
         if self.lut_mode not in LUT_MODES:
             raise UserError(f"lut mode {self.lut_mode!r} is not supported; valid: {', '.join(LUT_MODES)}")
         if not 1 <= self.repeat <= min(MAX_REPEAT, self.workload.vocab):
-            raise UserError(f"repeat {self.repeat} must be between 1 and {min(MAX_REPEAT, self.workload.vocab)}")
+            raise UserError(
+                f"repeat {self.repeat} must be between 1 and {min(MAX_REPEAT, self.workload.vocab)}"
+            )
         if len({rotation(r, self.workload.vocab) for r in range(self.repeat)}) < self.repeat:
-            raise UserError(f"repeat {self.repeat} with a vocabulary of {self.workload.vocab} rows would repeat a "
-                            "weight set (its rotations coincide); use fewer weight sets")
+            raise UserError(
+                f"repeat {self.repeat} with a vocabulary of {self.workload.vocab} rows would repeat a "
+                "weight set (its rotations coincide); use fewer weight sets"
+            )
         if not 1 <= self.tokens <= MAX_TOKENS:
             raise UserError(f"tokens {self.tokens} must be between 1 and {MAX_TOKENS}")
         if self.max_split_rows < 1 or self.group_size < 1:
@@ -134,8 +138,13 @@ class BuildSpec:
             raise UserError(KMEANS_MISSING)
         for index, (start, stop) in enumerate(self.splits):
             if self.is_lut:
-                check_palettizable(stop - start, self.workload.hidden, LUT_NBITS[self.quant],
-                                   self.group_size, f"{self.workload.name} split {index + 1} (rows {start}-{stop})")
+                check_palettizable(
+                    stop - start,
+                    self.workload.hidden,
+                    LUT_NBITS[self.quant],
+                    self.group_size,
+                    f"{self.workload.name} split {index + 1} (rows {start}-{stop})",
+                )
 
     @property
     def tokens(self) -> int:
@@ -209,7 +218,9 @@ class BuildSpec:
         return total * self.repeat
 
     def bundle_name(self) -> str:
-        suffix = ("" if self.repeat == 1 else f"_x{self.repeat}") + ("" if self.tokens == 1 else f"_t{self.tokens}")
+        suffix = ("" if self.repeat == 1 else f"_x{self.repeat}") + (
+            "" if self.tokens == 1 else f"_t{self.tokens}"
+        )
         quant = "" if self.workload.name.endswith(self.quant) else f"_{self.quant}"
         safe = "".join(c if c.isalnum() or c in "_-." else "_" for c in self.workload.name)
         return f"{safe}{quant}{suffix}.mlpackage"
@@ -221,7 +232,9 @@ def split_reader(spec: BuildSpec, weight_set: int, start: int) -> Callable[[int,
     def read(lo: int, hi: int) -> np.ndarray:
         rows = rotated_rows(spec.workload, weight_set, start + lo, start + hi)
         if rows.dtype != np.float16 and np.abs(rows).max(initial=0) > FP16_MAX:
-            raise UserError(f"{spec.workload.name}: weights exceed fp16's range (65504); Core ML cannot hold them")
+            raise UserError(
+                f"{spec.workload.name}: weights exceed fp16's range (65504); Core ML cannot hold them"
+            )
         return rows
 
     return read

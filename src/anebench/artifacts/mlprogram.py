@@ -293,7 +293,9 @@ class MLProgramBundle:
             indices = unpack_bits(packed, nbits, (stop - start) * per_row, bit_lo % 8)
             tables = lut.reshape(lut.shape[0], -1)[start // group:(stop + group - 1) // group]
             return EncodedWeight("lut", indices.reshape(stop - start, per_row), tables, nbits, group)
-        raise BundleError(f"{consumer or source.outputs[0]}: weight comes from an unsupported op {source.type}")
+        raise BundleError(
+            f"{consumer or source.outputs[0]}: weight comes from an unsupported op {source.type}"
+        )
 
     def decoded_rows(self, conv: Op, start: int, stop: int) -> np.ndarray:
         """Rows [start, stop) of the dense float32 weight Core ML computes with for this conv."""

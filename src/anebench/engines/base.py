@@ -88,7 +88,7 @@ class Prepared(ABC):
     def reference_inputs(self) -> np.ndarray:
         return self.workload.inputs()
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - an optional hook: most engines hold nothing to release
         """Release device memory; the object is unusable afterwards."""
 
 
@@ -156,7 +156,8 @@ def check_streams_as_stored(engine: Engine, workload: Workload, device: str) -> 
         dense = workload.bytes_as(engine.dtype_for(workload, device).run_dtype)
         raise UserError(
             f"engine {engine.name}:{device} cannot stream {workload.name!r} as stored ({workload.quant}, "
-            f"{workload.stored_bytes / 1e6:.2f} MB); it would read a dense {dense / 1e6:.2f} MB head instead: "
+            f"{workload.stored_bytes / 1e6:.2f} MB); "
+            f"it would read a dense {dense / 1e6:.2f} MB head instead: "
             f"measure the unquantized head (lm_head:{workload.hidden}x{workload.vocab}:{workload.dtype}"
             f"{', e.g. llama_lm_head' if workload.name == 'llama_lm_head_lut6' else ''}) or use -e coreml"
         )

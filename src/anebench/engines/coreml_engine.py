@@ -1,9 +1,9 @@
 """Core ML: the LM-head bundle on the Neural Engine (``ane``), GPU, CPU or all of them.
 
 Building (or reusing) the bundle, loading and compiling happen once in ``prepare``, outside timing;
-``call()`` is one predict with a preallocated input (T tokens for a token-batched bundle), or K predicts. Only two things
-here need macOS: loading the model and asking Core ML where each operation will run. Both are thin
-functions; everything around them (outputs, references, bytes, placement arithmetic) runs anywhere.
+``call()`` is one predict with a preallocated input (T tokens for a token-batched bundle), or K predicts.
+Only two things here need macOS: loading the model and asking Core ML where each operation will run.
+Both are thin functions; everything around them (outputs, references, bytes, placement arithmetic) runs anywhere.
 """
 
 from __future__ import annotations
@@ -23,7 +23,11 @@ from ..workloads import Workload
 from .base import TOLERANCE, Availability, DtypeChoice, Engine, Prepared
 
 COMPUTE_UNITS = {"ane": "CPU_AND_NE", "gpu": "CPU_AND_GPU", "cpu": "CPU_ONLY", "all": "ALL"}
-DEVICE_CLASSES = {"MLNeuralEngineComputeDevice": "ane", "MLGPUComputeDevice": "gpu", "MLCPUComputeDevice": "cpu"}
+DEVICE_CLASSES = {
+    "MLNeuralEngineComputeDevice": "ane",
+    "MLGPUComputeDevice": "gpu",
+    "MLCPUComputeDevice": "cpu",
+}
 DEVICE_NAMES = {"ane": "the Neural Engine", "gpu": "the GPU", "cpu": "the CPU"}
 DEVICE_OWNERS = {"ane": "ANE's", "gpu": "GPU's", "cpu": "CPU's"}
 # Ops that only name constants: Core ML places no work for them in a prediction (const; constexpr_* ops
@@ -77,7 +81,9 @@ def summarize_placement(ops: list[OpPlacement], asked: str) -> tuple[dict[str, A
     work = [op for op in ops if not is_constant_op(op.op_type)]
     counted = [op for op in work if op.device is not None]
     details: dict[str, Any] = {"placement_asked": asked}
-    details.update({f"ops_on_{device}": sum(op.device == device for op in counted) for device in DEVICE_NAMES})
+    details.update(
+        {f"ops_on_{device}": sum(op.device == device for op in counted) for device in DEVICE_NAMES}
+    )
     details["ops_unplaced"] = len(work) - len(counted)
     details["ops_constant"] = len(ops) - len(work)
     details["ane_op_share"], ane_cost = _share(counted, "ane")
@@ -154,7 +160,9 @@ def load_model(package: Path, compute_units: str, warnings_out: list[str] | None
 
     ct = coremltools()
     said = list(IMPORT_MESSAGES)
-    if getattr(ct.models.model, "_MLModelProxy", True) is None and not any("_MLModelProxy" in m for m in said):
+    if getattr(ct.models.model, "_MLModelProxy", True) is None and not any(
+        "_MLModelProxy" in m for m in said
+    ):
         said.append("Failed to load _MLModelProxy, coremltools' binding to Core ML")  # imported before us
     try:
         with captured_messages() as messages:
@@ -227,7 +235,9 @@ class CoreMLPrepared(Prepared):
         self._split_rows = [t.shape[-1] if self.tokens == 1 else t.shape[1] for t in self.bundle.outputs]
         self._split_starts = np.cumsum([0, *self._split_rows])
         if self._split_starts[-1] != workload.vocab:
-            raise ValueError(f"bundle outputs cover {self._split_starts[-1]} rows, the workload has {workload.vocab}")
+            raise ValueError(
+                f"bundle outputs cover {self._split_starts[-1]} rows, the workload has {workload.vocab}"
+            )
         # One call reads every blob of the program once per predict: K predicts read it K times (T tokens
         # of one predict share one read).
         self.weight_bytes = self.bundle.weight_bytes * workload.batch
@@ -277,7 +287,8 @@ class CoreMLPrepared(Prepared):
         ]).astype(np.float32)
 
     def reference_rows(self, start: int, stop: int) -> np.ndarray:
-        """Rows of the weights the bundle holds, decoded, summed over its weight sets (what one call applies)."""
+        """Rows of the weights the bundle holds, decoded, summed over its weight sets (what one call
+        applies)."""
         pieces = []
         for index, convs in enumerate(self._split_convs):
             lo, hi = max(start, self._split_starts[index]), min(stop, self._split_starts[index + 1])

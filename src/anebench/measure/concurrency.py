@@ -30,8 +30,10 @@ def common_window(bounds: list[int]) -> tuple[int, int]:
 def describe_bounds(bounds: list[int], origin_ns: int | None = None) -> str:
     """Each copy's first call start and last call end, in ms from ``origin_ns`` (default: the earliest)."""
     origin = min(bounds[0::2]) if origin_ns is None else origin_ns
-    return ", ".join(f"copy {i}: {(bounds[2 * i] - origin) / 1e6:.3f}-{(bounds[2 * i + 1] - origin) / 1e6:.3f} ms"
-                     for i in range(len(bounds) // 2))
+    return ", ".join(
+        f"copy {i}: {(bounds[2 * i] - origin) / 1e6:.3f}-{(bounds[2 * i + 1] - origin) / 1e6:.3f} ms"
+        for i in range(len(bounds) // 2)
+    )
 
 
 def checked_window(bounds: list[int], origin_ns: int | None = None) -> tuple[int, int]:

@@ -62,7 +62,9 @@ def variant_verdict(latency_ratio: float, bytes_ratio: float, tolerance: float =
     return INCONCLUSIVE
 
 
-def infer_streaming(points: list[VariantPoint], fp16_bytes: int, tolerance: float = TOLERANCE) -> QuantInference:
+def infer_streaming(
+    points: list[VariantPoint], fp16_bytes: int, tolerance: float = TOLERANCE
+) -> QuantInference:
     """Verdicts for every quantised variant against the fp16 point among ``points``."""
     by_name = {p.variant: p for p in points}
     if "fp16" not in by_name:

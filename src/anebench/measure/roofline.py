@@ -17,11 +17,13 @@ GROWTH_AT_RIDGE = 1.2  # the ridge: latency stays above 1.2x the memory-bound ba
 # so one noisy point on a shared machine cannot hide it.
 LINEAR_SLOPE = 0.75
 LINEAR_STREAK = 2
-RIDGE_RULE = (f"ridge = the first batch from which every median latency exceeds {GROWTH_AT_RIDGE}x the "
-              f"baseline: the batch-1 latency, or after a kernel switch (batch 2 > {GROWTH_AT_RIDGE}x batch 1 and "
-              f"batches 2-8 flat: their median <= {GROWTH_AT_RIDGE}x their minimum) that minimum; "
-              f"compute-bound once latency grows as batch^{LINEAR_SLOPE} or faster over the last "
-              f"{LINEAR_STREAK} doublings, from batch 2 on")
+RIDGE_RULE = (
+    f"ridge = the first batch from which every median latency exceeds {GROWTH_AT_RIDGE}x the "
+    f"baseline: the batch-1 latency, or after a kernel switch (batch 2 > {GROWTH_AT_RIDGE}x batch 1 and "
+    f"batches 2-8 flat: their median <= {GROWTH_AT_RIDGE}x their minimum) that minimum; "
+    f"compute-bound once latency grows as batch^{LINEAR_SLOPE} or faster over the last "
+    f"{LINEAR_STREAK} doublings, from batch 2 on"
+)
 SWITCH_BATCHES = (2, 4, 8)
 RIDGE_GATES = ("a ridge is reported only when a measured batch after it confirms that latency stays above "
                "the baseline, the sweep reached compute-bound growth, and the batch-1 GB/s is not above the "

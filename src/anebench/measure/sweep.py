@@ -236,7 +236,9 @@ def analyse_sweep(sizes: list[int], latencies_s: list[float], cache_bytes: int |
     peak = max(below, key=lambda i: gbps[i])
     notes = []
     if knee.index == 0:
-        notes.append("no size below the knee: the cache-resident peak is the best GB/s of the streaming sizes")
+        notes.append(
+            "no size below the knee: the cache-resident peak is the best GB/s of the streaming sizes"
+        )
     bound = bound or cache_bound(sizes, gbps, knee.index)
     try:
         fit: LineFit | None = fit_latency(sizes[knee.index:], latencies_s[knee.index:])

@@ -22,7 +22,8 @@ KEEP_AWAKE_MIN_SHARE = 0.9
 class Concurrency(_Model):
     """One copy of a concurrency run (or a run's combined figure), with the run's analysis where it belongs.
 
-    ``copy`` (``copy_`` in Python) is 0-based (a published "instance 1" is copy 0); None for a combined figure.
+    ``copy`` (``copy_`` in Python) is 0-based (a published "instance 1" is copy 0); None for a combined
+    figure.
     """
 
     mode: Literal["threads", "processes"]

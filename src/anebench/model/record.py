@@ -106,9 +106,15 @@ class WorkloadInfo(_Model):
     def of(cls, workload, weight_bytes: int, **fields) -> WorkloadInfo:
         """The record's view of a ``workloads.Workload``: what it is, plus the bytes one call read."""
         base = {
-            "name": workload.name, "shape": list(workload.shape), "dtype": workload.dtype,
-            "batch": workload.batch, "tokens": workload.tokens, "quant": workload.quant, "weight_bytes": weight_bytes,
-            "fingerprint": workload.fingerprint, "note": workload.note,
+            "name": workload.name,
+            "shape": list(workload.shape),
+            "dtype": workload.dtype,
+            "batch": workload.batch,
+            "tokens": workload.tokens,
+            "quant": workload.quant,
+            "weight_bytes": weight_bytes,
+            "fingerprint": workload.fingerprint,
+            "note": workload.note,
         }
         return cls(**{**base, **fields})
 

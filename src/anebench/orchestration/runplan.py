@@ -3,8 +3,9 @@
 On a Mac, a run with no engine, device or workload is the published campaign: the three published
 heads on the Neural Engine, then the same fp16 head on the GPU and CPU through Core ML, MLX and torch
 MPS — the same-model, same-machine comparison no published source has — with energy read around every
-step (IOReport: ANE, GPU, CPU, DRAM and the package; `--no-power` to skip). The mitigations (--keep-awake, --predicts-per-call,
---repeat) are recorded in every record they touched, with what they change in the bytes per call.
+step (IOReport: ANE, GPU, CPU, DRAM and the package; `--no-power` to skip). The mitigations
+(--keep-awake, --predicts-per-call, --repeat) are recorded in every record they touched, with what they
+change in the bytes per call.
 """
 
 from __future__ import annotations
@@ -127,7 +128,9 @@ class Mitigations:
     def check(self, steps: list[Step], explicit_engines: bool) -> None:
         if (self.predicts > 1 or self.repeat > 1) and not any(s.engine.name == CORE_ML for s in steps):
             flag = "--predicts-per-call" if self.predicts > 1 else "--repeat"
-            message = f"{flag} is a Core ML mitigation (K predicts / R weight sets per call); add --engine coreml"
+            message = (
+                f"{flag} is a Core ML mitigation (K predicts / R weight sets per call); add --engine coreml"
+            )
             raise UserError(message if explicit_engines else f"{message} on a Mac")
 
     def apply(self, step: Step) -> Step:
@@ -141,8 +144,10 @@ class Mitigations:
         used = [KEEP_AWAKE] if self.keep_awake else []
         if step.engine.name == CORE_ML:
             if self.predicts > 1:
-                used.append(f"predicts-per-call {self.predicts}: {self.predicts} predicts of one input each per "
-                            f"call; weight_bytes counts {self.predicts} reads of every weight")
+                used.append(
+                    f"predicts-per-call {self.predicts}: {self.predicts} predicts of one input each per "
+                    f"call; weight_bytes counts {self.predicts} reads of every weight"
+                )
             if self.repeat > 1:
                 used.append(f"repeat {self.repeat}: the bundle reads {self.repeat} distinct weight sets per "
                             f"call (logits summed); weight_bytes counts all {self.repeat}")

@@ -76,8 +76,10 @@ def preflight_memory(engine: Engine, device: str, workload: Workload, host: Host
 
 def check_tokens(engine: Engine, workload: Workload) -> None:
     if workload.tokens > 1 and not engine.token_batched:
-        raise UserError(f"workload {workload.name!r} takes {workload.tokens} tokens per call, a Core ML "
-                        f"token-batched bundle; {engine.name} multiplies several vectors with --batch instead")
+        raise UserError(
+            f"workload {workload.name!r} takes {workload.tokens} tokens per call, a Core ML "
+            f"token-batched bundle; {engine.name} multiplies several vectors with --batch instead"
+        )
 
 
 @contextmanager
@@ -154,7 +156,9 @@ def measure_workload(
         energy = finish_energy(window, prepared, timing, more) if window is not None else None
         sections: dict = {"energy": energy} if energy is not None else {}
         if gpu:
-            sections["gpu"] = gpu.report(prepared, timing, record_bound(engine, device, prepared, options.host))
+            sections["gpu"] = gpu.report(
+                prepared, timing, record_bound(engine, device, prepared, options.host)
+            )
         return build_record(engine, device, workload, prepared, options, timing, check, sections, state)
 
 

@@ -147,15 +147,18 @@ def _restates(row: dict, results: list[dict]) -> bool:
 
 
 def utilisation_record(row: dict) -> ResultRecord:
-    """One README utilisation row as a published llama_lm_head figure (GB/s derived when only a % is stated)."""
+    """One README utilisation row as a published llama_lm_head figure (GB/s derived when only a % is
+    stated)."""
     workload, weight_bytes = _canonical("llama_lm_head")
     facts: dict = {"tool_figures": {"utilisation_pct": float(row["utilisation_pct"]),
                                     "memory_gbps": float(row["memory_gbps"])}}
     gbps = _float(row["ane_gbps"])
     if gbps is None:
         gbps = round(float(row["utilisation_pct"]) / 100 * float(row["memory_gbps"]), 2)
-        facts["gbps_derived"] = (f"derived from a percentage: the stated {row['utilisation_pct']}% x the stated "
-                                 f"{row['memory_gbps']} GB/s memory bandwidth (the source gives no GB/s)")
+        facts["gbps_derived"] = (
+            f"derived from a percentage: the stated {row['utilisation_pct']}% x the stated "
+            f"{row['memory_gbps']} GB/s memory bandwidth (the source gives no GB/s)"
+        )
         facts["flags"] = ["ANE GB/s derived from a stated utilisation percentage"]
     if row["config"]:
         facts["chip_config"] = row["config"]

@@ -62,10 +62,17 @@ def gbps_bound(record: ResultRecord) -> tuple[float, str]:
     name = record_chip(record)
     chip = lookup_chip(name)
     if chip is None or not chip.bandwidth_known or chip.bandwidth_gbps_max is None:
-        what = f"{name!r} is not in the chip catalog" if chip is None else f"{chip.key} has no published bandwidth"
+        what = (
+            f"{name!r} is not in the chip catalog"
+            if chip is None
+            else f"{chip.key} has no published bandwidth"
+        )
         if name is None:
             what = "no chip is stated"
-        return UNKNOWN_DEVICE_BOUND_GBPS, f"{what}; the bound for an unknown device is {UNKNOWN_DEVICE_BOUND_GBPS:g} GB/s"
+        return (
+            UNKNOWN_DEVICE_BOUND_GBPS,
+            f"{what}; the bound for an unknown device is {UNKNOWN_DEVICE_BOUND_GBPS:g} GB/s",
+        )
     memory = chip.bandwidth_gbps_max
     if may_be_cache_resident(record):
         bound = max(memory * CACHE_RESIDENT_FACTOR, UNKNOWN_DEVICE_BOUND_GBPS)

@@ -42,8 +42,14 @@ def energy_figures(meter: Any, window: str, counted: Counted, seconds: float, ca
         return Energy(available=False, reason=_clip(reason), components=components, dram_traffic=dram, **base)
     watts = joules / seconds
     if watts >= MAX_WATTS:
-        return Energy(available=False, reason=f"{watts:.0f} W over {seconds:.3f} s is not physical: the counter "
-                      "reset or its unit is wrong", components=components, dram_traffic=dram, **base)
+        return Energy(
+            available=False,
+            reason=f"{watts:.0f} W over {seconds:.3f} s is not physical: the counter "
+            "reset or its unit is wrong",
+            components=components,
+            dram_traffic=dram,
+            **base,
+        )
     worker = next((c for c in components if c.component == work), None)
     work_gbps_per_watt = gbps / worker.watts if worker and worker.available and worker.watts else None
     return Energy(
@@ -53,23 +59,35 @@ def energy_figures(meter: Any, window: str, counted: Counted, seconds: float, ca
     )
 
 
-def component_figures(reading: EnergyReading, seconds: float, calls: int, work: str | None) -> list[ComponentEnergy]:
+def component_figures(
+    reading: EnergyReading, seconds: float, calls: int, work: str | None
+) -> list[ComponentEnergy]:
     out = []
     for name in COMPONENTS:
         found = reading.components.get(name)
         if found is None or found.joules is None:
             if name in reading.missing or name == "package":
-                reason = reading.missing.get(name) or "; ".join(found.problems if found else []) or "no channel"
+                reason = (
+                    reading.missing.get(name) or "; ".join(found.problems if found else []) or "no channel"
+                )
                 out.append(ComponentEnergy(component=name, available=False, reason=_clip(reason)))  # type: ignore[arg-type]
             continue
         watts = found.joules / seconds if seconds > 0 else None
         if watts is not None and watts >= MAX_WATTS:
-            out.append(ComponentEnergy(component=name, available=False, channels=found.channels,  # type: ignore[arg-type]
-                                       reason=f"{watts:.0f} W is not physical: a counter reset or a wrong unit"))
+            out.append(
+                ComponentEnergy(
+                    component=name,
+                    available=False,
+                    channels=found.channels,  # type: ignore[arg-type]
+                    reason=f"{watts:.0f} W is not physical: a counter reset or a wrong unit",
+                )
+            )
             continue
         notes = list(found.problems)
         if name == work and found.joules == 0:
-            notes.append(f"the {name} counter did not advance over the timed calls: the work may not have run there")
+            notes.append(
+                f"the {name} counter did not advance over the timed calls: the work may not have run there"
+            )
         out.append(ComponentEnergy(
             component=name, available=True, joules=found.joules, watts=watts,  # type: ignore[arg-type]
             joules_per_call=found.joules / calls if calls >= 1 else None, channels=found.channels[:64],
@@ -91,12 +109,19 @@ def dram_figures(reading: DramReading, seconds: float, calls: int, weight_bytes:
     weight_gbps = weight_bytes * calls / seconds / 1e9
     unnamed = sorted({s for d in reading.dies for s in d.unnamed_states})
     return DramTraffic(
-        available=True, source=DRAM_SOURCE, channels=[d.channel for d in reading.dies],
-        per_die_gbps=[d.gbps for d in reading.dies], gbps=gbps,
+        available=True,
+        source=DRAM_SOURCE,
+        channels=[d.channel for d in reading.dies],
+        per_die_gbps=[d.gbps for d in reading.dies],
+        gbps=gbps,
         bucket_width_gbps=max(d.bucket_width_gbps for d in reading.dies) or None,
-        resolution_gbps=resolution or None, bytes_per_call=gbps * 1e9 * seconds / calls,
-        weight_gbps=weight_gbps, agrees=abs(gbps - weight_gbps) <= resolution,
-        reason=_clip(f"states not named as a bandwidth, not counted: {', '.join(unnamed)}") if unnamed else None,
+        resolution_gbps=resolution or None,
+        bytes_per_call=gbps * 1e9 * seconds / calls,
+        weight_gbps=weight_gbps,
+        agrees=abs(gbps - weight_gbps) <= resolution,
+        reason=_clip(f"states not named as a bandwidth, not counted: {', '.join(unnamed)}")
+        if unnamed
+        else None,
     )
 
 
@@ -106,7 +131,8 @@ def energy_warnings(energy: Energy) -> list[str]:
     dram = energy.dram_traffic
     if dram and dram.available and dram.agrees is False:
         warnings.append(
-            f"DRAM traffic: the memory controllers saw {dram.gbps:.1f} GB/s read+write but the calls streamed "
+            f"DRAM traffic: the memory controllers saw {dram.gbps:.1f} GB/s read+write "
+            "but the calls streamed "
             f"{dram.weight_gbps:.1f} GB/s of weights over the same window (histogram resolution "
             f"{dram.resolution_gbps:.0f} GB/s): the engine reads more or less than its weight bytes, or "
             "something else loaded memory"

@@ -98,7 +98,9 @@ def loads(text: str | bytes, where: str, limit: int = MAX_JSON_DEPTH, constants:
     try:
         if constants:
             return json.loads(text, parse_float=_finite_float, parse_int=_bounded_int)
-        return json.loads(text, parse_float=_finite_float, parse_int=_bounded_int, parse_constant=_no_constant)
+        return json.loads(
+            text, parse_float=_finite_float, parse_int=_bounded_int, parse_constant=_no_constant
+        )
     except RecursionError:
         raise UserError(f"{where}: JSON nested too deep") from None
     except UnicodeDecodeError:
@@ -109,7 +111,9 @@ def loads(text: str | bytes, where: str, limit: int = MAX_JSON_DEPTH, constants:
         raise UserError(f"{where}: not valid JSON ({exc})") from None
 
 
-def read_json(path: Path, what: str = "", limit_bytes: int = MAX_INPUT_BYTES, depth: int = MAX_JSON_DEPTH) -> Any:
+def read_json(
+    path: Path, what: str = "", limit_bytes: int = MAX_INPUT_BYTES, depth: int = MAX_JSON_DEPTH
+) -> Any:
     """A bounded regular file parsed as bounded JSON."""
     data = read_input_bytes(path, what, limit_bytes)
     return loads(data, f"{what} {path}".strip(), depth)

@@ -141,8 +141,10 @@ class Workload:
             raise UserError(f"workload {self.name[:80]!r}: hidden, vocab, batch and tokens must be at most "
                             f"{MAX_DIMENSION:,}")
         if self.hidden * self.vocab > MAX_ELEMENTS:
-            raise UserError(f"workload {self.name[:80]!r}: {self.vocab:,} x {self.hidden:,} weights is more than "
-                            f"{MAX_ELEMENTS:,}")
+            raise UserError(
+                f"workload {self.name[:80]!r}: {self.vocab:,} x {self.hidden:,} weights is more than "
+                f"{MAX_ELEMENTS:,}"
+            )
 
     @property
     def weights(self) -> WeightSource:

@@ -20,7 +20,9 @@ from ..session import RunOptions
 
 IDLE_GAP = 1.5  # sum of per-copy GB/s this far above combined: time went between calls
 SEED_NOTE = "copy i holds the workload generated with seed + i (different weights, same shape and bytes)"
-CHECKPOINT_NOTE = "every copy holds the checkpoint's own weights in a buffer of its own (same bytes, no sharing)"
+CHECKPOINT_NOTE = (
+    "every copy holds the checkpoint's own weights in a buffer of its own (same bytes, no sharing)"
+)
 
 
 @dataclass
@@ -42,11 +44,18 @@ def run_plan(plan: ConcurrencyPlan, options: RunOptions) -> ConcurrentResult:
                      plan.threads_per_copy)
     analysis = analyse_concurrency(run.solo, run.together, run.window_s, run.calls_in_window)
     a = analysis.as_dict()
-    shared = {"window_s": analysis.window_s or None, "devices": list(plan.devices), "solo_gbps": a["solo_gbps"],
-              "together_gbps": a["together_gbps"], "combined_gbps": a["combined_gbps"], "scaling": a["scaling"],
-              "verdict": a["verdict"], "rule": a["rule"],
-              "definitions": [a["combined_definition"], TOGETHER_DEFINITION],
-              "copies_note": SEED_NOTE if plan.workload.source is None else CHECKPOINT_NOTE}
+    shared = {
+        "window_s": analysis.window_s or None,
+        "devices": list(plan.devices),
+        "solo_gbps": a["solo_gbps"],
+        "together_gbps": a["together_gbps"],
+        "combined_gbps": a["combined_gbps"],
+        "scaling": a["scaling"],
+        "verdict": a["verdict"],
+        "rule": a["rule"],
+        "definitions": [a["combined_definition"], TOGETHER_DEFINITION],
+        "copies_note": SEED_NOTE if plan.workload.source is None else CHECKPOINT_NOTE,
+    }
     energy = energy_by_record(run, analysis)
     records = []
     for phase, group in (("solo", run.solo), ("together", run.together)):
@@ -58,9 +67,11 @@ def run_plan(plan: ConcurrencyPlan, options: RunOptions) -> ConcurrentResult:
                 update["energy"] = energy.get((phase, copy), Energy(available=False, reason="not measured"))
             warnings = list(record.warnings)
             if phase == "together" and sum(analysis.together_gbps) > IDLE_GAP * analysis.combined_gbps:
-                warnings.append(f"the copies' own GB/s sum to {sum(analysis.together_gbps):.1f} but together they "
-                                f"moved {analysis.combined_gbps:.1f} GB/s: they spent most of the window between "
-                                "calls (more threads than cores? set --threads-per-copy lower)")
+                warnings.append(
+                    f"the copies' own GB/s sum to {sum(analysis.together_gbps):.1f} but together they "
+                    f"moved {analysis.combined_gbps:.1f} GB/s: they spent most of the window between "
+                    "calls (more threads than cores? set --threads-per-copy lower)"
+                )
             whole = section.whole_calls_in_window
             if phase == "together" and whole is not None and whole < MIN_CALLS_IN_WINDOW:
                 warnings.append(f"only {whole} whole call(s) inside the common window: the copies barely "
@@ -82,8 +93,14 @@ def energy_by_record(run, analysis: ConcurrencyAnalysis) -> dict[tuple[str, int]
         phase = run.energy.get(f"solo {i}")
         if phase is not None:
             calls = record.method.warmup_runs + len(record.samples_s)
-            found[("solo", i)] = phase_energy(phase, calls, record.workload.weight_bytes, record.latency_s(),
-                                               "this copy's warmup and timed calls, alone", record.engine.device)
+            found[("solo", i)] = phase_energy(
+                phase,
+                calls,
+                record.workload.weight_bytes,
+                record.latency_s(),
+                "this copy's warmup and timed calls, alone",
+                record.engine.device,
+            )
     together = run.energy.get("together")
     if together is not None:
         # Every call from the common start to the last copy's end, not only those kept inside the window.

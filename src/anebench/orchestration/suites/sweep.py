@@ -74,7 +74,9 @@ def run_sweep(engine: Engine, device: str, base: Workload, plan: SweepPlan, opti
     workloads = sweep_workloads(engine, device, base, plan, options.host)
     records = []
     for i, workload in enumerate(workloads):
-        label = f"sweep {engine.name}:{device} {workload.weight_bytes / MiB:.1f} MiB ({i + 1}/{len(workloads)})"
+        label = (
+            f"sweep {engine.name}:{device} {workload.weight_bytes / MiB:.1f} MiB ({i + 1}/{len(workloads)})"
+        )
         records.append(measure_workload(engine, device, workload, options, progress(label, options.runs)))
     return finish_sweep(records, plan.cache_bytes)
 
@@ -101,16 +103,28 @@ def sweep_point(analysis: SweepAnalysis, index: int, points: int, in_fit: bool,
                 cache_bytes: int | None) -> SweepPoint:
     fit = analysis.fit
     return SweepPoint(
-        point=index, points=points, in_fit=in_fit, cache_bytes=cache_bytes,
-        knee_bytes=analysis.knee.size_bytes, knee_rule=analysis.knee.rule,
-        fit=None if fit is None else LineFitInfo(
-            overhead_s=fit.overhead_s, overhead_se_s=fit.overhead_se_s, overhead_resolved=fit.overhead_resolved,
-            bandwidth_gbps=fit.bandwidth_bps / 1e9, r_squared=fit.r_squared,
-            median_abs_rel_residual=fit.median_abs_rel_residual, max_abs_rel_residual=fit.max_abs_rel_residual,
-            points=fit.points, method=fit.method,
+        point=index,
+        points=points,
+        in_fit=in_fit,
+        cache_bytes=cache_bytes,
+        knee_bytes=analysis.knee.size_bytes,
+        knee_rule=analysis.knee.rule,
+        fit=None
+        if fit is None
+        else LineFitInfo(
+            overhead_s=fit.overhead_s,
+            overhead_se_s=fit.overhead_se_s,
+            overhead_resolved=fit.overhead_resolved,
+            bandwidth_gbps=fit.bandwidth_bps / 1e9,
+            r_squared=fit.r_squared,
+            median_abs_rel_residual=fit.median_abs_rel_residual,
+            max_abs_rel_residual=fit.max_abs_rel_residual,
+            points=fit.points,
+            method=fit.method,
         ),
         fit_error=analysis.fit_error,
-        cache_peak_gbps=analysis.cache_peak_gbps, cache_peak_bytes=analysis.cache_peak_bytes,
+        cache_peak_gbps=analysis.cache_peak_gbps,
+        cache_peak_bytes=analysis.cache_peak_bytes,
         notes=list(analysis.notes),
     )
 

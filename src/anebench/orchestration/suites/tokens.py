@@ -37,15 +37,19 @@ def latency_of(record: ResultRecord) -> float:
     return value
 
 
-def token_counts(engine: CoreMLEngine, device: str, base: Workload, max_tokens: int) -> tuple[list[int], list[str]]:
+def token_counts(
+    engine: CoreMLEngine, device: str, base: Workload, max_tokens: int
+) -> tuple[list[int], list[str]]:
     """1, 2, 4, ... max_tokens, without the counts whose inputs and logits would not fit in memory."""
     counts, notes = [], []
     for tokens in doubling_batches(max_tokens):
         if fits_in_memory(engine, device, base.with_tokens(tokens)):
             counts.append(tokens)
         else:
-            notes.append(f"tokens {tokens} and above skipped: the bundle with its inputs and logits would not "
-                         "fit in the memory free now")
+            notes.append(
+                f"tokens {tokens} and above skipped: the bundle with its inputs and logits would not "
+                "fit in the memory free now"
+            )
             break
     if not counts:
         raise UserError(f"{base.name}: not even one token fits in the memory free now")
@@ -75,7 +79,9 @@ def run_token_roofline(engine: CoreMLEngine, device: str, plan: CoreMLPlan, opti
     counts: list[int] = []
     for bundle in plan.bundles:
         label = f"roofline {engine.name}:{device} {bundle.tokens} tokens"
-        records.append(measure_workload(engine, device, bundle.workload, options, progress(label, options.runs)))
+        records.append(
+            measure_workload(engine, device, bundle.workload, options, progress(label, options.runs))
+        )
         counts.append(bundle.tokens)
         if clearly_compute_bound(counts, [latency_of(r) for r in records]):
             break
@@ -85,7 +91,9 @@ def run_token_roofline(engine: CoreMLEngine, device: str, plan: CoreMLPlan, opti
     analysis = replace(analysis, rule=TOKEN_RULE)
     updated = with_roofline_sections(records, analysis)
     if not analysis.compute_bound:
-        note = f"not clearly compute-bound by {counts[-1]} tokens per predict ({RIDGE_RULE}); raise --max-tokens"
+        note = (
+            f"not clearly compute-bound by {counts[-1]} tokens per predict ({RIDGE_RULE}); raise --max-tokens"
+        )
         updated[-1] = updated[-1].model_copy(update={"warnings": [*updated[-1].warnings, note]}).with_id()
     return RooflineResult(updated, analysis)
 
@@ -96,8 +104,10 @@ def alignment_note(points: list[tuple[int, float]]) -> str | None:
     if 2 not in latency or ALIGNMENT_TOKENS not in latency:
         return None
     ratio = latency[ALIGNMENT_TOKENS] / latency[2]
-    return (f"alignment: {ALIGNMENT_TOKENS} tokens take {ratio:.2f}x the latency of 2 (Apple's 64-byte last-axis "
-            f"alignment predicts ~1.0x up to {ALIGNMENT_TOKENS} fp16 tokens)")
+    return (
+        f"alignment: {ALIGNMENT_TOKENS} tokens take {ratio:.2f}x the latency of 2 (Apple's 64-byte last-axis "
+        f"alignment predicts ~1.0x up to {ALIGNMENT_TOKENS} fp16 tokens)"
+    )
 
 
 def plan_token_compute(engine: CoreMLEngine, device: str, base: Workload, max_tokens: int, runs: int,
@@ -110,7 +120,9 @@ def plan_token_compute(engine: CoreMLEngine, device: str, base: Workload, max_to
     bundles = [plan_bundle(engine, base.with_tokens(t), calls_text(engine, device, f"{t}-token predict", runs,
                                                                    budget_s))
                for t in (top // 2, top)]
-    return CoreMLPlan("compute", device, bundles, [*notes, f"peak TFLOP/s at {top} tokens, the largest that fits"])
+    return CoreMLPlan(
+        "compute", device, bundles, [*notes, f"peak TFLOP/s at {top} tokens, the largest that fits"]
+    )
 
 
 def run_token_compute(engine: CoreMLEngine, device: str, plan: CoreMLPlan, options: RunOptions,
@@ -123,8 +135,10 @@ def run_token_compute(engine: CoreMLEngine, device: str, plan: CoreMLPlan, optio
                              latency_of(half), unit="tokens per predict")
     warnings = list(full.warnings)
     if not compute.compute_bound:
-        warnings.append(f"not clearly compute-bound: latency grew only {compute.growth_from_half:.2f}x from "
-                        f"{half_tokens} to {workload.tokens} tokens per predict; raise --max-tokens if memory allows")
+        warnings.append(
+            f"not clearly compute-bound: latency grew only {compute.growth_from_half:.2f}x from "
+            f"{half_tokens} to {workload.tokens} tokens per predict; raise --max-tokens if memory allows"
+        )
     return full.model_copy(update={"compute": compute, "warnings": warnings}).with_id()
 
 

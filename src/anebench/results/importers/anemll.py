@@ -12,8 +12,9 @@ Mapping rules (each record also carries them):
   labelled as the fp16 head is refused): otherwise the file was edited, broken or mislabelled.
 - bytes: ``workload.weight_bytes`` are anebench's exact bytes for the weights as stored
   (``Workload.stored_bytes``; fp16: vocab x hidden x 2; lutN: the packed N-bit palette indices plus
-  the fp16 lookup tables, as the published records count them) and ``gbps`` is recomputed from them. The tool counts weight.bin with its blob
-  headers (and LUTs); source.size_convention shows its size, the exact bytes and their ratio.
+  the fp16 lookup tables, as the published records count them) and ``gbps`` is recomputed from them.
+  The tool counts weight.bin with its blob headers (and LUTs); source.size_convention shows its size,
+  the exact bytes and their ratio.
 
 A file is imported whole or not at all. Record ids are content hashes that leave out the file's name
 and format, so the same run ingested again, or through its HTML report, is a no-op in the store.
@@ -66,7 +67,8 @@ def canonical_workload(model_name: str) -> Workload:
     """The catalog workload the tool's model stands for."""
     if model_name not in MODEL_NAMES:
         raise UserError(
-            f"model_name {model_name!r} is not one of {SOURCE}'s canonical heads; valid: {', '.join(MODEL_NAMES)}"
+            f"model_name {model_name!r} is not one of {SOURCE}'s canonical heads; "
+            f"valid: {', '.join(MODEL_NAMES)}"
         )
     if model_name in CATALOG:
         return CATALOG[model_name]

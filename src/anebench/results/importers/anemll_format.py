@@ -121,5 +121,6 @@ def parse_document(data: dict) -> tuple[ToolDocument | None, list[str]]:
         return ToolDocument.model_validate(data), []
     except ValidationError as exc:
         return None, [
-            f"{'.'.join(str(p) for p in error['loc']) or 'document'}: {error['msg']}" for error in exc.errors()
+            f"{'.'.join(str(p) for p in error['loc']) or 'document'}: {error['msg']}"
+            for error in exc.errors()
         ]

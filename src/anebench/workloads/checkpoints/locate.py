@@ -94,7 +94,9 @@ def read_ref(ref: Path, snapshots: Path) -> str | None:
     except (UserError, UnicodeDecodeError):
         raise UserError(f"{ref}: not a readable revision name") from None
     if not REVISION.match(revision):
-        raise UserError(f"{ref}: {revision[:80]!r} is not a revision name; a ref must name a snapshot in {snapshots}")
+        raise UserError(
+            f"{ref}: {revision[:80]!r} is not a revision name; a ref must name a snapshot in {snapshots}"
+        )
     target = os.path.realpath(snapshots / revision)
     if os.path.dirname(target) != os.path.realpath(snapshots):
         raise UserError(f"{ref}: snapshot {revision!r} lies outside the cache {snapshots}")

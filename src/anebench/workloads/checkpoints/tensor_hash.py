@@ -3,9 +3,9 @@
 Hashing a 1 GB head reads the whole tensor once (about a second); the cache makes every later run
 free. A cache entry is keyed by the resolved file path, its size, inode, mtime and ctime and the
 tensor's byte range, so a rewritten file is hashed again even when its mtime was set back (ctime cannot
-be set by a user), and a file replaced by another (new inode) too. The cache is only an optimisation: any failure to read or write
-it falls back to hashing, and entries are written atomically, one file per key, so concurrent runs
-never see half an entry.
+be set by a user), and a file replaced by another (new inode) too. The cache is only an optimisation:
+any failure to read or write it falls back to hashing, and entries are written atomically, one file per
+key, so concurrent runs never see half an entry.
 """
 
 from __future__ import annotations

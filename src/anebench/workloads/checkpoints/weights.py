@@ -34,9 +34,11 @@ class CheckpointWeights:
             raise ValueError(f"{entry.name}: a 2-D F32/F16/BF16 tensor is needed")
         itemsize = MAPPED_DTYPES[entry.dtype].itemsize
         if entry.offset % itemsize:
-            raise UserError(f"{entry.path}: tensor {entry.name!r} starts at byte {entry.offset}, not aligned to "
-                            f"its {itemsize}-byte elements; the checkpoint is malformed (rewrite it with "
-                            "safetensors' save_file)")
+            raise UserError(
+                f"{entry.path}: tensor {entry.name!r} starts at byte {entry.offset}, not aligned to "
+                f"its {itemsize}-byte elements; the checkpoint is malformed (rewrite it with "
+                "safetensors' save_file)"
+            )
         self.entry = entry
         self.model = model
         self.reason = reason

@@ -3,7 +3,8 @@
 Building (or reusing) the bundle, loading and compiling happen once in ``prepare``, outside timing;
 ``call()`` is one predict with a preallocated input (T tokens for a token-batched bundle), or K predicts.
 Only two things here need macOS: loading the model and asking Core ML where each operation will run.
-Both are thin functions; everything around them (outputs, references, bytes, placement arithmetic) runs anywhere.
+Both are thin functions; everything around them (outputs, references, bytes, placement arithmetic)
+runs anywhere.
 """
 
 from __future__ import annotations

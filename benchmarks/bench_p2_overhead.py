@@ -20,6 +20,7 @@ import _reference  # noqa: F401  (puts src/ on the path when run from a checkout
 from anebench.engines import usable_engine
 from anebench.measure.clock import PERF_COUNTER
 from anebench.measure.timing import Runs, UntilAllDone, timing_loop
+from anebench.model import median
 from anebench.workloads import resolve_workload
 
 TARGET_US = 2.0
@@ -72,12 +73,12 @@ def main() -> None:
                 harness = loop(prepared, args.calls)
                 bares.append(bare)
                 differences.append(harness - bare)
-            overhead_us = statistics.median(differences) / 1e3
+            overhead_us = median(differences) / 1e3
             quartiles = statistics.quantiles(differences, n=4)
             iqr_us = (quartiles[2] - quartiles[0]) / 1e3
             worst = max(worst, overhead_us)
             print(
-                f"{name:6s} {label:10s} call {statistics.median(bares) / 1e3:7.2f} us bare; harness overhead "
+                f"{name:6s} {label:10s} call {median(bares) / 1e3:7.2f} us bare; harness overhead "
                 f"{overhead_us:+.3f} us per call (IQR of the {len(differences)} repeats: {iqr_us:.2f} us)"
             )
         prepared.close()

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import MeasurementError
-from ..model import ResultRecord
+from ..model import ResultRecord, gbps
 from .verdicts import ConcurrencyVerdict, concurrency_verdict
 
 MIN_CALLS_IN_WINDOW = 5
@@ -90,7 +90,7 @@ def combined_gbps(together: list[ResultRecord], window_s: float, calls: list[flo
                                "the CPU?); use more --runs")
     calls = calls if calls is not None else [len(r.samples_s) for r in together]
     moved = sum(r.workload.weight_bytes * n for r, n in zip(together, calls))
-    return moved / window_s / 1e9
+    return gbps(moved, window_s)
 
 
 def analyse_concurrency(solo: list[ResultRecord], together: list[ResultRecord], window_s: float,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from ..model import median
+from ..model import gbps, median
 
 GROWTH_AT_RIDGE = 1.2  # the ridge: latency stays above 1.2x the memory-bound baseline
 # "Clearly compute-bound": over the last LINEAR_STREAK doublings latency grew nearly in proportion to B,
@@ -142,7 +142,7 @@ def analyse_roofline(batches: list[int], latencies_s: list[float], vocab: int, h
         flops = flops_per_call(vocab, hidden, batch)
         moved = bytes_per_call(weight_bytes, vocab, hidden, batch, element_bytes)
         points.append(RooflinePoint(batch, latency, flops, moved, flops / latency, moved / flops,
-                                    weight_bytes / latency / 1e9))
+                                    gbps(weight_bytes, latency)))
     start = ridge_baseline(batches, latencies_s)
     base = latencies_s[start]
     above = [t > GROWTH_AT_RIDGE * base for t in latencies_s]

@@ -15,7 +15,7 @@ GB = 1e9  # every GB/s in anebench is 1e9 bytes per second
 MB = 1e6
 
 
-def median(values: Sequence[float]) -> float:
+def median(values: Sequence[float] | np.ndarray) -> float:
     """The interpolated median: the one statistic every figure of a run uses."""
     if len(values) == 0:
         raise ValueError("no values to take the median of")

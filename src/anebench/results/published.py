@@ -23,6 +23,7 @@ from ..model import (
     Summary,
     ToolInfo,
     WorkloadInfo,
+    gbps,
 )
 from ..workloads import Workload, resolve_workload
 
@@ -87,11 +88,11 @@ def _workload_info(row: dict, chip: str) -> tuple[WorkloadInfo, dict]:
 def row_to_record(row: dict) -> ResultRecord:
     chip = f"Apple {row['chip']}"
     workload, facts = _workload_info(row, chip)
-    gbps = _float(row["gbps"])
+    figure = _float(row["gbps"])
     latency_ms = _float(row["latency_ms"])
     latency_s = latency_ms / 1e3 if latency_ms is not None else None
-    if gbps is None and latency_s is not None and not facts.get("weight_bytes_unknown"):
-        gbps = round(workload.weight_bytes / latency_s / 1e9, 2)
+    if figure is None and latency_s is not None and not facts.get("weight_bytes_unknown"):
+        figure = round(gbps(workload.weight_bytes, latency_s), 2)
         facts["gbps_derived"] = "weight bytes / stated mean latency (the source's definition)"
     runs = int(row["runs"]) if row["runs"] else None
     if row["config"]:
@@ -118,7 +119,7 @@ def row_to_record(row: dict) -> ResultRecord:
         method=MethodInfo(runs=runs, warmup_policy=None, warmup_runs=None, timer="not stated",
                           statistic="mean", timing=row["timing"]),
         summary=Summary(n=runs, mean=latency_s),
-        gbps=gbps,
+        gbps=figure,
         source=SourceFacts(**facts) if facts else None,
         concurrency=concurrency,
     )

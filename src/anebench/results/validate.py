@@ -12,7 +12,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from ..errors import UserError
-from ..model import DOCUMENT_SCHEMA, OLD_DOCUMENT_SCHEMAS, ResultRecord
+from ..model import DOCUMENT_SCHEMA, OLD_DOCUMENT_SCHEMAS, ResultRecord, gbps
 from ..system.chips import lookup_chip
 from .files import read_json_file
 
@@ -146,7 +146,7 @@ def physics_problems(record: ResultRecord) -> list[str]:
     implied = None
     latency = record.latency_s()
     if latency and not record.facts.weight_bytes_unknown:
-        implied = record.workload.weight_bytes / latency / 1e9
+        implied = gbps(record.workload.weight_bytes, latency)
         if record.gbps is None and implied > bound:
             problems.append(f"summary.{record.method.statistic}: implies {implied:.4g} GB/s, above what the "
                             f"device can read ({why})")
@@ -187,7 +187,7 @@ def plausibility_problems(record: ResultRecord) -> list[str]:
     if latency is not None and latency < MIN_LATENCY_S:
         problems.append(f"summary.{record.method.statistic}: {latency:g} s is below {MIN_LATENCY_S:g} s")
     if record.gbps is not None and latency is not None and not record.facts.weight_bytes_unknown:
-        implied = record.workload.weight_bytes / latency / 1e9
+        implied = gbps(record.workload.weight_bytes, latency)
         if abs(implied - record.gbps) / record.gbps > CONSISTENCY_TOLERANCE:
             problems.append(
                 f"gbps: {record.gbps:g} disagrees with weight_bytes / latency = {implied:.4g} GB/s"

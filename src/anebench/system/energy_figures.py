@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..model.energy import COMPONENTS, ComponentEnergy, DramTraffic, Energy
+from ..model.statistics import GB, gbps
 
 if TYPE_CHECKING:
     from .ioreport_parse import DramReading, EnergyReading
@@ -105,20 +106,20 @@ def dram_figures(reading: DramReading, seconds: float, calls: int, weight_bytes:
                            reason=_clip("; ".join(reading.problems) + partial))
     if seconds <= 0 or calls < 1:
         return DramTraffic(available=False, source=DRAM_SOURCE, reason="empty window")
-    gbps, resolution = reading.gbps, reading.resolution_gbps
-    weight_gbps = weight_bytes * calls / seconds / 1e9
+    dram_gbps, resolution = reading.gbps, reading.resolution_gbps
+    weight_gbps = gbps(weight_bytes * calls, seconds)
     unnamed = sorted({s for d in reading.dies for s in d.unnamed_states})
     return DramTraffic(
         available=True,
         source=DRAM_SOURCE,
         channels=[d.channel for d in reading.dies],
         per_die_gbps=[d.gbps for d in reading.dies],
-        gbps=gbps,
+        gbps=dram_gbps,
         bucket_width_gbps=max(d.bucket_width_gbps for d in reading.dies) or None,
         resolution_gbps=resolution or None,
-        bytes_per_call=gbps * 1e9 * seconds / calls,
+        bytes_per_call=dram_gbps * GB * seconds / calls,
         weight_gbps=weight_gbps,
-        agrees=abs(gbps - weight_gbps) <= resolution,
+        agrees=abs(dram_gbps - weight_gbps) <= resolution,
         reason=_clip(f"states not named as a bandwidth, not counted: {', '.join(unnamed)}")
         if unnamed
         else None,

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..model.energy import Energy
+from ..model.statistics import gbps
 from .energy_figures import energy_figures, energy_line, energy_warnings
 from .ioreport import IOReportCounters, ioreport_problem
 from .ioreport_parse import DramReading, EnergyReading
@@ -228,7 +229,7 @@ class EnergyWindow:
                               reason="the energy window was not opened and closed around the timed calls")
             counted = self.meter.between(self._start[0], self._end[0])
             seconds = (self._end[1] - self._start[1]) / 1e9
-            return energy_figures(self.meter, what, counted, seconds, calls, weight_bytes / median_s / 1e9,
+            return energy_figures(self.meter, what, counted, seconds, calls, gbps(weight_bytes, median_s),
                                   weight_bytes, self.work)
         finally:
             self.release()

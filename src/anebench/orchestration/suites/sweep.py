@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from ...engines.base import Engine
 from ...errors import UserError
 from ...measure.sweep import CACHE_FACTOR, MIN_FIT_POINTS, MiB, SweepAnalysis, analyse_sweep, sweep_sizes
-from ...model import LineFitInfo, ResultRecord, SweepPoint
+from ...model import GB, LineFitInfo, ResultRecord, SweepPoint
 from ...system.chips import figure_chip_name, host_config, memory_bound_gbps
 from ...system.host import SYSTEM_HOST, Host
 from ...workloads import Workload
@@ -115,7 +115,7 @@ def sweep_point(analysis: SweepAnalysis, index: int, points: int, in_fit: bool,
             overhead_s=fit.overhead_s,
             overhead_se_s=fit.overhead_se_s,
             overhead_resolved=fit.overhead_resolved,
-            bandwidth_gbps=fit.bandwidth_bps / 1e9,
+            bandwidth_gbps=fit.bandwidth_bps / GB,
             r_squared=fit.r_squared,
             median_abs_rel_residual=fit.median_abs_rel_residual,
             max_abs_rel_residual=fit.max_abs_rel_residual,

@@ -40,6 +40,7 @@ from ...model import (
     Summary,
     ToolInfo,
     WorkloadInfo,
+    gbps,
 )
 from ...system.chips import Chip, catalog, lookup_chip
 from ...workloads import CATALOG, Workload
@@ -212,7 +213,7 @@ def to_record(document: ToolDocument, result: ToolResult, host: HostInfo, worklo
         summary=Summary(n=result.num_runs, mean=mean_s),
         samples_s=[],
         device_time=f"none: {SOURCE} reports wall-clock predict() time only",
-        gbps=weight_bytes / mean_s / 1e9,
+        gbps=gbps(weight_bytes, mean_s),
         source=SourceFacts(tool_figures=_tool_figures(document, result), size_convention=convention),
     ).with_id()
 

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-import platformdirs
 
 from ..errors import UserError
 from ..model import ResultRecord, utc_now
 from ..system.chips import chip_key
+from ..util.paths import data_dir
 from .validate import InvalidFile, record_chip, validate_records
 
 T = TypeVar("T")
@@ -56,7 +56,7 @@ CREATE TABLE IF NOT EXISTS ingests (
 
 
 def default_db_path() -> Path:
-    return Path(platformdirs.user_data_dir("anebench", appauthor=False)) / DB_FILENAME
+    return data_dir() / DB_FILENAME
 
 
 @dataclass

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-
 from ..errors import UserError
 from ..model import ResultRecord, utc_now
 from ..system.chips import chip_key

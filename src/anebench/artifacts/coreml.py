@@ -25,13 +25,14 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import UserError
-from ..workloads import GEN_BLOCK_ROWS, SyntheticWeights, Workload
+from ..workloads import GEN_BLOCK_ROWS, LUT_GROUP_ROWS, SyntheticWeights, Workload
+from ..workloads import QUANTS as WORKLOAD_QUANTS
 from ._coremltools import coremltools as import_coremltools
 from ._coremltools import no_pass_progress_bars
 from .quant import KMEANS_MISSING, LUT_NBITS, EncodedWeight, check_palettizable, encode, kmeans_available
 
 BUILDER_VERSION = "anebench-coreml-v1"
-QUANTS = ("fp16", "int8", "lut4", "lut6")
+QUANTS = tuple(q for q in WORKLOAD_QUANTS if q is not None)  # what a bundle can store
 LUT_MODES = ("auto", "uniform", "kmeans")
 MAX_SPLIT_ROWS = 16384  # the largest conv the ANE compiler takes as one task in the published bundles
 MAX_REPEAT = 64
@@ -107,7 +108,7 @@ class BuildSpec:
     workload: Workload
     quant: str = "fp16"
     lut_mode: str = "auto"
-    group_size: int = 8
+    group_size: int = LUT_GROUP_ROWS
     repeat: int = 1
     max_split_rows: int = MAX_SPLIT_ROWS
 

@@ -18,6 +18,7 @@ from functools import partial
 import numpy as np
 
 from ..errors import UserError
+from ..workloads import LUT_GROUP_ROWS
 
 # coremltools leaves a const of at most this many elements uncompressed (weight_threshold), with only a
 # warning; we refuse instead, so a "lut6" bundle never silently holds fp16 weights.
@@ -209,7 +210,7 @@ def palettize_kmeans(read: RowReader, rows: int, hidden: int, nbits: int, group_
 
 
 def encode(read: RowReader, rows: int, hidden: int, quant: str, lut_mode: str = "uniform",
-           group_size: int = 8) -> EncodedWeight:
+           group_size: int = LUT_GROUP_ROWS) -> EncodedWeight:
     """Encode one split whose rows ``read(lo, hi)`` returns, chunk by chunk, as ``quant`` stores it."""
     if quant == "fp16":
         return encode_fp16(read, rows, hidden)

@@ -13,13 +13,12 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from ..errors import UserError
-from ..model import GB, gbps, median
+from ..model import GB, MiB, gbps, median
 
 CACHE_FACTOR = 4  # STREAM's rule: past 4x the last-level cache nothing useful stays cached
 PLATEAU_TOLERANCE = 0.25  # unknown cache: the knee is where GB/s settles within 25% of the largest size's
 MIN_FIT_POINTS = 3
 MIN_R_SQUARED = 0.9
-MiB = 1024**2
 FIT_GATES = (
     f"a fit is reported only when it passes every gate: at least {MIN_FIT_POINTS} sizes past the knee; "
     f"R² >= {MIN_R_SQUARED}; bandwidth not above the physical bound (the chip catalog's memory bandwidth, "

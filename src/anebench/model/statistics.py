@@ -13,6 +13,7 @@ import numpy as np
 
 GB = 1e9  # every GB/s in anebench is 1e9 bytes per second
 MB = 1e6
+MiB = 1024**2  # sizes a user gives (--min-mb, --max-mb) and input limits
 
 
 def median(values: Sequence[float] | np.ndarray) -> float:

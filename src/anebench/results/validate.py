@@ -12,7 +12,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from ..errors import UserError
-from ..model import DOCUMENT_SCHEMA, OLD_DOCUMENT_SCHEMAS, ResultRecord, gbps
+from ..model import DOCUMENT_SCHEMA, OLD_DOCUMENT_SCHEMAS, MiB, ResultRecord, gbps
 from ..system.chips import lookup_chip
 from .files import read_json_file
 
@@ -30,7 +30,7 @@ UNKNOWN_DEVICE_BOUND_GBPS = 20_000.0
 # Weights that may fit in a cache stream from SRAM, far faster than DRAM: the bound is this multiple of
 # the memory bandwidth (or the unknown-device bound, whichever is larger).
 CACHE_RESIDENT_FACTOR = 20.0
-ASSUMED_MAX_CACHE_BYTES = 128 * 1024 * 1024  # when not stated: above every catalog chip's (M2 Ultra: 96 MB)
+ASSUMED_MAX_CACHE_BYTES = 128 * MiB  # when not stated: above every catalog chip's (M2 Ultra: 96 MB)
 CACHE_FACTOR = 4  # STREAM's rule, as measure.stats applies it
 MAX_MULTIPLIER = 64 * 4096  # --repeat (<= 64) x --batch (<= 4096): reads of the weights per call
 QUANT_BITS = {"lut4": 4, "lut6": 6, "int8": 8}

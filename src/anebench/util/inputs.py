@@ -20,8 +20,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import UserError
+from ..model.statistics import MiB
 
-MAX_INPUT_BYTES = 256 * 1024 * 1024  # a results document of 1000 full records is ~30 MB
+MAX_INPUT_BYTES = 256 * MiB  # a results document of 1000 full records is ~30 MB
 MAX_JSON_DEPTH = 64  # a results document nests about 8 deep; anemll-bench's files about 6
 _JSON_STRING = re.compile(rb'"(?:[^"\\\n]|\\.)*"')
 _OPEN = np.zeros(256, dtype=np.int8)

@@ -30,6 +30,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ...engines.coreml_engine import COMPUTE_UNITS as COREML_COMPUTE_UNITS
 from ...errors import UserError
 from ...model import (
     EngineInfo,
@@ -61,7 +62,8 @@ SIZE_FIT = (0.999, 1.05)  # the tool's size over the exact bytes: headers and LU
 TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S"
 MODEL_NAMES = ("llama_lm_head", "llama_lm_head_lut6", "DeepHermes_lm_head")
 DEVICES = {"ANE": "ane", "GPU": "gpu", "CPU": "cpu"}
-COMPUTE_UNITS = {"ANE": "CPU_AND_NE", "GPU": "CPU_AND_GPU", "CPU": "CPU_ONLY"}  # as the tool loads them
+# the tool loads each backend with the compute units anebench uses for the same device
+COMPUTE_UNITS = {backend: COREML_COMPUTE_UNITS[device] for backend, device in DEVICES.items()}
 
 
 def canonical_workload(model_name: str) -> Workload:

@@ -14,11 +14,12 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ...errors import UserError
+from ...model.statistics import MiB
 from ...util.inputs import check_depth, read_input_bytes
 from .embedded_json import find_json_objects
 
 SOURCE = "anemll-bench"
-MAX_FILE_BYTES = 32 * 1024 * 1024  # its HTML report with charts is a few MB; more is not its file
+MAX_FILE_BYTES = 32 * MiB  # its HTML report with charts is a few MB; more is not its file
 MAX_TEXT_DEPTH = 64  # its JSON nests 4 deep; its HTML report's scripts a few more
 
 FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from ..errors import UserError
 from ..model import DOCUMENT_SCHEMA, OLD_DOCUMENT_SCHEMAS, MiB, ResultRecord, gbps
 from ..system.chips import lookup_chip
+from ..util.validation import error_lines
 from .files import read_json_file
 
 # A stated GB/s and a stated latency must agree with the stated bytes within this fraction; the
@@ -166,14 +167,6 @@ class InvalidFile(UserError):
         super().__init__(f"{path}: {len(problems)} problem(s); nothing from this file was stored")
 
 
-def _pydantic_problems(exc: ValidationError, where: str) -> list[str]:
-    lines = []
-    for error in exc.errors():
-        field = ".".join(str(p) for p in error["loc"]) or "(record)"
-        lines.append(f"{where}: {field}: {error['msg']}")
-    return lines
-
-
 def plausibility_problems(record: ResultRecord) -> list[str]:
     """Cross-field checks the schema cannot express; an empty list means the record is plausible."""
     problems = []
@@ -221,7 +214,7 @@ def validate_raw(data: object, where: str) -> tuple[ResultRecord | None, list[st
     try:
         record = ResultRecord.model_validate(data)
     except ValidationError as exc:
-        return None, _pydantic_problems(exc, where)
+        return None, [f"{where}: {line}" for line in error_lines(exc)]
     problems = [f"{where}: {p}" for p in plausibility_problems(record)]
     if record.provenance == "published":
         problems.append(f"{where}: provenance: 'published' is reserved for the figures shipped with anebench "

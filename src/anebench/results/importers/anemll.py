@@ -44,6 +44,7 @@ from ...model import (
     gbps,
 )
 from ...system.chips import Chip, catalog, lookup_chip
+from ...util.validation import error_lines
 from ...workloads import CATALOG, Workload
 from ..validate import InvalidFile
 from .anemll_format import (
@@ -246,8 +247,7 @@ def document_records(document: ToolDocument) -> tuple[list[ResultRecord], list[s
         try:
             records.append(to_record(document, result, host, workload))
         except ValidationError as exc:
-            error = exc.errors()[0]
-            problems.append(f"{where}: {'.'.join(str(p) for p in error['loc'])}: {error['msg']}")
+            problems.append(f"{where}: {error_lines(exc)[0]}")
     return records, problems
 
 

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ...errors import UserError
 from ...model.statistics import MiB
 from ...util.inputs import check_depth, read_input_bytes
+from ...util.validation import error_lines
 from .embedded_json import find_json_objects
 
 SOURCE = "anemll-bench"
@@ -121,7 +122,4 @@ def parse_document(data: dict) -> tuple[ToolDocument | None, list[str]]:
     try:
         return ToolDocument.model_validate(data), []
     except ValidationError as exc:
-        return None, [
-            f"{'.'.join(str(p) for p in error['loc']) or 'document'}: {error['msg']}"
-            for error in exc.errors()
-        ]
+        return None, error_lines(exc, "document")

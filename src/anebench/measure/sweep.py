@@ -14,8 +14,8 @@ import numpy as np
 
 from ..errors import UserError
 from ..model import GB, MiB, gbps, median
+from ..system.bounds import CACHE_FACTOR
 
-CACHE_FACTOR = 4  # STREAM's rule: past 4x the last-level cache nothing useful stays cached
 PLATEAU_TOLERANCE = 0.25  # unknown cache: the knee is where GB/s settles within 25% of the largest size's
 MIN_FIT_POINTS = 3
 MIN_R_SQUARED = 0.9

@@ -47,11 +47,6 @@ MAPPING_RULE = (
 )
 
 
-def lut6_workload() -> Workload:
-    """The canonical 6-bit palettised head."""
-    return resolve_workload("llama_lm_head_lut6")
-
-
 def _canonical(name: str) -> tuple[Workload, int]:
     """The workload and the bytes one call reads as the artifact stores them (lut6: indices + tables)."""
     workload = resolve_workload(name)

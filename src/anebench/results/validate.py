@@ -12,8 +12,8 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from ..errors import UserError
-from ..model import DOCUMENT_SCHEMA, OLD_DOCUMENT_SCHEMAS, MiB, ResultRecord, gbps
-from ..system.chips import lookup_chip
+from ..model import DOCUMENT_SCHEMA, OLD_DOCUMENT_SCHEMAS, ResultRecord, gbps
+from ..system.bounds import record_bound
 from ..util.validation import error_lines
 from .files import read_json_file
 
@@ -21,18 +21,6 @@ from .files import read_json_file
 # published figures are rounded to 2-3 digits, which is well inside it.
 CONSISTENCY_TOLERANCE = 0.03
 MIN_LATENCY_S = 1e-6  # no timer used here resolves a weight-streaming call shorter than this
-MAX_PROBLEMS_SHOWN = 50
-# A measured figure may exceed the chip's published memory bandwidth by this fraction (rounding of
-# the published figure, a slightly faster memory configuration); more is a timing or unit error.
-BANDWIDTH_MARGIN = 1.10
-# Bound for a device the chip catalog does not know: above every memory system shipping (HBM3e GPUs
-# reach 8 TB/s). Stated in the refusal so that a contributor can see it.
-UNKNOWN_DEVICE_BOUND_GBPS = 20_000.0
-# Weights that may fit in a cache stream from SRAM, far faster than DRAM: the bound is this multiple of
-# the memory bandwidth (or the unknown-device bound, whichever is larger).
-CACHE_RESIDENT_FACTOR = 20.0
-ASSUMED_MAX_CACHE_BYTES = 128 * MiB  # when not stated: above every catalog chip's (M2 Ultra: 96 MB)
-CACHE_FACTOR = 4  # STREAM's rule, as measure.stats applies it
 MAX_MULTIPLIER = 64 * 4096  # --repeat (<= 64) x --batch (<= 4096): reads of the weights per call
 QUANT_BITS = {"lut4": 4, "lut6": 6, "int8": 8}
 DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
@@ -49,37 +37,11 @@ def record_chip(record: ResultRecord) -> str | None:
     return record.host.chip
 
 
-def may_be_cache_resident(record: ResultRecord) -> bool:
-    if any(w.startswith("cache-resident") for w in record.warnings):
-        return True
-    cache = record.host.llc_bytes or ASSUMED_MAX_CACHE_BYTES
-    return record.workload.weight_bytes < CACHE_FACTOR * cache
-
-
 def gbps_bound(record: ResultRecord) -> tuple[float, str]:
-    """(the highest GB/s this record can honestly show, why): the chip catalog's memory bandwidth
-    plus a margin, a generous cache bound for weights that may fit in a cache, or the stated bound
-    for a device the catalog does not know."""
-    name = record_chip(record)
-    chip = lookup_chip(name)
-    if chip is None or not chip.bandwidth_known or chip.bandwidth_gbps_max is None:
-        what = (
-            f"{name!r} is not in the chip catalog"
-            if chip is None
-            else f"{chip.key} has no published bandwidth"
-        )
-        if name is None:
-            what = "no chip is stated"
-        return (
-            UNKNOWN_DEVICE_BOUND_GBPS,
-            f"{what}; the bound for an unknown device is {UNKNOWN_DEVICE_BOUND_GBPS:g} GB/s",
-        )
-    memory = chip.bandwidth_gbps_max
-    if may_be_cache_resident(record):
-        bound = max(memory * CACHE_RESIDENT_FACTOR, UNKNOWN_DEVICE_BOUND_GBPS)
-        return bound, f"weights small enough for a cache on {chip.key}: at most {bound:g} GB/s"
-    bound = memory * BANDWIDTH_MARGIN
-    return bound, f"{chip.key} has {memory:g} GB/s of memory bandwidth (+{BANDWIDTH_MARGIN - 1:.0%})"
+    """(the highest GB/s this record can honestly show, why): ``system.bounds.record_bound``."""
+    flagged = any(w.startswith("cache-resident") for w in record.warnings)
+    bound = record_bound(record_chip(record), record.workload.weight_bytes, record.host.llc_bytes, flagged)
+    return bound.gbps, bound.source
 
 
 def weight_bytes_problem(record: ResultRecord) -> str | None:

@@ -38,13 +38,6 @@ def round_to_bf16(values: np.ndarray) -> np.ndarray:
     return ((bits + rounding) & np.uint32(0xFFFF0000)).view(np.float32)
 
 
-def quantize_to_dtype(values: np.ndarray, dtype: str) -> np.ndarray:
-    """The values as the dtype stores them; fp16/fp32 as that numpy dtype, bf16 as exact float32."""
-    if dtype == "bf16":
-        return round_to_bf16(values)
-    return values.astype(NUMPY_DTYPES[dtype], copy=False)
-
-
 class WeightSource(Protocol):
     """Where a workload's weights come from: synthetic (seeded) or a checkpoint tensor."""
 
@@ -261,11 +254,6 @@ CATALOG: dict[str, Workload] = {
 }
 
 _PARAMETRIC = re.compile(r"^lm_head:(\d+)x(\d+)(?::(fp32|fp16|bf16))?$")
-
-
-def register(workload: Workload) -> None:
-    """Add a canonical workload (e.g. the Core ML quantized heads) to the catalog."""
-    CATALOG[workload.name] = workload
 
 
 def resolve_workload(spec: str) -> Workload:

@@ -18,12 +18,12 @@ from functools import partial
 import numpy as np
 
 from ..errors import UserError
-from ..workloads import LUT_GROUP_ROWS
+from ..workloads import LUT_BITS, LUT_GROUP_ROWS
 
 # coremltools leaves a const of at most this many elements uncompressed (weight_threshold), with only a
 # warning; we refuse instead, so a "lut6" bundle never silently holds fp16 weights.
 PALETTIZE_MIN_ELEMENTS = 2048
-LUT_NBITS = {"lut4": 4, "lut6": 6}
+LUT_NBITS = LUT_BITS
 INT8_LEVELS = 127
 # Rows are quantised in chunks of about this many values, so the float32 temporaries stay small.
 _CHUNK_VALUES = 1 << 22

@@ -1,4 +1,4 @@
-"""Typed sections for concurrency and the keep-awake mitigation (they replace extras["concurrency"])."""
+"""Typed sections for concurrency and the keep-awake mitigation (a /1 record's extras upgrade to them)."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ from ..util.validation import error_lines
 
 def atomic_write_bytes(path: Path, data: bytes, what: str = "output", force: bool = False,
                        protected: Protected = ()) -> Path:
-    """Write atomically under the output policy (see ``anebench.outputs``)."""
+    """Write atomically under the output policy (see ``anebench.util.outputs``)."""
     return outputs.atomic_write_bytes(Path(path), data, what, force, protected)
 
 

@@ -15,6 +15,7 @@ from ..errors import UserError
 from ..model import DOCUMENT_SCHEMA, OLD_DOCUMENT_SCHEMAS, ResultRecord, gbps
 from ..system.bounds import record_bound
 from ..util.validation import error_lines
+from ..workloads import DTYPE_BYTES, QUANT_BITS, quantized_bytes
 from .files import read_json_file
 
 # A stated GB/s and a stated latency must agree with the stated bytes within this fraction; the
@@ -22,8 +23,6 @@ from .files import read_json_file
 CONSISTENCY_TOLERANCE = 0.03
 MIN_LATENCY_S = 1e-6  # no timer used here resolves a weight-streaming call shorter than this
 MAX_MULTIPLIER = 64 * 4096  # --repeat (<= 64) x --batch (<= 4096): reads of the weights per call
-QUANT_BITS = {"lut4": 4, "lut6": 6, "int8": 8}
-DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
 QUANT_TOLERANCE = 0.02  # a quantised bundle adds lookup tables, scales and blob headers to the indices
 PUBLISHED_SOURCES = ("anebench:",)  # source labels of the packaged data; nothing else may be "published"
 
@@ -56,10 +55,7 @@ def weight_bytes_problem(record: ResultRecord) -> str | None:
         quant = record.engine.run_dtype
     limit = MAX_MULTIPLIER * max(w.batch, 1)
     if quant is not None:
-        bits = QUANT_BITS[quant]
-        base = elements * bits / 8
-        extra = w.shape[0] * 2 if quant == "int8" else -(-w.shape[0] // 8) * (2**bits) * 2
-        expected = base + extra
+        expected = quantized_bytes(w.shape[0], w.shape[1], quant)
         k = round(w.weight_bytes / expected)
         if 1 <= k <= limit and abs(w.weight_bytes / (k * expected) - 1) <= QUANT_TOLERANCE:
             return None

@@ -29,6 +29,17 @@ QUANTS = (None, "fp16", "int8", "lut4", "lut6")  # artifact storage (Core ML); N
 MAX_DIMENSION = 1 << 24  # 16.7 M rows or columns: 64x the largest vocabulary or hidden size shipped
 MAX_ELEMENTS = 1 << 40  # 2 TB of fp16: beyond any memory an engine here has
 LUT_GROUP_ROWS = 8  # per-grouped-channel palettisation: one lookup table per 8 output rows (published)
+QUANT_BITS = {"lut4": 4, "lut6": 6, "int8": 8}  # bits per stored weight
+LUT_BITS = {q: b for q, b in QUANT_BITS.items() if q.startswith("lut")}
+
+
+def quantized_bytes(rows: int, hidden: int, quant: str) -> int:
+    """Bytes a quantized head stores: packed LUT indices plus one fp16 table per LUT_GROUP_ROWS rows, or
+    int8 values plus one fp16 scale per row."""
+    bits = QUANT_BITS[quant]
+    if quant == "int8":
+        return rows * hidden + rows * 2
+    return rows * hidden * bits // 8 + math.ceil(rows / LUT_GROUP_ROWS) * (2**bits) * 2
 
 
 def round_to_bf16(values: np.ndarray) -> np.ndarray:
@@ -156,12 +167,8 @@ class Workload:
     def stored_bytes(self) -> int:
         """Bytes one call reads as a quantized artifact stores them: packed indices plus lookup tables
         (fp16, one per LUT_GROUP_ROWS rows), or int8 values plus one fp16 scale per row."""
-        count = self.vocab * self.hidden
-        if self.quant and self.quant.startswith("lut"):
-            bits = int(self.quant[3:])
-            return count * bits // 8 + math.ceil(self.vocab / LUT_GROUP_ROWS) * (2**bits) * 2
-        if self.quant == "int8":
-            return count + self.vocab * 2
+        if self.quant in QUANT_BITS:
+            return quantized_bytes(self.vocab, self.hidden, self.quant)
         return self.weight_bytes
 
     def bytes_as(self, dtype: str) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -90,6 +90,32 @@ class Prepared(ABC):
 
     def close(self) -> None:  # noqa: B027 - an optional hook: most engines hold nothing to release
         """Release device memory; the object is unusable afterwards."""
+
+
+class DensePrepared(Prepared):
+    """What numpy, torch and MLX share: the (vocab, hidden) weights as one dense array on ``device``,
+    run in ``choice.run_dtype``, with an input and an output buffer; ``output()`` reshapes the host copy
+    of the logits that ``host_logits()`` returns."""
+
+    weights: Any
+    _x: Any
+    _y: Any
+
+    def __init__(self, workload: Workload, device: str, choice: DtypeChoice) -> None:
+        super().__init__()
+        self.workload, self.device = workload, device
+        self.run_dtype, self.dtype_note = choice.run_dtype, choice.note
+        self.compute_units = device
+
+    @abstractmethod
+    def host_logits(self) -> np.ndarray:
+        """The last call's logits copied to the host as float32, in any shape of batch x vocab elements."""
+
+    def output(self) -> np.ndarray:
+        return self.host_logits().reshape(self.workload.batch, self.workload.vocab)
+
+    def close(self) -> None:
+        self.weights = self._x = self._y = None
 
 
 @dataclass

@@ -16,7 +16,7 @@ from typing import Any
 from ..engines.base import Prepared
 from ..errors import MeasurementError
 from ..model import gbps, median
-from ..model.gpu import EnergyWindowCheck, GpuIdentity, GpuReport, GpuState, StreamingFigure
+from ..model.gpu import EnergyWindowCheck, GpuIdentity, GpuReport, GpuState, StreamingFigure, StreamMethod
 from ..system.bounds import Bound, check_plausible
 from ..system.energy_check import check_window, observe_counter_step, window_needed_s, window_warning
 from ..system.nvml import (
@@ -136,7 +136,8 @@ def streaming_figures(prepared: Prepared, per_call_s: float, bound: Bound, windo
     calls = min(max(math.ceil(window_s / per_call_s), STREAM_MIN_CALLS), STREAM_MAX_CALLS)
     figures: list[StreamingFigure] = []
     notes: list[str] = []
-    for method, graph in (("back-to-back", False), ("cuda-graph", True)):
+    methods: tuple[tuple[StreamMethod, bool], ...] = (("back-to-back", False), ("cuda-graph", True))
+    for method, graph in methods:
         per_window: list[float] = []
         for _ in range(windows):
             seconds = prepared.stream_seconds(calls, graph=graph)
@@ -153,7 +154,7 @@ def streaming_figures(prepared: Prepared, per_call_s: float, bound: Bound, windo
         median_s = median(per_window)
         figure = gbps(prepared.weight_bytes, median_s)
         check_plausible({f"streaming ({method}) figure": figure}, bound)
-        figures.append(StreamingFigure(method=method, calls_per_window=calls,  # type: ignore[arg-type]
+        figures.append(StreamingFigure(method=method, calls_per_window=calls,
                                        seconds_per_call=per_window, median_s=median_s, gbps=figure))
     return figures, notes
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..model.energy import COMPONENTS, ComponentEnergy, DramTraffic, Energy
+from ..model.energy import COMPONENTS, Component, ComponentEnergy, DramTraffic, Energy
 from ..model.statistics import GB, gbps
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ def _clip(text: str) -> str:
 
 
 def energy_figures(meter: Any, window: str, counted: Counted, seconds: float, calls: int, gbps: float,
-                   weight_bytes: int, work: str | None = None) -> Energy:
+                   weight_bytes: int, work: Component | None = None) -> Energy:
     """The Energy section from the joules ``meter`` counted over ``seconds`` of ``calls``."""
     base: dict[str, Any] = {
         "source": meter.source, "scope": meter.scope, "window": window,
@@ -55,13 +55,13 @@ def energy_figures(meter: Any, window: str, counted: Counted, seconds: float, ca
     work_gbps_per_watt = gbps / worker.watts if worker and worker.available and worker.watts else None
     return Energy(
         available=True, joules=joules, seconds=seconds, watts=watts, joules_per_call=joules / calls,
-        gbps_per_watt=gbps / watts, work_component=work if components else None,  # type: ignore[arg-type]
+        gbps_per_watt=gbps / watts, work_component=work if components else None,
         work_gbps_per_watt=work_gbps_per_watt, components=components, dram_traffic=dram, **base,
     )
 
 
 def component_figures(
-    reading: EnergyReading, seconds: float, calls: int, work: str | None
+    reading: EnergyReading, seconds: float, calls: int, work: Component | None
 ) -> list[ComponentEnergy]:
     out = []
     for name in COMPONENTS:
@@ -71,7 +71,7 @@ def component_figures(
                 reason = (
                     reading.missing.get(name) or "; ".join(found.problems if found else []) or "no channel"
                 )
-                out.append(ComponentEnergy(component=name, available=False, reason=_clip(reason)))  # type: ignore[arg-type]
+                out.append(ComponentEnergy(component=name, available=False, reason=_clip(reason)))
             continue
         watts = found.joules / seconds if seconds > 0 else None
         if watts is not None and watts >= MAX_WATTS:
@@ -79,7 +79,7 @@ def component_figures(
                 ComponentEnergy(
                     component=name,
                     available=False,
-                    channels=found.channels,  # type: ignore[arg-type]
+                    channels=found.channels,
                     reason=f"{watts:.0f} W is not physical: a counter reset or a wrong unit",
                 )
             )
@@ -90,7 +90,7 @@ def component_figures(
                 f"the {name} counter did not advance over the timed calls: the work may not have run there"
             )
         out.append(ComponentEnergy(
-            component=name, available=True, joules=found.joules, watts=watts,  # type: ignore[arg-type]
+            component=name, available=True, joules=found.joules, watts=watts,
             joules_per_call=found.joules / calls if calls >= 1 else None, channels=found.channels[:64],
             reason=_clip("; ".join(notes)) if notes else None,
         ))

@@ -17,14 +17,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..model.energy import Energy
+from ..model.energy import Component, Energy
 from ..model.statistics import gbps
 from .energy_figures import energy_figures, energy_line, energy_warnings
 from .ioreport import IOReportCounters, ioreport_problem
 from .ioreport_parse import DramReading, EnergyReading
 
 POWERCAP_ROOT = Path("/sys/class/powercap")
-WORK_COMPONENT = {"ane": "ane", "gpu": "gpu", "mps": "gpu", "cpu": "cpu"}  # Apple devices -> IOReport
+# Apple devices -> the IOReport component that does their work
+WORK_COMPONENT: dict[str, Component] = {"ane": "ane", "gpu": "gpu", "mps": "gpu", "cpu": "cpu"}
 
 
 @dataclass
@@ -185,7 +186,7 @@ def ioreport_meter() -> IOReportMeter | Unavailable:
         return Unavailable(f"IOReport subscription failed: {type(exc).__name__}: {exc}")
 
 
-def work_component(device: str) -> str | None:
+def work_component(device: str) -> Component | None:
     """The IOReport component that does an Apple device's work (None off a Mac or for other devices)."""
     return WORK_COMPONENT.get(device)
 
@@ -193,7 +194,7 @@ def work_component(device: str) -> str | None:
 class EnergyWindow:
     """Two readings around the timed calls: ``open`` just before the first, ``close`` just after the last."""
 
-    def __init__(self, meter: EnergyMeter | Unavailable, work: str | None = None,
+    def __init__(self, meter: EnergyMeter | Unavailable, work: Component | None = None,
                  now_ns: Callable[[], int] = time.perf_counter_ns):
         self.meter = meter
         self.work = work

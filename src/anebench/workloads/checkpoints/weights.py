@@ -30,9 +30,10 @@ class CheckpointWeights:
 
     def __init__(self, entry: TensorEntry, model: str, reason: str, revision: str | None = None,
                  use_hash_cache: bool = True):
-        if entry.dtype not in MAPPED_DTYPES or len(entry.shape) != 2:
+        dtype = entry.dtype
+        if dtype is None or dtype not in MAPPED_DTYPES or len(entry.shape) != 2:
             raise ValueError(f"{entry.name}: a 2-D F32/F16/BF16 tensor is needed")
-        itemsize = MAPPED_DTYPES[entry.dtype].itemsize
+        itemsize = MAPPED_DTYPES[dtype].itemsize
         if entry.offset % itemsize:
             raise UserError(
                 f"{entry.path}: tensor {entry.name!r} starts at byte {entry.offset}, not aligned to "
@@ -40,6 +41,8 @@ class CheckpointWeights:
                 "safetensors' save_file)"
             )
         self.entry = entry
+        self._dtype: str = dtype
+        self._shape: tuple[int, int] = (entry.shape[0], entry.shape[1])
         self.model = model
         self.reason = reason
         self.revision = revision
@@ -47,11 +50,11 @@ class CheckpointWeights:
 
     @property
     def dtype(self) -> str:
-        return self.entry.dtype  # type: ignore[return-value]
+        return self._dtype
 
     @property
     def shape(self) -> tuple[int, int]:
-        return self.entry.shape  # type: ignore[return-value]
+        return self._shape
 
     @cached_property
     def sha256(self) -> str:

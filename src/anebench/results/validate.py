@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from ..errors import UserError
 from ..model import DOCUMENT_SCHEMA, OLD_DOCUMENT_SCHEMAS, ResultRecord, gbps
-from ..system.bounds import record_bound
+from ..system.bounds import stored_record_bound
 from ..util.validation import error_lines
 from ..workloads import DTYPE_BYTES, QUANT_BITS, quantized_bytes
 from .files import read_json_file
@@ -37,9 +37,10 @@ def record_chip(record: ResultRecord) -> str | None:
 
 
 def gbps_bound(record: ResultRecord) -> tuple[float, str]:
-    """(the highest GB/s this record can honestly show, why): ``system.bounds.record_bound``."""
+    """(the highest GB/s this record can honestly show, why): ``system.bounds.stored_record_bound``."""
     flagged = any(w.startswith("cache-resident") for w in record.warnings)
-    bound = record_bound(record_chip(record), record.workload.weight_bytes, record.host.llc_bytes, flagged)
+    bound = stored_record_bound(record_chip(record), record.workload.weight_bytes, record.host.llc_bytes,
+                                flagged)
     return bound.gbps, bound.source
 
 

@@ -6,8 +6,8 @@ rounding is the bound; where it is not, a stated generous bound still catches th
 the wrong GPU, a unit slip) that give figures 10x too high. Weights that may sit in a cache can beat the
 memory bandwidth, so they are bounded only by the record schema's limit.
 
-``record_bound`` is the same rule for a stored record of any machine, measured or stated elsewhere: a
-wider margin (the published figure's rounding, a faster memory configuration than the catalog's) and a
+``stored_record_bound`` is the same rule for a stored record of any machine, measured or stated elsewhere:
+a wider margin (the published figure's rounding, a faster memory configuration than the catalog's) and a
 cache bound tied to the chip's memory bandwidth, since the record's own cache may not be stated.
 """
 
@@ -75,7 +75,7 @@ def plausibility_bound(device: str, *, gpu_name: str | None, host_chip: str | No
                            "(2x the fastest two-socket server memory systems)")
 
 
-def record_bound(chip_name: str | None, weight_bytes: int, cache_bytes: int | None,
+def stored_record_bound(chip_name: str | None, weight_bytes: int, cache_bytes: int | None,
                  flagged_cache_resident: bool = False) -> Bound:
     """The highest GB/s a stored record of ``chip_name`` can honestly show, and why: the catalog's
     memory bandwidth plus a margin, a generous cache bound for weights that may fit in a cache, or the

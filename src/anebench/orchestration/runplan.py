@@ -19,13 +19,13 @@ from ..engines.base import Engine, Prepared
 from ..errors import UserError
 from ..model import ResultRecord
 from ..system import preflight
-from ..workloads import Workload, resolve_workload
+from ..workloads import PUBLISHED_HEADS, Workload, resolve_workload
 from .keepawake import MITIGATION as KEEP_AWAKE
 from .keepawake import KeepAwakeProcess, share_warning
 from .session import RunOptions
 
 CORE_ML = "coreml"
-CAMPAIGN_ANE = ("llama_lm_head", "llama_lm_head_lut6", "DeepHermes_lm_head")
+CAMPAIGN_ANE = PUBLISHED_HEADS
 CAMPAIGN_COMPARE = "llama_lm_head"
 
 

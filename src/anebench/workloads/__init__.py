@@ -259,6 +259,8 @@ CATALOG: dict[str, Workload] = {
         note="llama_lm_head palettised to 6 bits, per-grouped-channel, group size 8",
     ),
 }
+# The heads anemll-bench publishes figures for, in its order (the Mac campaign runs them on the ANE).
+PUBLISHED_HEADS = ("llama_lm_head", "llama_lm_head_lut6", "DeepHermes_lm_head")
 
 _PARAMETRIC = re.compile(r"^lm_head:(\d+)x(\d+)(?::(fp32|fp16|bf16))?$")
 

@@ -45,7 +45,7 @@ from ...model import (
 )
 from ...system.chips import Chip, catalog, lookup_chip
 from ...util.validation import error_lines
-from ...workloads import CATALOG, Workload
+from ...workloads import CATALOG, PUBLISHED_HEADS, Workload
 from ..validate import InvalidFile
 from .anemll_format import (
     SOURCE,
@@ -61,7 +61,7 @@ IMPORTER = "anebench.importers.anemll/1"  # in every record: a changed mapping g
 THROUGHPUT_TOLERANCE = 0.005  # the file's GB/s vs its model_size_mb / inference_time_ms
 SIZE_FIT = (0.999, 1.05)  # the tool's size over the exact bytes: headers and LUTs add a little
 TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S"
-MODEL_NAMES = ("llama_lm_head", "llama_lm_head_lut6", "DeepHermes_lm_head")
+MODEL_NAMES = PUBLISHED_HEADS
 DEVICES = {"ANE": "ane", "GPU": "gpu", "CPU": "cpu"}
 # the tool loads each backend with the compute units anebench uses for the same device
 COMPUTE_UNITS = {backend: COREML_COMPUTE_UNITS[device] for backend, device in DEVICES.items()}

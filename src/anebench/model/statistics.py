@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TypedDict
 
 import numpy as np
 
@@ -39,7 +40,23 @@ def median_ci95(sorted_samples: np.ndarray) -> tuple[float, float]:
     return float(sorted_samples[lo]), float(sorted_samples[hi])
 
 
-def summary_fields(samples: Sequence[float]) -> dict[str, float | int]:
+class SummaryFields(TypedDict):
+    """The fields of ``record.Summary`` that ``summary_fields`` derives."""
+
+    n: int
+    median: float
+    ci95_low: float
+    ci95_high: float
+    mean: float
+    stdev: float
+    min: float
+    max: float
+    p5: float
+    p95: float
+    iqr: float
+
+
+def summary_fields(samples: Sequence[float]) -> SummaryFields:
     """Median with its 95% CI, mean, stdev, min, max, p5, p95 and IQR of ``samples``."""
     data = np.sort(np.asarray(samples, dtype=np.float64))
     if data.size == 0:

@@ -25,13 +25,16 @@ from ..model import (
     WorkloadInfo,
     gbps,
 )
+from ..model.concurrency import Phase
 from ..workloads import Workload, resolve_workload
 
 PUBLISHED_CSV = "data/published_anemll_results.csv"
 UTILISATION_CSV = "data/published_anemll_utilisation.csv"
 SOURCE_TOOL = "anemll-bench"
 UNKNOWN_WORKLOAD = "unknown (lut6 or fp16)"
-PUBLISHED_PHASES = {"dual-solo": "solo", "dual-parallel": "together", "dual-combined": "combined"}
+PUBLISHED_PHASES: dict[str, Phase] = {
+    "dual-solo": "solo", "dual-parallel": "together", "dual-combined": "combined",
+}
 
 MAPPING_RULE = (
     "Published rows (anemll-bench Results.MD) are stored as records with provenance 'published'. "

@@ -153,7 +153,8 @@ def plausibility_problems(record: ResultRecord) -> list[str]:
             problems.append("method.runs: a measured record must state its run count")
     s = record.summary
     problems += physics_problems(record)
-    if None not in (s.median, s.ci95_low, s.ci95_high) and not s.ci95_low <= s.median <= s.ci95_high:
+    if (s.median is not None and s.ci95_low is not None and s.ci95_high is not None
+            and not s.ci95_low <= s.median <= s.ci95_high):
         problems.append("summary: median lies outside its 95% confidence interval")
     created = record.created if record.created.tzinfo else record.created.replace(tzinfo=timezone.utc)
     if created > datetime.now(timezone.utc) + timedelta(days=1):

@@ -18,9 +18,9 @@ from ...model import QuantSection, ResultRecord
 from ...model.quant import Verdict
 from ...workloads import Workload
 from ..session import RunOptions
-from .common import ProgressFactory, no_progress, synthetic_only
+from .common import ProgressFactory, latency_of, no_progress, synthetic_only
 from .coreml_plan import CoreMLPlan, calls_text, plan_bundle
-from .tokens import latency_of, measure
+from .tokens import measure
 
 VARIANTS = ("fp16", "int8", "lut6", "lut4")
 

@@ -20,7 +20,7 @@ from ...system.chips import figure_chip_name, host_config, memory_bound_gbps
 from ...system.host import SYSTEM_HOST, Host
 from ...workloads import DTYPE_BYTES, Workload
 from ..session import MEMORY_HEADROOM, RunOptions, measure_workload
-from .common import ProgressFactory, no_progress, parametric, synthetic_only
+from .common import ProgressFactory, latency_of, no_progress, parametric, synthetic_only
 
 COMPUTE_BOUND_CHECK = 1.6  # compute suite: doubling the batch must grow latency by this much
 
@@ -67,13 +67,13 @@ def run_roofline(engine: Engine, device: str, base: Workload, max_batch: int, op
         label = f"roofline {engine.name}:{device} batch {batch}"
         records.append(measure_workload(engine, device, workload, options, progress(label, options.runs)))
         batches.append(batch)
-        if clearly_compute_bound(batches, [r.latency_s() for r in records]):
+        if clearly_compute_bound(batches, [latency_of(r) for r in records]):
             break
     first = records[0]
     chip = figure_chip_name(first.engine.device, first.engine.details, first.host.chip)
     analysis = analyse_roofline(
         batches,
-        [r.latency_s() for r in records],
+        [latency_of(r) for r in records],
         base.vocab,
         base.hidden,
         first.workload.weight_bytes,
@@ -143,7 +143,7 @@ def run_compute(engine: Engine, device: str, workload: Workload, options: RunOpt
     full = measure_workload(engine, device, workload, options,
                             progress(f"compute {engine.name}:{device} batch {workload.batch}", options.runs))
     compute = compute_result(workload.vocab, workload.hidden, workload.batch, half_workload.batch,
-                             _latency(full), _latency(half))
+                             latency_of(full), latency_of(half))
     warnings = list(full.warnings)
     if not compute.compute_bound:
         warnings.append(
@@ -153,19 +153,12 @@ def run_compute(engine: Engine, device: str, workload: Workload, options: RunOpt
     return full.model_copy(update={"compute": compute, "warnings": warnings}).with_id()
 
 
-def _latency(record: ResultRecord) -> float:
-    latency = record.latency_s()
-    if latency is None:  # a measured record always has its median; this guards the type
-        raise MeasurementError(f"record {record.workload.name} has no latency")
-    return latency
-
-
 LATENCY_START = (64, 64)  # hidden, vocab: 16 KB of fp32, far inside any cache
 LATENCY_GROWTH = 4
 LATENCY_TRIES = 8
 
 
-def run_latency(engine: Engine, device: str, workload: Workload | None, options: RunOptions,
+def runlatency_of(engine: Engine, device: str, workload: Workload | None, options: RunOptions,
                 progress: ProgressFactory = no_progress) -> ResultRecord:
     """Dispatch cost: the smallest workload the engine accepts, growing it when a call is too short to
     time."""
@@ -189,7 +182,7 @@ def run_latency(engine: Engine, device: str, workload: Workload | None, options:
                 raise
             refused.append(candidate.name)
             continue
-        latency = LatencyResult(median_us=_latency(record) * 1e6, p95_us=(record.summary.p95 or 0.0) * 1e6,
+        latency = LatencyResult(median_us=latency_of(record) * 1e6, p95_us=(record.summary.p95 or 0.0) * 1e6,
                                 refused_as_too_short=refused)
         return record.model_copy(update={"latency": latency}).with_id()
     raise MeasurementError(f"every latency workload up to {candidates[-1].name} was too short for the timer")

@@ -12,7 +12,7 @@ from ...system.chips import figure_chip_name, host_config, memory_bound_gbps
 from ...system.host import SYSTEM_HOST, Host
 from ...workloads import Workload
 from ..session import RunOptions, measure_workload, preflight_memory
-from .common import ProgressFactory, no_progress, resized, synthetic_only
+from .common import ProgressFactory, latency_of, no_progress, resized, synthetic_only
 
 DEFAULT_MIN_BYTES = 1 * MiB
 UNKNOWN_CACHE_MAX_BYTES = 1024 * MiB
@@ -85,7 +85,7 @@ def finish_sweep(records: list[ResultRecord], cache_bytes: int | None) -> SweepR
     """Fit the measured points (gated: measure.sweep.FIT_GATES) and write the analysis into every record's
     sweep section."""
     sizes = [r.workload.weight_bytes for r in records]
-    latencies = [r.latency_s() for r in records]
+    latencies = [latency_of(r) for r in records]
     first = records[0]
     chip = figure_chip_name(first.engine.device, first.engine.details, first.host.chip)
     bound = memory_bound_gbps(chip, host_config(first.host.cores_physical, first.host.memory_bytes))

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ...engines.coreml_engine import CoreMLEngine
-from ...errors import MeasurementError, UserError
+from ...errors import UserError
 from ...measure.roofline import (
     RIDGE_RULE,
     analyse_roofline,
@@ -21,20 +21,13 @@ from ...measure.roofline import (
 from ...model import ResultRecord
 from ...workloads import Workload
 from ..session import RunOptions, measure_workload
-from .common import ProgressFactory, no_progress, synthetic_only
+from .common import ProgressFactory, latency_of, no_progress, synthetic_only
 from .coreml_plan import CoreMLPlan, PlannedBundle, calls_text, fits_in_memory, plan_bundle
 from .roofline import RooflineResult, compute_result, with_roofline_sections
 
 DEFAULT_MAX_TOKENS = 512
 ALIGNMENT_TOKENS = 32  # Apple: the last axis is padded to 64 bytes = 32 fp16 values
 TOKEN_RULE = f"{RIDGE_RULE} (Core ML: batch = tokens per predict of a token-batched bundle)"
-
-
-def latency_of(record: ResultRecord) -> float:
-    value = record.latency_s()
-    if value is None:
-        raise MeasurementError(f"{record.workload.name}: a measured record without its latency")
-    return value
 
 
 def token_counts(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -16,7 +17,9 @@ from .safetensors_file import TensorEntry
 from .tensor_hash import tensor_sha256
 
 # Little-endian as safetensors stores it; bf16 is read as its raw 16-bit patterns.
-MAPPED_DTYPES = {"fp32": np.dtype("<f4"), "fp16": np.dtype("<f2"), "bf16": np.dtype("<u2")}
+MAPPED_DTYPES: dict[str, np.dtype[Any]] = {
+    "fp32": np.dtype("<f4"), "fp16": np.dtype("<f2"), "bf16": np.dtype("<u2"),
+}
 BF16_NOTE = "bf16 weights are read as exact float32 (numpy has no bf16); engines convert where they must"
 
 

@@ -264,14 +264,15 @@ def _weight_var(mb, types, weight: EncodedWeight, name: str):
     if weight.kind == "int8":
         return mb.constexpr_blockwise_shift_scale(
             data=weight.values.reshape(rows, hidden, 1, 1),
-            scale=weight.table.reshape(rows, 1, 1, 1),
+            scale=weight.lookup().reshape(rows, 1, 1, 1),
             name=name,
         )
-    index_dtype = types.nptype_from_builtin(types.string_to_builtin(f"uint{weight.nbits}"))
-    groups = weight.table.shape[0]
+    nbits, _ = weight.lut_layout()
+    index_dtype = types.nptype_from_builtin(types.string_to_builtin(f"uint{nbits}"))
+    table = weight.lookup()
     return mb.constexpr_lut_to_dense(
         indices=weight.values.reshape(rows, hidden, 1, 1).view(index_dtype),
-        lut=weight.table.reshape(groups, 1, 1, 1, 1 << weight.nbits, 1),
+        lut=table.reshape(table.shape[0], 1, 1, 1, 1 << nbits, 1),
         name=name,
     )
 

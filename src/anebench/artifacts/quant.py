@@ -44,6 +44,18 @@ class EncodedWeight:
     def rows(self) -> int:
         return self.values.shape[0]
 
+    def lookup(self) -> np.ndarray:
+        """The int8 scales or the LUT tables; fp16 weights have none."""
+        if self.table is None:
+            raise ValueError(f"{self.kind} weights carry no scales or lookup tables")
+        return self.table
+
+    def lut_layout(self) -> tuple[int, int]:
+        """(bits per index, rows per table) of LUT weights."""
+        if self.nbits is None or self.group_size is None:
+            raise ValueError(f"{self.kind} weights are not palettised")
+        return self.nbits, self.group_size
+
     def decode(self, start: int = 0, stop: int | None = None) -> np.ndarray:
         """Rows [start, stop) of the dense weight Core ML computes with, as float32."""
         stop = self.rows if stop is None else stop
@@ -51,9 +63,9 @@ class EncodedWeight:
         if self.kind == "fp16":
             return values.astype(np.float32)
         if self.kind == "int8":
-            return values.astype(np.float32) * self.table[start:stop, None].astype(np.float32)
-        groups = np.arange(start, stop) // self.group_size
-        return self.table[groups[:, None], values].astype(np.float32)
+            return values.astype(np.float32) * self.lookup()[start:stop, None].astype(np.float32)
+        groups = np.arange(start, stop) // self.lut_layout()[1]
+        return self.lookup()[groups[:, None], values].astype(np.float32)
 
 
 def check_palettizable(rows: int, hidden: int, nbits: int, group_size: int, label: str) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -65,9 +65,9 @@ def is_constant_op(op_type: str) -> bool:
 def _share(counted: list[OpPlacement], device: str) -> tuple[float | None, float | None]:
     """(share of ops, share of Core ML's estimated cost) that run on ``device``."""
     ops = round(sum(op.device == device for op in counted) / len(counted), 4) if counted else None
-    costs = [op for op in counted if op.cost is not None]
-    total = sum(op.cost for op in costs)
-    cost = round(sum(op.cost for op in costs if op.device == device) / total, 4) if total > 0 else None
+    costs = [(op.device, op.cost) for op in counted if op.cost is not None]
+    total = sum(c for _, c in costs)
+    cost = round(sum(c for d, c in costs if d == device) / total, 4) if total > 0 else None
     return ops, cost
 
 
@@ -127,7 +127,7 @@ def placement_unavailable(exc: BaseException, coremltools_version: str) -> str:
     return f"placement: MLComputePlan unavailable ({reason}); needs macOS 14.4+"
 
 
-def check_loaded(model, package: Path, messages: list[str], import_messages: list[str] = ()) -> None:
+def check_loaded(model, package: Path, messages: list[str], import_messages: Sequence[str] = ()) -> None:
     """Refuse, in one line naming the bundle and the reason, a model Core ML did not load.
 
     coremltools' MLModel does not raise when loading fails: it warns, keeps ``__proxy__`` None and
@@ -243,10 +243,11 @@ class CoreMLPrepared(Prepared):
         # of one predict share one read).
         self.weight_bytes = self.bundle.weight_bytes * workload.batch
         inputs = workload.inputs().astype(np.float16)
-        self._feeds = [{INPUT_NAME: pack_tokens(inputs[k * self.tokens:(k + 1) * self.tokens], self.tokens)}
-                       for k in range(workload.batch)]
-        self._request: Any = self._feeds[0] if workload.batch == 1 else self._feeds
-        self._predict: Callable[[Any], Any] | None = model.predict
+        feeds = [{INPUT_NAME: pack_tokens(inputs[k * self.tokens:(k + 1) * self.tokens], self.tokens)}
+                 for k in range(workload.batch)]
+        self._feeds: list[dict[str, np.ndarray]] | None = feeds
+        self._request: Any = feeds[0] if workload.batch == 1 else feeds
+        self._predict: Callable[[Any], Any] = model.predict
         self._duration = predict_duration(model)
         if self._duration is not None:
             self.device_time_note = DURATION_NOTE
@@ -305,9 +306,14 @@ class CoreMLPrepared(Prepared):
     def close(self) -> None:
         """Release the model first, then the inputs: Core ML may still hold the input arrays until the
         model is gone, and freeing them under it can crash (coremltools PR #2827)."""
-        self.model = self._predict = self._duration = None  # every reference to the model and its proxy
+        self._predict = _closed  # every reference to the model and its proxy
+        self.model = self._duration = None
         self._last = None
         self._request = self._feeds = None
+
+
+def _closed(request: Any) -> Any:
+    raise RuntimeError("predict on a closed Core ML model")
 
 
 def stored_bytes(workload: Workload, repeat: int = 1) -> int:

@@ -312,7 +312,7 @@ def run_copies(engine: Engine, devices: list[str], workload: Workload, options: 
     )
     if unavailable:
         run.energy["unavailable"] = unavailable
-    elif readings:
+    elif meter is not None and readings:
         # readings[k] is taken at meeting k: 0 prepared, 1..N turn starts, N+1 common start, N+2 done
         for i in range(copies):
             (j0, t0), (j1, t1) = readings[1 + i], readings[2 + i]

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 
 from ..engines import available_engine
 from ..engines.base import Engine, Prepared
+from ..engines.coreml_engine import CoreMLEngine
 from ..errors import UserError
 from ..model import ResultRecord
 from ..system import preflight
@@ -135,7 +136,7 @@ class Mitigations:
 
     def apply(self, step: Step) -> Step:
         """The step as measured: K predicts and R weight sets for Core ML, unchanged otherwise."""
-        if step.engine.name != CORE_ML or (self.predicts == 1 and self.repeat == 1):
+        if not isinstance(step.engine, CoreMLEngine) or (self.predicts == 1 and self.repeat == 1):
             return step
         engine = replace(step.engine, repeat=self.repeat)
         return Step(engine, step.device, step.workload.with_batch(self.predicts))

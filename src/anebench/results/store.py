@@ -97,6 +97,7 @@ class Store:
         now = utc_now().isoformat()
         with self._db:  # one transaction: committed on success, rolled back on any exception
             for record in prepared:
+                assert record.id is not None  # ingest gave every record its id
                 chip = record_chip(record)
                 cursor = self._db.execute(
                     "INSERT OR IGNORE INTO records (id, provenance, tool, chip, chip_key, workload, "

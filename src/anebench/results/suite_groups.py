@@ -219,8 +219,8 @@ def suite_groups(entries: list[tuple[ResultRecord, str, str]],
     grouped: dict[tuple, list[ResultRecord]] = defaultdict(list)
     for record, chip, config in entries:
         kind = suite_kind(record)
-        key = (kind, *_group_key(kind, record, chip, config))
-        grouped[key].append(record)
+        group = (kind, *_group_key(kind, record, chip, config))
+        grouped[group].append(record)
     groups = []
     for (kind, *key), records in grouped.items():
         records.sort(

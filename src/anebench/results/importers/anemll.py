@@ -167,17 +167,20 @@ def _tool_figures(document: ToolDocument, result: ToolResult) -> dict[str, Any]:
 
 def _size_convention(result: ToolResult, workload: Workload) -> tuple[int, dict[str, Any]]:
     """The weight bytes the record uses, and how the tool's own size compares with them."""
-    tool_bytes = round(result.model_size_mb * 1e6)
+    size_mb = result.model_size_mb
+    if not size_mb:  # check_result refuses such a result before a record is made
+        raise UserError(f"{result.model_name}: model_size_mb is missing, so its bytes are unknown")
+    tool_bytes = round(size_mb * 1e6)
     exact = workload.stored_bytes
     kind = "packed indices and lookup tables" if workload.quant else "the weights alone"
     note = (f"weight_bytes are anebench's exact bytes ({exact:,}: {kind}); {SOURCE}'s model_size_mb "
-            f"{result.model_size_mb:g} counts weight.bin with its blob headers")
+            f"{size_mb:g} counts weight.bin with its blob headers")
     return exact, {
-        "tool_model_size_mb": result.model_size_mb,
+        "tool_model_size_mb": size_mb,
         "tool_weight_bytes": tool_bytes,
         "exact_weight_bytes": exact,
         "tool_over_exact": tool_bytes / exact,
-        "tool_gbps_recomputed": result.model_size_mb / result.inference_time_ms,
+        "tool_gbps_recomputed": size_mb / result.inference_time_ms,
         "note": note,
     }
 

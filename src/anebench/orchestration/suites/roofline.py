@@ -158,7 +158,7 @@ LATENCY_GROWTH = 4
 LATENCY_TRIES = 8
 
 
-def runlatency_of(engine: Engine, device: str, workload: Workload | None, options: RunOptions,
+def run_latency(engine: Engine, device: str, workload: Workload | None, options: RunOptions,
                 progress: ProgressFactory = no_progress) -> ResultRecord:
     """Dispatch cost: the smallest workload the engine accepts, growing it when a call is too short to
     time."""

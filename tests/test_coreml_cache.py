@@ -76,19 +76,19 @@ def test_incomplete_entry_is_rebuilt(tmp_path):
 
 def test_cache_dir_from_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("ANEBENCH_CACHE_DIR", str(tmp_path / "here"))
-    assert default_cache_dir() == tmp_path / "here" / "coreml"
+    assert default_cache_dir() == tmp_path / "here"
     monkeypatch.delenv("ANEBENCH_CACHE_DIR")
     assert "anebench" in str(default_cache_dir())
 
 
 def test_every_cache_shares_one_root_with_or_without_the_environment(tmp_path, monkeypatch):
-    """The bundle cache and the tensor-hash cache used to disagree on where $ANEBENCH_CACHE_DIR puts them."""
+    """The bundle cache and the tensor-hash cache used to disagree on the root without the environment."""
     from anebench.workloads.checkpoints import tensor_hash
 
     monkeypatch.setenv("ANEBENCH_CACHE_DIR", str(tmp_path / "here"))
-    assert default_cache_dir().parent == tensor_hash.cache_dir().parent == tmp_path / "here"
+    assert default_cache_dir() == tensor_hash.cache_dir().parent == tmp_path / "here"
     monkeypatch.delenv("ANEBENCH_CACHE_DIR")
-    assert default_cache_dir().parent == tensor_hash.cache_dir().parent
+    assert default_cache_dir() == tensor_hash.cache_dir().parent
 
 
 def test_build_command_json_out_and_reuse(tmp_path, capsys):

@@ -33,7 +33,7 @@ def test_stream_sha256_names_a_short_or_missing_file(tmp_path):
 
 def test_cache_dirs_are_kinds_under_one_root(tmp_path, monkeypatch):
     monkeypatch.setenv(paths.CACHE_ENV, str(tmp_path / "c"))
-    assert paths.cache_dir("coreml") == tmp_path / "c" / "coreml"
+    assert paths.cache_dir("tensor-sha256") == tmp_path / "c" / "tensor-sha256"
     monkeypatch.delenv(paths.CACHE_ENV)
     assert paths.cache_dir("tensor-sha256").parent == paths.cache_root()
     assert "anebench" in str(paths.cache_root())

@@ -19,19 +19,16 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..util.hashing import file_sha256
-from ..util.paths import CACHE_ENV, cache_dir
+from ..util.paths import CACHE_ENV, cache_root
 from .coreml import BuildSpec, SplitProgress, build_bundle
 from .mlprogram import MLProgramBundle
 
 MANIFEST_NAME = "anebench-build.json"
 MANIFEST_SCHEMA = "anebench.coreml-build/1"
-CACHE_KIND = "coreml"
-
-
 def default_cache_dir() -> Path:
-    """The bundle cache: ``coreml`` under ``$ANEBENCH_CACHE_DIR`` or the platform's cache directory
-    (e.g. ~/Library/Caches/anebench/coreml), beside the other caches."""
-    return cache_dir(CACHE_KIND)
+    """The bundle cache: ``$ANEBENCH_CACHE_DIR`` or the platform's cache directory (e.g.
+    ~/Library/Caches/anebench), the root the other caches keep their subdirectories under."""
+    return cache_root()
 
 
 @dataclass

@@ -1,7 +1,8 @@
 """Where anebench keeps what it may rebuild (caches) and what it must keep (the results store).
 
 One resolver each, so that every cache agrees on its root: ``$ANEBENCH_CACHE_DIR`` when set, else the
-platform's cache directory (e.g. ~/Library/Caches/anebench), with one subdirectory per kind of cache.
+platform's cache directory (e.g. ~/Library/Caches/anebench). Core ML bundles live in the root itself
+(one directory per build key); every other cache in a subdirectory named for its kind.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ def cache_root() -> Path:
 
 
 def cache_dir(kind: str) -> Path:
-    """The directory of one kind of cache (``coreml``, ``tensor-sha256``) under ``cache_root()``."""
+    """The directory of one kind of cache (e.g. ``tensor-sha256``) under ``cache_root()``."""
     return cache_root() / kind
 
 

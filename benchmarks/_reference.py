@@ -57,18 +57,22 @@ class ReadKernel:
             list(self._pool.map(np.max, self._parts))
 
     def gbps(self, repeats: int = 10) -> float:
+        from anebench.model import gbps, median  # after HERE's src/ is on the path
+
         self.once()
         times = []
         for _ in range(repeats):
             start = time.perf_counter()
             self.once()
             times.append(time.perf_counter() - start)
-        return self.array.nbytes / float(np.median(times)) / 1e9
+        return gbps(self.array.nbytes, median(times))
 
 
 def blas_line() -> str:
     from anebench.system.blas import OPENBLAS_OVERRIDES, blas_libraries
 
-    libs = ", ".join(f"{b['library']} {b['version']} kernel={b['kernel']} threads={b['threads']}" for b in blas_libraries())
+    libs = ", ".join(
+        f"{b['library']} {b['version']} kernel={b['kernel']} threads={b['threads']}" for b in blas_libraries()
+    )
     overrides = [f"{v}={os.environ[v]}" for v in OPENBLAS_OVERRIDES if os.environ.get(v)]
     return f"BLAS: {libs or 'none found'}; overrides: {', '.join(overrides) or 'none'}"

@@ -87,9 +87,15 @@ def main() -> None:
                 "program reads the published weight bytes": manifest["weight_bytes"] == weight_bytes,
             }
             failures += not all(checks.values())
-            print(f"\n{workload} ({quant}, {manifest['weight_blobs']} blobs, splits {manifest['splits'][:2]}...)")
-            print(f"  build time       {result['seconds']:8.2f} s   target {target_s:.0f} s   "
-                  f"ratio {result['seconds'] / target_s:.2f}   build/generate {result['seconds'] / generate:.2f}")
+            print(
+                f"\n{workload} ({quant}, {manifest['weight_blobs']} blobs, "
+                f"splits {manifest['splits'][:2]}...)"
+            )
+            print(
+                f"  build time       {result['seconds']:8.2f} s   target {target_s:.0f} s   "
+                f"ratio {result['seconds'] / target_s:.2f}   "
+                f"build/generate {result['seconds'] / generate:.2f}"
+            )
             print(f"  peak RSS         {result['peak_rss'] / 1e9:8.3f} GB  (after imports "
                   f"{result['baseline_rss'] / 1e9:.3f} GB; build added "
                   f"{(result['peak_rss'] - result['baseline_rss']) / 1e9:.3f} GB)")

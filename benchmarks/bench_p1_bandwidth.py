@@ -19,6 +19,7 @@ from _reference import ReadKernel, blas_line
 from anebench.engines import usable_engine
 from anebench.measure.timing import time_calls
 from anebench.measure.warmup import WarmupPolicy
+from anebench.model import gbps, median
 from anebench.orchestration.session import prepared_workload, verify_output
 from anebench.workloads import resolve_workload
 
@@ -34,7 +35,7 @@ def measure_engine(name: str, workload, rounds: int, runs: int) -> tuple[list[fl
         for _ in range(rounds):
             reference_gbps.append(kernel.gbps(repeats=runs))
             timing = time_calls(prepared, runs, WarmupPolicy(fixed=2))
-            engine_gbps.append(prepared.weight_bytes / statistics.median(timing.samples_s) / 1e9)
+            engine_gbps.append(gbps(prepared.weight_bytes, median(timing.samples_s)))
         dtype = prepared.run_dtype
     return engine_gbps, reference_gbps, f"{dtype}; reference: {kernel.name}"
 
@@ -52,7 +53,11 @@ def main() -> None:
     for name in args.engines.split(","):
         engine_gbps, reference_gbps, what = measure_engine(name, workload, args.rounds, args.runs)
         ratios = [e / r for e, r in zip(engine_gbps, reference_gbps)]
-        summary[name] = (statistics.median(ratios), statistics.median(engine_gbps), statistics.median(reference_gbps))
+        summary[name] = (
+            median(ratios),
+            median(engine_gbps),
+            median(reference_gbps),
+        )
         print(f"{name:6s} {what}")
         print(f"       engine GB/s per round:    {' '.join(f'{g:6.2f}' for g in engine_gbps)}")
         print(f"       reference GB/s per round: {' '.join(f'{g:6.2f}' for g in reference_gbps)}")

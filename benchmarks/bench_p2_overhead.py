@@ -20,6 +20,7 @@ import _reference  # noqa: F401  (puts src/ on the path when run from a checkout
 from anebench.engines import usable_engine
 from anebench.measure.clock import PERF_COUNTER
 from anebench.measure.timing import Runs, UntilAllDone, timing_loop
+from anebench.model import median
 from anebench.workloads import resolve_workload
 
 TARGET_US = 2.0
@@ -43,7 +44,9 @@ def together_loop(prepared, calls: int) -> float:
     """The together phase's shape: starts recorded, the rule asked after every call."""
     bounds, done_at = [0, 0], [0]
     start = time.perf_counter_ns()
-    loop = timing_loop(prepared, PERF_COUNTER, UntilAllDone(calls, 0, bounds, done_at), RESOLUTION_S, spans=True)
+    loop = timing_loop(
+        prepared, PERF_COUNTER, UntilAllDone(calls, 0, bounds, done_at), RESOLUTION_S, spans=True
+    )
     return (time.perf_counter_ns() - start) / len(loop.samples_s)
 
 
@@ -70,12 +73,14 @@ def main() -> None:
                 harness = loop(prepared, args.calls)
                 bares.append(bare)
                 differences.append(harness - bare)
-            overhead_us = statistics.median(differences) / 1e3
+            overhead_us = median(differences) / 1e3
             quartiles = statistics.quantiles(differences, n=4)
             iqr_us = (quartiles[2] - quartiles[0]) / 1e3
             worst = max(worst, overhead_us)
-            print(f"{name:6s} {label:10s} call {statistics.median(bares) / 1e3:7.2f} us bare; harness overhead "
-                  f"{overhead_us:+.3f} us per call (IQR of the {len(differences)} repeats: {iqr_us:.2f} us)")
+            print(
+                f"{name:6s} {label:10s} call {median(bares) / 1e3:7.2f} us bare; harness overhead "
+                f"{overhead_us:+.3f} us per call (IQR of the {len(differences)} repeats: {iqr_us:.2f} us)"
+            )
         prepared.close()
     verdict = "PASS" if worst <= TARGET_US else "FAIL"
     print(f"P2 {verdict}: worst harness overhead {worst:.3f} us per call (target <= {TARGET_US} us)")

@@ -41,11 +41,13 @@ def main() -> None:
     if between.get("low_s"):
         median = summary["median"]
         headline = f"±{max(between['high_s'] / median - 1, 1 - between['low_s'] / median):.2%}"
-    print(f"default run: {record['engine']['name']}:{record['engine']['device']} {record['workload']['name']} "
-          f"({record['engine']['run_dtype']}, {weight_bytes / 1e6:.1f} MB) {record['gbps']:.2f} GB/s, "
-          f"median {summary['median'] * 1e3:.3f} ms over {record['method']['runs']} runs, "
-          f"warmup {record['method']['warmup_runs']}; {len(reps.get('runs', []))} repetitions, between-run "
-          f"{headline}; warnings: {record['warnings'] or 'none'}")
+    print(
+        f"default run: {record['engine']['name']}:{record['engine']['device']} {record['workload']['name']} "
+        f"({record['engine']['run_dtype']}, {weight_bytes / 1e6:.1f} MB) {record['gbps']:.2f} GB/s, "
+        f"median {summary['median'] * 1e3:.3f} ms over {record['method']['runs']} runs, "
+        f"warmup {record['method']['warmup_runs']}; {len(reps.get('runs', []))} repetitions, between-run "
+        f"{headline}; warnings: {record['warnings'] or 'none'}"
+    )
     checks = [
         ("wall time", wall <= WALL_TARGET_S, f"{wall:.1f} s (target <= {WALL_TARGET_S:.0f} s)"),
         ("within-run CI half-width", ci_half <= CI_TARGET,

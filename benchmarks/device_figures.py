@@ -37,7 +37,7 @@ def row(rec: dict, ceiling: float | None) -> dict:
         "device": rec["engine"]["device"], "gpu": name, "datasheet_gbps": sheet, "read_ceiling_gbps": ceiling,
         "per_call_gbps": rec["gbps"], "device_time_gbps": rec.get("device_gbps"), "streaming_gbps": streaming,
         "expected": f"per-call >= {TARGET:.2f} x read ceiling; every figure below the datasheet",
-        "warnings": rec.get("warnings", []), "energy": rec.get("extras", {}).get("energy"),
+        "warnings": rec.get("warnings", []), "energy": rec.get("energy"),
         "energy_window": gpu.get("energy_window"), "verdicts": [],
     }
     if ceiling:

@@ -55,8 +55,10 @@ def bf16_model(directory: Path, rows: int = VOCAB, cols: int = HIDDEN, **config)
     directory.mkdir(parents=True, exist_ok=True)
     generator = torch.Generator().manual_seed(3)
     embedding = (torch.randn(rows, cols, generator=generator) * 0.05).to(torch.bfloat16)
-    save_torch({"model.embed_tokens.weight": embedding, "model.norm.weight": torch.ones(cols).to(torch.bfloat16)},
-               str(directory / "model.safetensors"))
+    save_torch(
+        {"model.embed_tokens.weight": embedding, "model.norm.weight": torch.ones(cols).to(torch.bfloat16)},
+        str(directory / "model.safetensors"),
+    )
     write_config(directory, **({"tie_word_embeddings": True} | config))
     return directory, embedding
 

@@ -60,7 +60,10 @@ def test_published_dual_runs_were_threads_of_one_process_so_their_verdict_is_inc
 def test_mixed_latency_rows_are_excluded_from_every_comparison(agg, published):
     unknown = [r for r in published if r.workload.name == UNKNOWN_WORKLOAD]
     assert len(unknown) == 13 and all(r.gbps is None for r in unknown)
-    canonical = {resolve_workload("llama_lm_head").fingerprint, resolve_workload("DeepHermes_lm_head").fingerprint}
+    canonical = {
+        resolve_workload("llama_lm_head").fingerprint,
+        resolve_workload("DeepHermes_lm_head").fingerprint,
+    }
     fingerprints = [r.workload.fingerprint for r in unknown]
     assert len(set(fingerprints)) == 13 and not set(fingerprints) & canonical
     assert all(r.workload != UNKNOWN_WORKLOAD for r in agg.rows)
@@ -158,7 +161,9 @@ def test_two_concurrency_runs_give_the_median_of_their_combined_figures_not_a_su
 
 
 def test_threads_per_copy_is_part_of_the_concurrency_key():
-    rows = aggregate(_suite_run(100, 60, 120, 1.0, threads=1) + _suite_run(100, 90, 180, 1.0, threads=2)).concurrency
+    rows = aggregate(
+        _suite_run(100, 60, 120, 1.0, threads=1) + _suite_run(100, 90, 180, 1.0, threads=2)
+    ).concurrency
     assert sorted((r.threads_per_copy, r.verdict) for r in rows) == [(1, "partial"), (2, "independent units")]
 
 

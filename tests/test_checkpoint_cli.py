@@ -48,7 +48,10 @@ def test_run_on_a_checkpoint_passes_the_output_check_on_the_real_weights(capsys,
     streamed = resolve_workload(f"hf:{model}").streamed_fingerprint(record["engine"]["run_dtype"])
     assert workload["fingerprint"] == streamed
     # numpy streams fp32 and says so; the tensor chosen, and why, is printed on stderr.
-    assert record["engine"]["run_dtype"] == "fp32" and "fp16 weights streamed as fp32" in record["engine"]["dtype_note"]
+    assert (
+        record["engine"]["run_dtype"] == "fp32"
+        and "fp16 weights streamed as fp32" in record["engine"]["dtype_note"]
+    )
     assert "lm_head.weight" in stderr and "chosen because" in stderr
 
 
@@ -163,7 +166,11 @@ BAD_CHECKPOINTS = {
     "missing shard": (missing_shard, "", "listed in model.safetensors.index.json but missing"),
     "no safetensors": (empty_model, "", "no safetensors files"),
     "not 2-D": (lambda d: single_file_model(d), ":model.norm.weight", "[48], not 2-D [vocab, hidden]"),
-    "unknown tensor": (lambda d: single_file_model(d), ":lm_head.wieght", "2-D tensors there: lm_head.weight [515, 48]"),
+    "unknown tensor": (
+        lambda d: single_file_model(d),
+        ":lm_head.wieght",
+        "2-D tensors there: lm_head.weight [515, 48]",
+    ),
 }
 
 

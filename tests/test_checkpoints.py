@@ -13,9 +13,10 @@ import numpy as np
 import pytest
 from safetensors import safe_open
 
-from anebench.workloads.checkpoints import checkpoint_workload, tensor_hash
 from anebench.errors import UserError
+from anebench.util import hashing
 from anebench.workloads import resolve_workload
+from anebench.workloads.checkpoints import checkpoint_workload, tensor_hash
 from checkpoint_builders import (
     HIDDEN,
     VOCAB,
@@ -214,7 +215,7 @@ def test_hash_cache_is_reused_and_invalidated_when_the_file_changes(tmp_path, mo
 
 
 def test_streamed_hash_crosses_chunk_boundaries(tmp_path, monkeypatch):
-    monkeypatch.setattr(tensor_hash, "CHUNK_BYTES", 1000)  # many chunks, the last one partial
+    monkeypatch.setattr(hashing, "CHUNK_BYTES", 1000)  # many chunks, the last one partial
     model = single_file_model(tmp_path / "m")
     raw = stored_array(model / "model.safetensors", "lm_head.weight").tobytes()
     source = checkpoint_workload(f"hf:{model}", use_hash_cache=False).weights

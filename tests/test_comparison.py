@@ -85,8 +85,13 @@ def test_the_scaling_halfwidth_combines_solo_and_combined_in_quadrature():
 
 def test_aggregate_verdict_is_inconclusive_when_the_solo_runs_are_too_uncertain():
     def dual(phase: str, medians: list[float], instance: int) -> object:
-        return repeated_record(medians, chip="Apple M4 Max", engine="coreml", device="ane",
-                               concurrency={"mode": "processes", "phase": phase, "copy": instance, "copies": 2})
+        return repeated_record(
+            medians,
+            chip="Apple M4 Max",
+            engine="coreml",
+            device="ane",
+            concurrency={"mode": "processes", "phase": phase, "copy": instance, "copies": 2},
+        )
 
     noisy = [10 * MS, 11.5 * MS, 9 * MS]
     steady = [10 * MS, 10.01 * MS, 9.99 * MS]

@@ -44,8 +44,16 @@ def test_published_m5_max_run_is_a_shared_ceiling(template):
     assert "< 1.1 shared ceiling" in analysis.as_dict()["rule"]
 
 
-@pytest.mark.parametrize("combined, expected", [(296.0, "independent units"), (223.0, "independent units"),
-                                                (200.0, "partial"), (164.0, "partial"), (162.0, "shared ceiling")])
+@pytest.mark.parametrize(
+    "combined, expected",
+    [
+        (296.0, "independent units"),
+        (223.0, "independent units"),
+        (200.0, "partial"),
+        (164.0, "partial"),
+        (162.0, "shared ceiling"),
+    ],
+)
 def test_verdict_follows_the_stated_thresholds(template, combined, expected):
     analysis = verdict_for(template, [148.0, 148.0], [combined / 2] * 2, combined)
     assert analysis.verdict.verdict == expected
@@ -173,13 +181,12 @@ def test_suite_records_aggregate_into_one_verdict_per_workload():
 
 
 def test_the_copies_preflight_counts_a_quantized_head_as_stored():
-    from fakehost import FakeHost
-
-    from anebench.orchestration import session
     from anebench.engines.coreml_engine import CoreMLEngine, stored_bytes
     from anebench.errors import UserError
+    from anebench.orchestration import session
     from anebench.orchestration.concurrency_plan import plan_concurrent
     from anebench.workloads import resolve_workload
+    from fakehost import FakeHost
 
     lut6 = resolve_workload("llama_lm_head_lut6")
     two_copies = 2 * stored_bytes(lut6) * session.MEMORY_HEADROOM

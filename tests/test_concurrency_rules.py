@@ -114,7 +114,11 @@ def test_several_devices_plan_one_process_per_device_and_check_each_devices_memo
     assert plan.devices == ["fake:0", "fake:2"] and plan.mode == "processes" and plan.copies == 2
     assert [(m.pool, m.copies, m.free_bytes) for m in plan.memory] == [("fake:0", 1, 8 * 10**9),
                                                                       ("fake:2", 1, 8 * 10**9 - 2000)]
-    assert plan_concurrent(engine, "cpu", SMALL, None, devices="all").devices == ["fake:0", "fake:1", "fake:2"]
+    assert plan_concurrent(engine, "cpu", SMALL, None, devices="all").devices == [
+        "fake:0",
+        "fake:1",
+        "fake:2",
+    ]
     lines = describe_plan(plan)
     assert "copy 1: fake:2, its own process, seed + 1" in lines
     assert any(line.startswith("memory on fake:2: 1 copies need") for line in lines)

@@ -30,7 +30,10 @@ def cache(tmp_path_factory):
 @pytest.fixture(scope="module")
 def built(cache):
     """One bundle per storage, built once for the module."""
-    return {q: build_or_reuse(BuildSpec(TINY, q, max_split_rows=SPLIT), cache) for q in ("fp16", "int8", "lut4", "lut6")}
+    return {
+        q: build_or_reuse(BuildSpec(TINY, q, max_split_rows=SPLIT), cache)
+        for q in ("fp16", "int8", "lut4", "lut6")
+    }
 
 
 def source(start: int, stop: int) -> np.ndarray:
@@ -39,7 +42,9 @@ def source(start: int, stop: int) -> np.ndarray:
 
 def test_layout_names_shapes_and_ops(built):
     bundle = built["fp16"].open()
-    assert [(t.name, t.shape, t.dtype) for t in bundle.inputs] == [("hidden_states", (1, 1, HIDDEN), "FLOAT16")]
+    assert [(t.name, t.shape, t.dtype) for t in bundle.inputs] == [
+        ("hidden_states", (1, 1, HIDDEN), "FLOAT16")
+    ]
     assert [t.name for t in bundle.outputs] == [f"logits{i}" for i in range(1, 9)]
     assert all(t.shape == (1, 1, SPLIT) and t.dtype == "FLOAT16" for t in bundle.outputs)
     assert bundle.specification_version >= 9  # iOS18 / macOS 15
@@ -62,7 +67,9 @@ def test_fp16_exact_bytes_and_read_back(built):
         assert stored.dtype == np.float16
         assert np.array_equal(stored, TINY.weights.read_rows(index * SPLIT, (index + 1) * SPLIT))
     # A slice reads only its rows and matches the whole.
-    assert np.array_equal(bundle.decoded_rows(bundle.convs()[3], 5, 77), source(3 * SPLIT + 5, 3 * SPLIT + 77))
+    assert np.array_equal(
+        bundle.decoded_rows(bundle.convs()[3], 5, 77), source(3 * SPLIT + 5, 3 * SPLIT + 77)
+    )
 
 
 @pytest.mark.parametrize("quant,nbits", [("lut6", 6), ("lut4", 4)])
@@ -163,16 +170,22 @@ def test_splits_are_near_equal_bounded_and_cover(rows, max_rows, unit):
     assert max(sizes) - min(sizes) <= step and all(s % step == 0 for s in sizes)
 
 
-@pytest.mark.parametrize("kwargs,message", [
-    ({"workload": Workload("odd", 64, 1001), "quant": "lut6"}, "not divisible by the LUT group size 8"),
-    ({"workload": Workload("small", 64, 32), "quant": "lut4"}, "too small to be palettised"),
-    ({"workload": Workload("narrow", 4, 4096), "quant": "lut6"}, "fewer values than the 64 entries"),
-    ({"workload": TINY, "quant": "lut5"}, "quant 'lut5' is not supported; valid: fp16, int8, lut4, lut6"),
-    ({"workload": TINY, "quant": "lut6", "lut_mode": "median"}, "lut mode 'median' is not supported"),
-    ({"workload": TINY, "repeat": 0}, "repeat 0 must be between 1 and 64"),
-    # 514 = 2 x 257 rows: weight set 3 would be rotated by 2 x 257, back onto set 1.
-    ({"workload": Workload("rot", 64, 514), "repeat": 3}, "repeat 3 with a vocabulary of 514 rows would repeat"),
-])
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        ({"workload": Workload("odd", 64, 1001), "quant": "lut6"}, "not divisible by the LUT group size 8"),
+        ({"workload": Workload("small", 64, 32), "quant": "lut4"}, "too small to be palettised"),
+        ({"workload": Workload("narrow", 4, 4096), "quant": "lut6"}, "fewer values than the 64 entries"),
+        ({"workload": TINY, "quant": "lut5"}, "quant 'lut5' is not supported; valid: fp16, int8, lut4, lut6"),
+        ({"workload": TINY, "quant": "lut6", "lut_mode": "median"}, "lut mode 'median' is not supported"),
+        ({"workload": TINY, "repeat": 0}, "repeat 0 must be between 1 and 64"),
+        # 514 = 2 x 257 rows: weight set 3 would be rotated by 2 x 257, back onto set 1.
+        (
+            {"workload": Workload("rot", 64, 514), "repeat": 3},
+            "repeat 3 with a vocabulary of 514 rows would repeat",
+        ),
+    ],
+)
 def test_refusals(kwargs, message):
     with pytest.raises(UserError, match=message):
         BuildSpec(**kwargs)
@@ -238,13 +251,16 @@ def test_kmeans_mode_beats_uniform_on_real_like_weights(tmp_path):
 
 @pytest.mark.skipif(not kmeans_available(), reason="k-means palettisation needs kmeans1d (anebench[coreml])")
 def test_kmeans_tables_equal_coremltools_palettizer_where_it_uses_kmeans1d():
-    """Groups of 10,000+ fp16 values: coremltools clusters them with kmeans1d, and so do we, for every size."""
+    """Groups of 10,000+ fp16 values: coremltools clusters them with kmeans1d, and so do we, for every
+    size."""
     from anebench.artifacts._coremltools import coremltools
 
     coremltools()
     from coremltools.optimize.coreml._quantization_passes import palettize_weights
 
-    values = (np.random.default_rng(4).standard_normal((16, 1280)) * 0.02).astype(np.float16)  # 8 x 1280 >= 10k
+    values = (np.random.default_rng(4).standard_normal((16, 1280)) * 0.02).astype(
+        np.float16
+    )  # 8 x 1280 >= 10k
     ours = palettize_kmeans(lambda lo, hi: values[lo:hi], 16, 1280, 4, 8, workers=1)
     theirs = palettize_weights.blockwise_compress(values.reshape(16, 1280, 1, 1), "KMEANS", 4, [8, 0, 0, 0])
     assert np.array_equal(ours.table, np.asarray(theirs.lut, dtype=np.float16).reshape(2, 16))

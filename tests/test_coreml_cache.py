@@ -69,7 +69,9 @@ def test_incomplete_entry_is_rebuilt(tmp_path):
     weight_file = first.package / first.manifest["weight_file"]
     weight_file.write_bytes(weight_file.read_bytes()[:1000])  # truncated
     again = build_or_reuse(spec(), tmp_path)
-    assert not again.reused and file_sha256(again.package / again.manifest["weight_file"]) == first.weight_sha256
+    assert (
+        not again.reused and file_sha256(again.package / again.manifest["weight_file"]) == first.weight_sha256
+    )
 
 
 def test_cache_dir_from_environment(tmp_path, monkeypatch):
@@ -77,6 +79,16 @@ def test_cache_dir_from_environment(tmp_path, monkeypatch):
     assert default_cache_dir() == tmp_path / "here"
     monkeypatch.delenv("ANEBENCH_CACHE_DIR")
     assert "anebench" in str(default_cache_dir())
+
+
+def test_every_cache_shares_one_root_with_or_without_the_environment(tmp_path, monkeypatch):
+    """The bundle cache and the tensor-hash cache used to disagree on the root without the environment."""
+    from anebench.workloads.checkpoints import tensor_hash
+
+    monkeypatch.setenv("ANEBENCH_CACHE_DIR", str(tmp_path / "here"))
+    assert default_cache_dir() == tensor_hash.cache_dir().parent == tmp_path / "here"
+    monkeypatch.delenv("ANEBENCH_CACHE_DIR")
+    assert default_cache_dir() == tensor_hash.cache_dir().parent
 
 
 def test_build_command_json_out_and_reuse(tmp_path, capsys):

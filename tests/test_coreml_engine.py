@@ -72,7 +72,9 @@ def test_fp16_output_is_w_at_x_in_split_order(cache):
     check = check_output(prepared)
     assert check.passed and check.rows_checked == 768  # first, middle and last 256 rows
     assert prepared.weight_bytes == VOCAB * HIDDEN * 2 and prepared.run_dtype == "fp16"
-    assert prepared.artifact_sha256 == prepared.artifact.weight_sha256 and prepared.compute_units == "CPU_AND_NE"
+    assert (
+        prepared.artifact_sha256 == prepared.artifact.weight_sha256 and prepared.compute_units == "CPU_AND_NE"
+    )
 
 
 def test_the_output_check_catches_misordered_outputs(cache):
@@ -133,12 +135,20 @@ def test_lut6_catalog_workload_uses_its_own_quant(cache):
 
 
 def test_placement_summary():
-    all_ane = [OpPlacement("const", None), OpPlacement("conv", "ane", 0.9), OpPlacement("transpose", "ane", 0.1)]
+    all_ane = [
+        OpPlacement("const", None),
+        OpPlacement("conv", "ane", 0.9),
+        OpPlacement("transpose", "ane", 0.1),
+    ]
     details, warnings = summarize_placement(all_ane, "ane")
     assert details["ane_op_share"] == 1.0 and details["ane_cost_share"] == 1.0 and warnings == []
     assert details["asked_op_share"] == 1.0 and details["placement_asked"] == "ane"
-    mixed = [OpPlacement("conv", "ane", 0.8), OpPlacement("conv", "ane", 0.1), OpPlacement("transpose", "cpu", 0.1),
-             OpPlacement("squeeze", "gpu", None)]
+    mixed = [
+        OpPlacement("conv", "ane", 0.8),
+        OpPlacement("conv", "ane", 0.1),
+        OpPlacement("transpose", "cpu", 0.1),
+        OpPlacement("squeeze", "gpu", None),
+    ]
     details, warnings = summarize_placement(mixed, "ane")
     assert details["ane_op_share"] == 0.5 and details["ane_cost_share"] == pytest.approx(0.9)
     assert details["ops_on_cpu"] == 1 and details["ops_on_gpu"] == 1 and details["ops_on_ane"] == 2
@@ -172,7 +182,11 @@ def test_placement_is_judged_against_the_unit_asked_for(asked, name):
 
 
 def test_placement_for_all_keeps_the_counts_without_a_warning():
-    plan = [OpPlacement("conv", "gpu", 0.6), OpPlacement("conv", "cpu", 0.3), OpPlacement("transpose", "ane", 0.1)]
+    plan = [
+        OpPlacement("conv", "gpu", 0.6),
+        OpPlacement("conv", "cpu", 0.3),
+        OpPlacement("transpose", "ane", 0.1),
+    ]
     details, warnings = summarize_placement(plan, "all")
     assert warnings == [] and "asked_op_share" not in details
     assert (details["ops_on_ane"], details["ops_on_gpu"], details["ops_on_cpu"]) == (1, 1, 1)
@@ -184,7 +198,9 @@ def test_placement_for_all_keeps_the_counts_without_a_warning():
 def test_placement_unavailable_names_the_cause():
     error = ImportError("No module named 'coremltools.models.compute_plan'")
     assert coreml_engine.placement_unavailable(error, "8.0").endswith("needs coremltools 8.1+ (this is 8.0)")
-    assert coreml_engine.placement_unavailable(error, "7.2b1").endswith("needs coremltools 8.1+ (this is 7.2b1)")
+    assert coreml_engine.placement_unavailable(error, "7.2b1").endswith(
+        "needs coremltools 8.1+ (this is 7.2b1)"
+    )
     assert coreml_engine.placement_unavailable(error, "8.1").endswith("needs macOS 14.4+")
     assert coreml_engine.placement_unavailable(error, "9.0").endswith("needs macOS 14.4+")
 
@@ -209,16 +225,32 @@ def test_a_loaded_model_passes_the_check(tmp_path):
     coreml_engine.check_loaded(loaded, tmp_path / "head.mlpackage", ["some warning"])
 
 
-@pytest.mark.parametrize("model,messages,imported,reason", [
-    (UnloadedModel(RuntimeError("Error compiling model: unsupported op 'constexpr_lut_to_dense'")),
-     ["You will not be able to run predict() on this Core ML model."], [],
-     "Error compiling model: unsupported op 'constexpr_lut_to_dense'"),
-    (UnloadedModel(), ["You will not be able to run predict() on this Core ML model. Underlying\nexception: x"], [],
-     "You will not be able to run predict() on this Core ML model. Underlying\nexception: x"),
-    (UnloadedModel(), [], ["Torch version 2.13 has not been tested", "Failed to load _MLModelProxy: no libcoremlpython"],
-     "coremltools cannot reach Core ML from this Python (Failed to load _MLModelProxy: no libcoremlpython)"),
-    (UnloadedModel(), [], [], "no reason given"),
-], ids=["framework error", "warning", "no binding", "nothing said"])
+@pytest.mark.parametrize(
+    "model,messages,imported,reason",
+    [
+        (
+            UnloadedModel(RuntimeError("Error compiling model: unsupported op 'constexpr_lut_to_dense'")),
+            ["You will not be able to run predict() on this Core ML model."],
+            [],
+            "Error compiling model: unsupported op 'constexpr_lut_to_dense'",
+        ),
+        (
+            UnloadedModel(),
+            ["You will not be able to run predict() on this Core ML model. Underlying\nexception: x"],
+            [],
+            "You will not be able to run predict() on this Core ML model. Underlying\nexception: x",
+        ),
+        (
+            UnloadedModel(),
+            [],
+            ["Torch version 2.13 has not been tested", "Failed to load _MLModelProxy: no libcoremlpython"],
+            "coremltools cannot reach Core ML from this Python "
+            "(Failed to load _MLModelProxy: no libcoremlpython)",
+        ),
+        (UnloadedModel(), [], [], "no reason given"),
+    ],
+    ids=["framework error", "warning", "no binding", "nothing said"],
+)
 def test_a_model_that_did_not_load_is_one_line_naming_the_bundle(tmp_path, capsys, model, messages, imported,
                                                                     reason):
     package = tmp_path / "tiny_head-fp16.mlpackage"
@@ -334,8 +366,12 @@ class GilHoldingCoreML(NumpyCoreML):
 def stand_in_engine(monkeypatch, make_model):
     monkeypatch.setattr(preflight, "coreml_problem", lambda: None)
     monkeypatch.setattr(preflight, "ane_problem", lambda: None)
-    monkeypatch.setattr(coreml_engine, "load_model", lambda package, units, warnings_out=None: make_model(package))
-    monkeypatch.setattr(coreml_engine, "query_placement", lambda model, units: [OpPlacement("conv", "ane", 1.0)])
+    monkeypatch.setattr(
+        coreml_engine, "load_model", lambda package, units, warnings_out=None: make_model(package)
+    )
+    monkeypatch.setattr(
+        coreml_engine, "query_placement", lambda model, units: [OpPlacement("conv", "ane", 1.0)]
+    )
 
 
 def test_core_ml_duration_is_recorded_beside_wall_clock_for_every_sample(tmp_path, monkeypatch):
@@ -378,7 +414,10 @@ def test_no_duration_from_an_older_coremltools_is_wall_clock_only(tmp_path, monk
 def test_close_releases_the_model_before_the_inputs(cache):
     prepared = prepared_for(cache, TINY.with_batch(2))
     prepared.model = GilHoldingCoreML(prepared.artifact.package, hold_us=1)
-    prepared._predict, prepared._duration = prepared.model.predict, coreml_engine.predict_duration(prepared.model)
+    prepared._predict, prepared._duration = (
+        prepared.model.predict,
+        coreml_engine.predict_duration(prepared.model),
+    )
     prepared.call()
     assert prepared.device_seconds() is not None
     released = []
@@ -399,7 +438,10 @@ def test_engine_on_linux_says_why_and_exits_2(capsys):
     assert engine.devices() == []
     from anebench.cli import main
 
-    for args in (["run", "--engine", "coreml", "--no-save"], ["run", "-e", "coreml", "-d", "ane", "--no-save"]):
+    for args in (
+        ["run", "--engine", "coreml", "--no-save"],
+        ["run", "-e", "coreml", "-d", "ane", "--no-save"],
+    ):
         with pytest.raises(SystemExit) as exit_info:
             main(args)
         assert exit_info.value.code == 2
@@ -456,7 +498,9 @@ def test_prepare_and_measure_end_to_end_with_a_stand_in_model(tmp_path, monkeypa
 def test_placement_query_missing_before_macos_14_4_is_a_warning_not_a_failure(tmp_path, monkeypatch):
     monkeypatch.setattr(preflight, "coreml_problem", lambda: None)
     monkeypatch.setattr(preflight, "ane_problem", lambda: None)
-    monkeypatch.setattr(coreml_engine, "load_model", lambda package, units, warnings_out=None: NumpyCoreML(package))
+    monkeypatch.setattr(
+        coreml_engine, "load_model", lambda package, units, warnings_out=None: NumpyCoreML(package)
+    )
 
     def old_macos(model, units):
         raise ImportError("cannot import name 'MLComputePlan'")
@@ -473,8 +517,12 @@ def test_placement_query_missing_before_macos_14_4_is_a_warning_not_a_failure(tm
     # The same failure with coremltools 8.0 is the version's fault, and the warning says so.
     monkeypatch.setattr(CoreMLEngine, "version", lambda self: "8.0")
     prepared = CoreMLEngine(cache_dir=tmp_path).prepare(TINY, "gpu")
-    assert prepared.warnings == [("placement: MLComputePlan unavailable (cannot import name 'MLComputePlan'); "
-                                  "needs coremltools 8.1+ (this is 8.0)")]
+    assert prepared.warnings == [
+        (
+            "placement: MLComputePlan unavailable (cannot import name 'MLComputePlan'); "
+            "needs coremltools 8.1+ (this is 8.0)"
+        )
+    ]
 
 
 # --- macOS (the GitHub Actions Apple-silicon runner) -------------------------------------------------
@@ -516,7 +564,9 @@ def test_macos_core_ml_prediction_duration_is_read_after_each_call(tmp_path):
     prepared = CoreMLEngine(cache_dir=tmp_path).prepare(TINY, "cpu")
     try:
         if coreml_engine.predict_duration(prepared.model) is None:
-            pytest.skip(reason=f"coremltools {coreml_engine.CoreMLEngine().version()} records no predict duration")
+            pytest.skip(
+                reason=f"coremltools {coreml_engine.CoreMLEngine().version()} records no predict duration"
+            )
         start = time.perf_counter()
         prepared.call()
         wall = time.perf_counter() - start

@@ -62,7 +62,9 @@ def test_no_such_sysctl_is_native_without_asking_the_command(monkeypatch):
     assert preflight.proc_translated() == 0 and not preflight.under_rosetta() and preflight.intel_mac()
 
 
-@pytest.mark.parametrize("libc", [FakeLibc(None, error=errno.EPERM), object()], ids=["EPERM", "no sysctlbyname"])
+@pytest.mark.parametrize(
+    "libc", [FakeLibc(None, error=errno.EPERM), object()], ids=["EPERM", "no sysctlbyname"]
+)
 def test_the_sysctl_command_answers_where_sysctlbyname_cannot(monkeypatch, libc):
     fake_mac(monkeypatch, machine="x86_64", translated="1")
     monkeypatch.setattr(preflight, "_libc", lambda: libc)
@@ -145,7 +147,10 @@ def test_macos_rosetta_signal_is_the_kernel_flag(monkeypatch):
 
     assert host.sysctl("sysctl.proc_translated") in ("0", None)  # this (native) interpreter
     assert preflight.proc_translated() == 0  # and in process, through sysctlbyname
-    rosetta = shutil.which("arch") and subprocess.run(["arch", "-x86_64", "/usr/bin/true"], check=False).returncode == 0
+    rosetta = (
+        shutil.which("arch")
+        and subprocess.run(["arch", "-x86_64", "/usr/bin/true"], check=False).returncode == 0
+    )
     if not rosetta:
         pytest.skip(reason="Rosetta 2 is not installed on this runner")
     probe = ("import platform, subprocess; print(platform.machine(), subprocess.run(['sysctl', '-n', "

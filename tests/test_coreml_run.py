@@ -9,11 +9,11 @@ import time
 
 import pytest
 
-from anebench.orchestration import runplan
 from anebench.cli import main
 from anebench.engines import get_engine
 from anebench.engines.coreml_engine import CoreMLEngine
 from anebench.errors import UserError
+from anebench.orchestration import runplan
 from anebench.orchestration.keepawake import KeepAwakeProcess, measured
 from anebench.orchestration.runplan import Mitigations, Step
 from anebench.orchestration.session import RunOptions
@@ -95,7 +95,11 @@ def test_mitigations_change_only_core_ml_steps_and_say_so():
     assert coreml.engine.repeat == 1  # the original engine is untouched
     assert mitigations.apply(numpy_step) is numpy_step
     used = mitigations.describe(applied)
-    assert used[0] == runplan.KEEP_AWAKE and used[1].startswith("predicts-per-call 4:") and used[2].startswith("repeat 3:")
+    assert (
+        used[0] == runplan.KEEP_AWAKE
+        and used[1].startswith("predicts-per-call 4:")
+        and used[2].startswith("repeat 3:")
+    )
     assert mitigations.describe(numpy_step) == [runplan.KEEP_AWAKE]
     options = mitigations.options(RunOptions(), applied)
     assert options.mitigations == used and options.timing == "wall clock per call of 4 predicts"

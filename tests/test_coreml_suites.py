@@ -38,7 +38,9 @@ QUICK = ("--runs", "3", "--warmup", "1", "--time-budget", "0.5")
 
 def test_published_lut6_figures_say_compressed():
     # M-series published: fp16 at 134 GB/s (7.84 ms), lut6 396 MB in 3.27 ms.
-    result = infer_streaming([VariantPoint("fp16", FP16, FP16 / 134e9), VariantPoint("lut6", LUT6, 3.27e-3)], FP16)
+    result = infer_streaming(
+        [VariantPoint("fp16", FP16, FP16 / 134e9), VariantPoint("lut6", LUT6, 3.27e-3)], FP16
+    )
     lut6 = result.variants[1]
     assert lut6.verdict == COMPRESSED and result.inference == COMPRESSED
     assert lut6.gbps_as_stored == pytest.approx(121.1, abs=0.1)
@@ -48,22 +50,35 @@ def test_published_lut6_figures_say_compressed():
 
 def test_decompressed_compute_bound_inconclusive_and_mixed():
     fp16 = VariantPoint("fp16", FP16, 8e-3)
-    same = infer_streaming([fp16, VariantPoint("int8", INT8, 8.3e-3), VariantPoint("lut4", LUT4, 7.5e-3)], FP16)
-    assert [v.verdict for v in same.variants[1:]] == [DECOMPRESSED, DECOMPRESSED] and same.inference == DECOMPRESSED
+    same = infer_streaming(
+        [fp16, VariantPoint("int8", INT8, 8.3e-3), VariantPoint("lut4", LUT4, 7.5e-3)], FP16
+    )
+    assert [v.verdict for v in same.variants[1:]] == [
+        DECOMPRESSED,
+        DECOMPRESSED,
+    ] and same.inference == DECOMPRESSED
     slow = infer_streaming([fp16, VariantPoint("lut4", LUT4, 12e-3)], FP16)
     assert slow.inference == COMPUTE_BOUND
     between = infer_streaming([fp16, VariantPoint("lut4", LUT4, 5e-3)], FP16)  # 0.625: neither 0.25 nor 1
     assert between.inference == INCONCLUSIVE
-    mixed = infer_streaming([fp16, VariantPoint("int8", INT8, 4.1e-3), VariantPoint("lut4", LUT4, 8e-3)], FP16)
+    mixed = infer_streaming(
+        [fp16, VariantPoint("int8", INT8, 4.1e-3), VariantPoint("lut4", LUT4, 8e-3)], FP16
+    )
     assert mixed.inference == f"mixed: int8 {COMPRESSED}, lut4 {DECOMPRESSED}"
 
 
-@pytest.mark.parametrize("latency_ratio,bytes_ratio,expected", [
-    (0.5, 0.5, COMPRESSED), (0.5 * (1 + TOLERANCE) - 1e-9, 0.5, COMPRESSED), (0.5 * (1 + TOLERANCE) + 1e-3, 0.5,
-                                                                            INCONCLUSIVE),
-    (1.0, 0.5, DECOMPRESSED), (1 + TOLERANCE - 1e-9, 0.25, DECOMPRESSED), (1 + TOLERANCE + 1e-3, 0.25, COMPUTE_BOUND),
-    (0.1, 0.5, INCONCLUSIVE),
-])
+@pytest.mark.parametrize(
+    "latency_ratio,bytes_ratio,expected",
+    [
+        (0.5, 0.5, COMPRESSED),
+        (0.5 * (1 + TOLERANCE) - 1e-9, 0.5, COMPRESSED),
+        (0.5 * (1 + TOLERANCE) + 1e-3, 0.5, INCONCLUSIVE),
+        (1.0, 0.5, DECOMPRESSED),
+        (1 + TOLERANCE - 1e-9, 0.25, DECOMPRESSED),
+        (1 + TOLERANCE + 1e-3, 0.25, COMPUTE_BOUND),
+        (0.1, 0.5, INCONCLUSIVE),
+    ],
+)
 def test_variant_verdict_boundaries(latency_ratio, bytes_ratio, expected):
     assert variant_verdict(latency_ratio, bytes_ratio) == expected
 
@@ -82,7 +97,12 @@ def test_variants_keep_the_catalog_fingerprints_and_engines_say_what_they_store(
     assert variant_workload(resolve_workload("llama_lm_head_lut6"), "fp16").fingerprint == llama.fingerprint
     assert [variant_workload(llama, v).stored_bytes for v in ("int8", "lut6", "lut4")] == [INT8, LUT6, LUT4]
     coreml = as_stored(get_engine("coreml"), "ane", llama)
-    assert all(why is None for why in coreml.values()) and measurable(coreml) == ["fp16", "int8", "lut6", "lut4"]
+    assert all(why is None for why in coreml.values()) and measurable(coreml) == [
+        "fp16",
+        "int8",
+        "lut6",
+        "lut4",
+    ]
     numpy = as_stored(get_engine("numpy"), "cpu", llama)
     assert numpy["fp16"] == "streams fp32" and numpy["lut6"] == "numpy has no lut6 weight storage"
     assert measurable(numpy) == []
@@ -106,7 +126,11 @@ def test_roofline_dry_run_lists_bundles_and_says_which_are_cached(capsys, cache)
     plan = json.loads(out)
     assert plan["suite"] == "roofline" and plan["device"] == "ane"
     assert [(b["tokens"], b["quant"], b["weight_bytes"], b["cached"]) for b in plan["bundles"]] == [
-        (1, "fp16", 131072, False), (2, "fp16", 131072, False), (4, "fp16", 131072, True), (8, "fp16", 131072, False)]
+        (1, "fp16", 131072, False),
+        (2, "fp16", 131072, False),
+        (4, "fp16", 131072, True),
+        (8, "fp16", 131072, False),
+    ]
     assert all("timed predicts" in b["calls"] for b in plan["bundles"])
     assert "4 bundle(s), 3 to build" in err
     assert sorted(p.name for p in cache.iterdir()) == [BuildSpec.for_workload(head.with_tokens(4)).key]
@@ -121,7 +145,9 @@ def test_published_head_dry_runs_plan_the_published_bytes(capsys, cache):
         ("llama_lm_head_lut6", "lut6", LUT6), ("llama_lm_head_lut4", "lut4", LUT4)]
     code, out, err = run_cli(capsys, "roofline", "-e", "coreml", "--dry-run", "--json")
     tokens = [b["tokens"] for b in json.loads(out)["bundles"]]
-    assert tokens == [1, 2, 4, 8, 16, 32, 64, 128, 256, 512] or tokens[:1] == [1]  # fewer when memory is short
+    assert tokens == [1, 2, 4, 8, 16, 32, 64, 128, 256, 512] or tokens[:1] == [
+        1
+    ]  # fewer when memory is short
     code, out, err = run_cli(capsys, "sweep", "-e", "coreml", "--dry-run", "--json")
     sizes = [b["weight_bytes"] for b in json.loads(out)["bundles"]]
     assert sizes[-1] == FP16 and 4 << 20 <= sizes[0] < 5 << 20 and len(sizes) == 8
@@ -133,10 +159,16 @@ def test_published_head_dry_runs_plan_the_published_bytes(capsys, cache):
 
 @pytest.mark.parametrize("suite", ["roofline", "quant", "sweep", "compute"])
 def test_off_macos_the_suites_refuse_in_one_line_before_building(capsys, cache, suite, monkeypatch):
-    monkeypatch.setattr(preflight, "coreml_problem", lambda: "Core ML prediction needs macOS (this host runs Linux)")
+    monkeypatch.setattr(
+        preflight, "coreml_problem", lambda: "Core ML prediction needs macOS (this host runs Linux)"
+    )
     code, out, err = run_cli(capsys, suite, "-e", "coreml", "-w", "lm_head:64x1024", "--no-save")
     assert code == 2 and out == ""
-    assert err.strip().count("\n") == 0 and f"{suite} -e coreml cannot measure here" in err and "--dry-run" in err
+    assert (
+        err.strip().count("\n") == 0
+        and f"{suite} -e coreml cannot measure here" in err
+        and "--dry-run" in err
+    )
     assert not cache.exists()
 
 
@@ -153,14 +185,18 @@ class ReferenceModel:
         self.program = ReferenceProgram(package)
 
     def predict(self, data):
-        return [self.program.predict(d) for d in data] if isinstance(data, list) else self.program.predict(data)
+        return (
+            [self.program.predict(d) for d in data] if isinstance(data, list) else self.program.predict(data)
+        )
 
 
 @pytest.fixture
 def stand_in_mac(monkeypatch, cache):
     monkeypatch.setattr(preflight, "coreml_problem", lambda: None)
     monkeypatch.setattr(preflight, "ane_problem", lambda: None)
-    monkeypatch.setattr(coreml_engine, "load_model", lambda package, units, warnings_out=None: ReferenceModel(package))
+    monkeypatch.setattr(
+        coreml_engine, "load_model", lambda package, units, warnings_out=None: ReferenceModel(package)
+    )
     monkeypatch.setattr(coreml_engine, "query_placement", lambda model, units: [])
     return cache
 
@@ -170,8 +206,19 @@ def records_of(out: str) -> list[ResultRecord]:
 
 
 def test_token_roofline_end_to_end(capsys, stand_in_mac):
-    code, out, err = run_cli(capsys, "roofline", "-e", "coreml", "-w", "lm_head:256x2048", "--max-tokens", "8",
-                             *QUICK, "--no-save", "--json")
+    code, out, err = run_cli(
+        capsys,
+        "roofline",
+        "-e",
+        "coreml",
+        "-w",
+        "lm_head:256x2048",
+        "--max-tokens",
+        "8",
+        *QUICK,
+        "--no-save",
+        "--json",
+    )
     assert code == 0, err
     records = records_of(out)
     assert [r.workload.tokens for r in records] == [1, 2, 4, 8][:len(records)] and len(records) >= 3
@@ -184,8 +231,19 @@ def test_token_roofline_end_to_end(capsys, stand_in_mac):
 
 
 def test_token_compute_end_to_end(capsys, stand_in_mac):
-    code, out, err = run_cli(capsys, "compute", "-e", "coreml", "-w", "lm_head:256x2048", "--max-tokens", "16",
-                             *QUICK, "--no-save", "--json")
+    code, out, err = run_cli(
+        capsys,
+        "compute",
+        "-e",
+        "coreml",
+        "-w",
+        "lm_head:256x2048",
+        "--max-tokens",
+        "16",
+        *QUICK,
+        "--no-save",
+        "--json",
+    )
     assert code == 0, err
     (record,) = records_of(out)
     assert record.workload.tokens == 16 and record.compute.half_batch == 8

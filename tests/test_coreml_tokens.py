@@ -54,7 +54,9 @@ def test_every_quant_and_token_count_computes_w_at_x_for_t_columns(bundles, quan
     artifact = bundles[(quant, tokens)]
     bundle = artifact.open()
     expected_input = (1, 1, HIDDEN) if tokens == 1 else (1, HIDDEN, 1, tokens)
-    assert [(t.name, t.shape, t.dtype) for t in bundle.inputs] == [("hidden_states", expected_input, "FLOAT16")]
+    assert [(t.name, t.shape, t.dtype) for t in bundle.inputs] == [
+        ("hidden_states", expected_input, "FLOAT16")
+    ]
     assert all(t.shape == ((1, 1, SPLIT) if tokens == 1 else (1, SPLIT, 1, tokens)) for t in bundle.outputs)
     assert artifact.manifest["tokens"] == tokens
     x = TINY.with_tokens(tokens).inputs()
@@ -142,7 +144,9 @@ class ReferenceModel:
         self.program = ReferenceProgram(package)
 
     def predict(self, data):
-        return [self.program.predict(d) for d in data] if isinstance(data, list) else self.program.predict(data)
+        return (
+            [self.program.predict(d) for d in data] if isinstance(data, list) else self.program.predict(data)
+        )
 
 
 @pytest.mark.parametrize("quant", ["fp16", "lut6"])
@@ -169,12 +173,15 @@ def test_reference_refuses_a_wrong_input_shape(bundles):
 
 def test_matmul_engines_refuse_tokens():
     with pytest.raises(UserError, match="takes 4 tokens per call"):
-        measure_workload(NumpyEngine(), "cpu", Workload("tiny_np", 64, 256, "fp32", tokens=4), RunOptions(runs=3))
+        measure_workload(
+            NumpyEngine(), "cpu", Workload("tiny_np", 64, 256, "fp32", tokens=4), RunOptions(runs=3)
+        )
 
 
 def test_build_cli_tokens(tmp_path, capsys):
-    code, out, err = run_cli(capsys, "build", "lm_head:64x1024", "--tokens", "16", "--cache-dir", str(tmp_path),
-                             "--json")
+    code, out, err = run_cli(
+        capsys, "build", "lm_head:64x1024", "--tokens", "16", "--cache-dir", str(tmp_path), "--json"
+    )
     assert code == 0, err
     manifest = json.loads(out)
     assert manifest["tokens"] == 16 and manifest["inputs"][0]["shape"] == [1, 64, 1, 16]

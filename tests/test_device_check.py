@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from anebench.engines.torch_engine import TorchEngine
-from anebench.results.files import save_records
 from anebench.orchestration.session import RunOptions, measure_workload
+from anebench.results.files import save_records
 from anebench.workloads import Workload
 from fake_torch import FakeTorch
 

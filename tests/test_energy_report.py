@@ -58,7 +58,9 @@ def test_one_energy_table_per_chip_by_engine_and_device(campaign):
 
 def test_joules_per_token_divides_a_batched_call_by_its_batch(campaign):
     ane = campaign[0]
-    batched = ane.model_copy(update={"workload": ane.workload.model_copy(update={"batch": 4}), "id": None}).with_id()
+    batched = ane.model_copy(
+        update={"workload": ane.workload.model_copy(update={"batch": 4}), "id": None}
+    ).with_id()
     (section,) = [s for s in energy_sections([batched]) if s.title == "Energy: Apple M4 Max"]
     assert section.rows[0][3] == "0.1380"
 
@@ -75,7 +77,9 @@ def test_the_energy_section_survives_the_store(campaign, tmp_path):
     with open_store(tmp_path / "db.sqlite") as store:
         store.ingest(campaign, "test")
         back = store.records()
-    assert sorted(r.energy.joules for r in back if r.energy) == sorted(r.energy.joules for r in campaign if r.energy)
+    assert sorted(r.energy.joules for r in back if r.energy) == sorted(
+        r.energy.joules for r in campaign if r.energy
+    )
 
 
 def test_older_files_with_extras_energy_still_give_a_row():

@@ -22,7 +22,9 @@ def test_each_engine_computes_w_times_x(engine_name, device, dtype, batch):
         prepared.call()
         out = prepared.output()
         assert out.shape == (batch, 1000)
-        expected = workload.inputs().astype(np.float64) @ workload.weights.read_rows(0, 1000).astype(np.float64).T
+        expected = (
+            workload.inputs().astype(np.float64) @ workload.weights.read_rows(0, 1000).astype(np.float64).T
+        )
         np.testing.assert_allclose(out, expected, rtol=0, atol=1e-4 * np.abs(expected).max())
         check = check_output(prepared)
         assert check.passed and check.rows_checked == 768  # first, middle and last 256 rows
@@ -72,7 +74,9 @@ def test_measure_workload_makes_a_complete_record(small_workload):
 def test_registry_errors_name_what_is_valid():
     with pytest.raises(UserError, match="unknown engine 'tensorflow'; valid: .*numpy"):
         get_engine("tensorflow")
-    with pytest.raises(UserError, match="device 'cuda:7' is not available for engine 'numpy'; valid here: cpu"):
+    with pytest.raises(
+        UserError, match="device 'cuda:7' is not available for engine 'numpy'; valid here: cpu"
+    ):
         resolve_device(get_engine("numpy"), "cuda:7")
 
 

@@ -84,7 +84,10 @@ class FakeTime:
 
 def test_the_counter_step_is_observed_from_its_changes():
     clock = FakeTime()
-    counter = lambda: float(int(clock.t / 0.05))
+
+    def counter() -> float:
+        return float(int(clock.t / 0.05))
+
     step = observe_counter_step(counter, clock.now, clock.sleep)
     assert step == pytest.approx(0.05, abs=0.002)
     frozen = FakeTime()

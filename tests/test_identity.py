@@ -6,9 +6,9 @@ import pytest
 
 from anebench.engines.numpy_engine import NumpyEngine
 from anebench.errors import UserError
+from anebench.orchestration.session import RunOptions, measure_workload
 from anebench.report.compare import family_comparison
 from anebench.results.published import published_records
-from anebench.orchestration.session import RunOptions, measure_workload
 from anebench.workloads import resolve_workload
 from clitools import run_cli
 from test_store import make_record
@@ -55,7 +55,9 @@ def test_an_fp16_head_streamed_as_fp32_upcasts_has_its_own_fingerprint():
     upcast = measure_workload(NumpyEngine(), "cpu", fp16, options)
     plain = measure_workload(NumpyEngine(), "cpu", fp32, options)
     assert upcast.engine.run_dtype == "fp32" and upcast.workload.weight_bytes == 64 * 256 * 4
-    assert upcast.workload.fingerprint != fp16.fingerprint  # 2x the bytes of the fp16 head: not the same thing
+    assert (
+        upcast.workload.fingerprint != fp16.fingerprint
+    )  # 2x the bytes of the fp16 head: not the same thing
     assert upcast.workload.fingerprint != fp32.fingerprint  # other values than the fp32 head's
     assert plain.workload.fingerprint == fp32.fingerprint  # read as stored: the fingerprint is unchanged
 

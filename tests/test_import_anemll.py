@@ -102,7 +102,11 @@ def test_html_reports_give_the_same_records_as_the_json(name):
 
 def test_pasted_issue_body_with_prose_around_the_json():
     (record,) = import_file(DATA / "issue_m4pro.md")
-    assert (record.host.chip, record.workload.name, record.engine.device) == ("Apple M4 Pro", "llama_lm_head", "ane")
+    assert (record.host.chip, record.workload.name, record.engine.device) == (
+        "Apple M4 Pro",
+        "llama_lm_head",
+        "ane",
+    )
     assert record.gbps == pytest.approx(FP16_BYTES / 8.3149e-3 / 1e9)
     assert record.facts.tool_figures["neural_engine_cores"] == "Unknown"
 
@@ -206,7 +210,10 @@ def test_a_text_without_the_tool_json_is_refused(tmp_path):
 def test_two_runs_pasted_in_one_text_are_both_imported(m4_doc):
     other = copy.deepcopy(m4_doc)
     other["timestamp"] = "2025-03-03 08:00:00"
-    text = f"first run:\n{json.dumps(m4_doc)}\nsecond run:\n{json.dumps(other)}\nsame run again:\n{json.dumps(m4_doc)}"
+    text = (
+        f"first run:\n{json.dumps(m4_doc)}\nsecond run:\n{json.dumps(other)}\n"
+        f"same run again:\n{json.dumps(m4_doc)}"
+    )
     records = import_text(text, "thread.txt")
     assert len(records) == 6 and len({r.id for r in records}) == 6
 
@@ -217,7 +224,10 @@ def test_the_ingest_registry_names_the_importer():
 
 def test_embedded_json_finds_escaped_and_literal_forms():
     doc = {"system_info": {"cpu": {"brand": "Apple M1 \"x\" 'y'"}}, "results": [1]}
-    accept = lambda value: "system_info" in value
+
+    def accept(value):
+        return "system_info" in value
+
     as_js = "var a = {b: 1};\nconst jsonData = " + json.dumps(json.dumps(doc, indent=2)) + ";"
     as_py = "x = " + repr(json.dumps(doc, indent=2)) + ";"
     escaped = "<pre>" + json.dumps(doc).replace("&", "&amp;").replace('"', "&quot;") + "</pre>"

@@ -33,7 +33,9 @@ def test_ingest_stores_good_files_refuses_bad_ones_and_repeats_are_no_ops(tmp_pa
     assert failed == {"m4_edited_throughput.json", "m4_mislabelled_lut6.json"}
     assert all(len(f["problems"]) == 1 for f in out["failed"])
 
-    code, out = ingest(capsys, db, DATA / "m4_results.json", DATA / "m4_report.html", DATA / "m4_report_pre.html")
+    code, out = ingest(
+        capsys, db, DATA / "m4_results.json", DATA / "m4_report.html", DATA / "m4_report_pre.html"
+    )
     assert code == 0
     assert [(i["added"], i["duplicates"]) for i in out["ingested"]] == [(0, 3), (0, 3), (0, 3)]
     assert out["records_in_store"] == 4
@@ -54,7 +56,9 @@ def test_stored_records_keep_the_fp16_figure_per_chip_apart_from_lut6(tmp_path, 
 
 def test_unknown_source_format_is_a_clear_error(tmp_path, capsys):
     with pytest.raises(SystemExit) as caught:
-        main(["ingest", "--from", "anemll", "--db", str(tmp_path / "r.sqlite"), str(DATA / "m4_results.json")])
+        main(
+            ["ingest", "--from", "anemll", "--db", str(tmp_path / "r.sqlite"), str(DATA / "m4_results.json")]
+        )
     assert caught.value.code == 2
     assert "anemll-bench" in capsys.readouterr().err
 

@@ -5,8 +5,6 @@ The live library only exists on macOS; everything it returns goes through the pu
 
 from __future__ import annotations
 
-from anebench.orchestration.session import timed_window
-
 import json
 import sys
 from pathlib import Path
@@ -17,6 +15,7 @@ import pytest
 from anebench.measure.timing import time_calls
 from anebench.measure.warmup import WarmupPolicy
 from anebench.model import Energy, ResultRecord
+from anebench.orchestration.session import timed_window
 from anebench.system import ioreport, power
 from anebench.system.energy_figures import energy_figures, energy_line, energy_warnings
 from anebench.system.ioreport_parse import (
@@ -52,11 +51,19 @@ def test_units_are_read_from_each_channel_never_assumed():
 
 
 def test_a_counter_that_went_backwards_is_left_out_with_the_reason_not_subtracted():
-    reading = energy_by_component([energy("DIE_0_CPU Energy", 1000), energy("DIE_1_CPU Energy", -4_294_966_296),
-                                   energy("GPU Energy", 500)])
+    reading = energy_by_component(
+        [
+            energy("DIE_0_CPU Energy", 1000),
+            energy("DIE_1_CPU Energy", -4_294_966_296),
+            energy("GPU Energy", 500),
+        ]
+    )
     cpu = reading.components["cpu"]
     assert cpu.joules == pytest.approx(1.0) and cpu.channels == ["DIE_0_CPU Energy"]
-    assert "DIE_1_CPU Energy: the counter went backwards" in cpu.problems[0] and "wrapped or reset" in cpu.problems[0]
+    assert (
+        "DIE_1_CPU Energy: the counter went backwards" in cpu.problems[0]
+        and "wrapped or reset" in cpu.problems[0]
+    )
     assert reading.components["package"].joules == pytest.approx(1.5)
     assert any("went backwards" in p for p in reading.components["package"].problems)
 
@@ -116,8 +123,16 @@ def figures_from(channels, work, seconds, calls, weight_bytes=10**9, median_s=No
     reading = energy_by_component(channels)
     counted = Counted(reading.components["package"].joules, reading, dram_bandwidth(channels))
     median_s = median_s or seconds / calls
-    return energy_figures(NamedMeter(), "the timed calls", counted, seconds, calls, weight_bytes / median_s / 1e9,
-                          weight_bytes, work)
+    return energy_figures(
+        NamedMeter(),
+        "the timed calls",
+        counted,
+        seconds,
+        calls,
+        weight_bytes / median_s / 1e9,
+        weight_bytes,
+        work,
+    )
 
 
 def figures_for(name, **kwargs) -> Energy:
@@ -253,7 +268,8 @@ def test_live_ioreport_window_gives_figures_or_clean_reasons():
 
 
 class FakeSubscription:
-    """actop.ioreport.IOReportSubscription's surface (1.9.12): sample(), delta(s1, s2, extract_states), close()."""
+    """actop.ioreport.IOReportSubscription's surface (1.9.12): sample(), delta(s1, s2, extract_states),
+    close()."""
 
     released: ClassVar[list] = []
 

@@ -121,7 +121,10 @@ def test_info_lists_every_source_and_ioreport_is_macos_only_here(monkeypatch, tm
     monkeypatch.setattr("anebench.system.ioreport.sys.platform", "linux")
     sources = {s.name: s for s in energy_sources(tmp_path / "none")}
     assert set(sources) == {"IOReport Energy Model", "IOReport PMP / DCS BW", "NVIDIA NVML", "Linux RAPL"}
-    assert not sources["IOReport Energy Model"].available and sources["IOReport Energy Model"].reason == "macOS only"
+    assert (
+        not sources["IOReport Energy Model"].available
+        and sources["IOReport Energy Model"].reason == "macOS only"
+    )
     assert sources["IOReport PMP / DCS BW"].reason == "macOS only"
     assert "does not exist" in sources["Linux RAPL"].reason
     make_zone(tmp_path, "intel-rapl:0", 5)
@@ -130,6 +133,8 @@ def test_info_lists_every_source_and_ioreport_is_macos_only_here(monkeypatch, tm
 
 def test_plans_name_the_source_each_device_would_read():
     assert planned_source("ane", "darwin").startswith("IOReport Energy Model (ane + package")
-    assert "(gpu + package" in planned_source("mps", "darwin") and "DRAM traffic" in planned_source("cpu", "darwin")
+    assert "(gpu + package" in planned_source("mps", "darwin") and "DRAM traffic" in planned_source(
+        "cpu", "darwin"
+    )
     assert planned_source("cuda:0", "linux").startswith("NVIDIA NVML")
     assert planned_source("cpu", "linux").startswith("Linux RAPL")

@@ -6,9 +6,9 @@ from pydantic import ValidationError
 from anebench.engines import get_engine
 from anebench.errors import UserError
 from anebench.measure.warmup import WarmupPolicy
-from anebench.results.files import load_records, save_records
 from anebench.model import SCHEMA_VERSION, ResultRecord
 from anebench.orchestration.session import RunOptions, measure_workload
+from anebench.results.files import load_records, save_records
 
 
 @pytest.fixture(scope="module")
@@ -16,7 +16,9 @@ def record():
     from anebench.workloads import Workload
 
     workload = Workload("rt", hidden=64, vocab=512, dtype="fp32", seed=5)
-    return measure_workload(get_engine("numpy"), "cpu", workload, RunOptions(runs=10, warmup=WarmupPolicy(fixed=1)))
+    return measure_workload(
+        get_engine("numpy"), "cpu", workload, RunOptions(runs=10, warmup=WarmupPolicy(fixed=1))
+    )
 
 
 def test_record_round_trips_through_a_file(record, tmp_path):
@@ -50,8 +52,14 @@ def test_id_changes_when_the_content_changes(record):
 
 @pytest.mark.parametrize(
     "path, value",
-    [(("gbps",), -1.0), (("gbps",), float("nan")), (("summary", "median"), 0.0), (("workload", "fingerprint"), "xyz"),
-     (("engine", "name"), "x" * 500), (("schema",), "anebench.result/99")],
+    [
+        (("gbps",), -1.0),
+        (("gbps",), float("nan")),
+        (("summary", "median"), 0.0),
+        (("workload", "fingerprint"), "xyz"),
+        (("engine", "name"), "x" * 500),
+        (("schema",), "anebench.result/99"),
+    ],
 )
 def test_implausible_values_are_rejected(record, path, value):
     data = record.model_dump(mode="json", by_alias=True)
@@ -94,8 +102,14 @@ def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path, mon
 def test_suite_plots_are_shared_files_like_the_results(tmp_path):
     from anebench.report.suite_plots import plot_concurrency
 
-    analysis = {"solo_gbps": [10.0, 11.0], "together_gbps": [6.0, 6.5], "combined_gbps": 12.5, "scaling": 1.19,
-                "verdict": "partial", "rule": "r"}
+    analysis = {
+        "solo_gbps": [10.0, 11.0],
+        "together_gbps": [6.0, 6.5],
+        "combined_gbps": 12.5,
+        "scaling": 1.19,
+        "verdict": "partial",
+        "rule": "r",
+    }
     written = plot_concurrency(analysis, "t", tmp_path / "c")
     assert [p.name for p in written] == ["c.png", "c.svg"]
     assert all(p.stat().st_mode & 0o044 for p in written)  # mkstemp alone would leave them 0600

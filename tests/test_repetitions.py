@@ -16,11 +16,11 @@ from rich.console import Console
 from anebench.cli.common import results_table
 from anebench.engines import get_engine
 from anebench.errors import UserError
-from anebench.orchestration.fresh_processes import RepetitionJob, in_fresh_process
 from anebench.measure.clock import PERF_COUNTER, FakeClock
 from anebench.measure.timing import split_runs, time_repetitions
 from anebench.measure.warmup import WarmupPolicy
 from anebench.model import ResultRecord, t975
+from anebench.orchestration.fresh_processes import RepetitionJob, in_fresh_process
 from anebench.orchestration.session import RunOptions, measure_workload
 from anebench.workloads import Workload
 from clitools import run_cli

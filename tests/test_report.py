@@ -112,7 +112,9 @@ def test_json_report_round_trips_hostile_strings(records):
     assert HOSTILE_CHIP in chips
     assert document["rules"]["tiers"].startswith("per workload")
     m5max = {c["chip"]: c for c in document["concurrency"]}["M5 Max"]
-    assert m5max["verdict"] == "inconclusive" and m5max["combined_gbps"] == 147.62 and m5max["mode"] == "threads"
+    assert (
+        m5max["verdict"] == "inconclusive" and m5max["combined_gbps"] == 147.62 and m5max["mode"] == "threads"
+    )
     assert any(flag.startswith("copies were threads of one process: predict() holds the GIL")
                for flag in m5max["flags"])
     assert len(document["excluded"]) == 13
@@ -150,7 +152,11 @@ def test_run_comparison_shows_the_same_family_and_workload_only():
     assert {r.statistic for r in rows[1:]} == {"mean"}  # published latencies are means; ours a median
     lut6 = make_record(chip="Apple M4", gbps=111, workload="DeepHermes_lm_head")
     rows, notes = family_comparison([lut6])
-    assert len(rows) == 1 and "no published figure of the same fingerprint" in notes[0] and "M4 family" in notes[0]
+    assert (
+        len(rows) == 1
+        and "no published figure of the same fingerprint" in notes[0]
+        and "M4 family" in notes[0]
+    )
     rows, notes = family_comparison([make_record(chip=None)])
     assert rows == [] and "not in the chip catalog" in notes[0]
 
@@ -173,8 +179,14 @@ def test_html_report_renders_its_rows_in_headless_chromium(tmp_path, records):
     assert dom.scripts == 0
     rendered = {tuple(row[:3]) for row in dom.rows}
     # every results-matrix row of the llama_lm_head table, as the browser built the DOM
-    expected = {("M1", "-", "60.87"), ("M5 Max", "-", "148.40"), ("M6", "16 GB", "133.92"), ("M6", "32 GB", "152.05"),
-                ("M4 Pro", "24 GB Mac mini", "126.36"), (HOSTILE_CHIP, "-", "77.00")}
+    expected = {
+        ("M1", "-", "60.87"),
+        ("M5 Max", "-", "148.40"),
+        ("M6", "16 GB", "133.92"),
+        ("M6", "32 GB", "152.05"),
+        ("M4 Pro", "24 GB Mac mini", "126.36"),
+        (HOSTILE_CHIP, "-", "77.00"),
+    }
     assert expected <= rendered
     verdicts = {(row[0], row[8]) for row in dom.rows if len(row) == 10}
     assert ("M5 Max", "inconclusive") in verdicts
@@ -198,7 +210,9 @@ def test_a_batched_run_is_its_own_section_never_a_matrix_row_or_a_verdict():
     batch4 = m5max[batched.workload.fingerprint]
     assert (batch4["section"], batch4["batch"], batch4["concurrency_verdict"]) == ("batched", "4", "")
     text = render_report(records, "md", None, "test")
-    titles = [line for line in text.splitlines() if line.startswith("## Results: llama\\_lm\\_head on coreml:ane")]
+    titles = [
+        line for line in text.splitlines() if line.startswith("## Results: llama\\_lm\\_head on coreml:ane")
+    ]
     assert len(titles) == 1 and "(fingerprint " not in titles[0]
     matrix = text.split(titles[0])[1].split("## ")[0]
     assert "300.00" not in matrix and "148.40" in matrix  # the batch-4 figure is not a matrix figure
@@ -213,7 +227,13 @@ def test_every_format_says_the_published_dual_runs_are_inconclusive_and_why():
         assert "inconclusive" in text and "| shared ceiling |" not in text and ">shared ceiling<" not in text
         assert "copies were threads of one process" in text and "Ultra chip" in text
     rows = list(csv.DictReader(io.StringIO(render_report(records, "csv", None, "test"))))
-    assert {r["concurrency_verdict"] for r in rows if r["chip"] in ("M5 Max", "M6", "M3 Ultra")
-            and r["workload"] == "llama_lm_head" and r["section"] == "matrix" and not r["config"]} == {"inconclusive"}
+    assert {
+        r["concurrency_verdict"]
+        for r in rows
+        if r["chip"] in ("M5 Max", "M6", "M3 Ultra")
+        and r["workload"] == "llama_lm_head"
+        and r["section"] == "matrix"
+        and not r["config"]
+    } == {"inconclusive"}
     document = json.loads(render_report(records, "json", None, "test"))
     assert {c["verdict"] for c in document["concurrency"]} == {"inconclusive"}

@@ -75,8 +75,12 @@ def test_issue_body_files_a_cuda_run_under_its_gpu():
     from anebench.report.submission import issue_body
 
     cuda = make_record(chip=None, engine="torch", device="cuda:0")
-    cuda = cuda.model_copy(update={"engine": cuda.engine.model_copy(update={"details": {"gpu": "NVIDIA H100 80GB HBM3"}}),
-                                   "id": None}).with_id()
+    cuda = cuda.model_copy(
+        update={
+            "engine": cuda.engine.model_copy(update={"details": {"gpu": "NVIDIA H100 80GB HBM3"}}),
+            "id": None,
+        }
+    ).with_id()
     body = issue_body([cuda], "run.submission.json", False)
     assert "| NVIDIA H100 80GB HBM3 | H100 SXM | torch:cuda:0 |" in body
     assert f"| {cuda.latency_s() * 1e3:.3f} (median) |" in body

@@ -1,4 +1,5 @@
-"""Suite-aware reports: the matrix holds single-call results; every suite has its own section in all formats."""
+"""Suite-aware reports: the matrix holds single-call results; every suite has its own section in all
+formats."""
 
 from __future__ import annotations
 

@@ -92,7 +92,11 @@ def test_a_roofline_must_start_at_batch_1():
 
 def test_a_lut6_head_moves_fp16_activations():
     from anebench.engines.coreml_engine import CoreMLEngine
-    from anebench.orchestration.suites.roofline import activation_bytes, activation_element_bytes, check_activations_fit
+    from anebench.orchestration.suites.roofline import (
+        activation_bytes,
+        activation_element_bytes,
+        check_activations_fit,
+    )
     from anebench.workloads import resolve_workload
 
     lut6 = resolve_workload("llama_lm_head_lut6").with_batch(2)

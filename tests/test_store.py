@@ -10,7 +10,6 @@ import pytest
 
 from anebench.cli import main
 from anebench.errors import UserError
-from anebench.results.files import save_records
 from anebench.model import (
     EngineInfo,
     HostInfo,
@@ -21,6 +20,7 @@ from anebench.model import (
     WorkloadInfo,
     utc_now,
 )
+from anebench.results.files import save_records
 from anebench.results.store import open_store
 from anebench.results.validate import InvalidFile, load_result_file
 from anebench.workloads import resolve_workload
@@ -177,7 +177,10 @@ def test_a_refused_database_is_closed_not_held_open(tmp_path, monkeypatch):
         return opened[-1]
 
     monkeypatch.setattr(store_module.sqlite3, "connect", connect)
-    for path, reason in ((other, "store schema 'anebench.store/0'"), (garbage, "not an anebench results database")):
+    for path, reason in (
+        (other, "store schema 'anebench.store/0'"),
+        (garbage, "not an anebench results database"),
+    ):
         with pytest.raises(UserError, match=reason):
             open_store(path)
         with pytest.raises(sqlite3.ProgrammingError, match="closed"):

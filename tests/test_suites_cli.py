@@ -50,24 +50,33 @@ def scripted_sweep(monkeypatch, overhead_s=5e-6, bytes_per_s=10e9):
 def test_sweep_fits_and_plots(capsys, tmp_path, monkeypatch):
     scripted_sweep(monkeypatch)  # a good numpy sweep: 5 us + bytes / 10 GB/s
     out = tmp_path / "sweep.json"
-    code, stdout, stderr = run_cli(capsys, "sweep", "-e", "numpy", *SWEEP, *QUICK, "--out", str(out), "--json")
+    code, stdout, stderr = run_cli(
+        capsys, "sweep", "-e", "numpy", *SWEEP, *QUICK, "--out", str(out), "--json"
+    )
     assert code == 0, stderr
     records = document(stdout)
     assert len(records) == 4 and [r["sweep"]["point"] for r in records] == [0, 1, 2, 3]
     for record in records:
         sweep = record["sweep"]
         assert sweep["fit"]["points"] == 4 and sweep["fit"]["bandwidth_gbps"] == pytest.approx(10)
-        assert sweep["fit"]["overhead_s"] == pytest.approx(5e-6) and sweep["in_fit"] and sweep["fit_error"] is None
+        assert (
+            sweep["fit"]["overhead_s"] == pytest.approx(5e-6)
+            and sweep["in_fit"]
+            and sweep["fit_error"] is None
+        )
         assert "4x the last-level cache" in sweep["knee_rule"] and sweep["cache_bytes"] == 1024**2 // 4
         assert record["device_time"] and record["suite"] == "sweep"
-    assert "sweep fit" in stderr and "overhead us" in stderr and "10.00" in stderr  # tables: stderr under --json
+    assert (
+        "sweep fit" in stderr and "overhead us" in stderr and "10.00" in stderr
+    )  # tables: stderr under --json
     assert "fit: Theil-Sen" in stderr and "; fit failed" not in stderr
     assert_plots(tmp_path / "sweep.sweep")
     assert json.loads(out.read_text())["results"] == records
 
 
 def test_sweep_of_two_workloads_writes_one_plot_each(capsys, tmp_path):
-    """Real timings: on this shared machine a tiny sweep may fail its fit gates; its plots are written anyway."""
+    """Real timings: on this shared machine a tiny sweep may fail its fit gates; its plots are written
+    anyway."""
     code, _, stderr = run_cli(capsys, "sweep", "-e", "numpy", *SWEEP, "-w", "lm_head:128x8:fp32", *QUICK,
                               "--no-save", "--plot", str(tmp_path / "p"))
     assert code == 0 or (code == 1 and "fit failed" in stderr), stderr
@@ -101,8 +110,18 @@ def test_sweep_refuses_sizes_that_leave_no_fit_before_measuring(capsys, tmp_path
 
 
 def test_roofline_every_engine_table_and_plot(capsys, tmp_path):
-    code, stdout, stderr = run_cli(capsys, "roofline", *ENGINES, "-w", "lm_head:64x256:fp32", "--max-batch", "8",
-                                   *QUICK, "--out", str(tmp_path / "r.json"))
+    code, stdout, stderr = run_cli(
+        capsys,
+        "roofline",
+        *ENGINES,
+        "-w",
+        "lm_head:64x256:fp32",
+        "--max-batch",
+        "8",
+        *QUICK,
+        "--out",
+        str(tmp_path / "r.json"),
+    )
     assert code == 0, stderr
     assert "bytes/FLOP" in stdout and "GFLOP/s" in stdout and "ridge" in stderr
     saved = json.loads((tmp_path / "r.json").read_text())["results"]
@@ -146,8 +165,19 @@ def test_compute_reports_tflops_per_dtype(capsys, tmp_path):
 
 
 def test_concurrent_threads_every_engine_with_verdict_rule_and_plot(capsys, tmp_path):
-    code, stdout, stderr = run_cli(capsys, "concurrent", *ENGINES, "-w", "lm_head:64x1024:fp32", "--runs", "5",
-                                   "--warmup", "1", "--out", str(tmp_path / "c.json"))
+    code, stdout, stderr = run_cli(
+        capsys,
+        "concurrent",
+        *ENGINES,
+        "-w",
+        "lm_head:64x1024:fp32",
+        "--runs",
+        "5",
+        "--warmup",
+        "1",
+        "--out",
+        str(tmp_path / "c.json"),
+    )
     assert code == 0, stderr
     assert "scaling" in stdout and "verdict" in stdout
     assert "verdict rule: scaling = combined GB/s / mean solo GB/s" in stderr
@@ -158,8 +188,23 @@ def test_concurrent_threads_every_engine_with_verdict_rule_and_plot(capsys, tmp_
 
 
 def test_concurrent_processes_option(capsys):
-    code, stdout, stderr = run_cli(capsys, "concurrent", "-e", "numpy", "-w", "lm_head:128x2048:fp32", "--copies",
-                                   "2", "--processes", "--runs", "5", "--warmup", "1", "--no-save", "--json")
+    code, stdout, stderr = run_cli(
+        capsys,
+        "concurrent",
+        "-e",
+        "numpy",
+        "-w",
+        "lm_head:128x2048:fp32",
+        "--copies",
+        "2",
+        "--processes",
+        "--runs",
+        "5",
+        "--warmup",
+        "1",
+        "--no-save",
+        "--json",
+    )
     assert code == 0, stderr
     records = document(stdout)
     assert records[-1]["concurrency"]["mode"] == "processes" and "extras" not in records[-1]
@@ -194,8 +239,21 @@ def test_bad_suite_options_exit_2_with_one_line(capsys, tmp_path, argv, expected
 
 @pytest.mark.cuda
 def test_cuda_suites_record_device_time_for_every_sample(capsys, tmp_path):
-    code, stdout, stderr = run_cli(capsys, "roofline", "-e", "torch", "-d", "cuda:0", "-w", "lm_head:1024x8192:fp16",
-                                   "--max-batch", "4", *QUICK, "--no-save", "--json")
+    code, stdout, stderr = run_cli(
+        capsys,
+        "roofline",
+        "-e",
+        "torch",
+        "-d",
+        "cuda:0",
+        "-w",
+        "lm_head:1024x8192:fp16",
+        "--max-batch",
+        "4",
+        *QUICK,
+        "--no-save",
+        "--json",
+    )
     assert code == 0, stderr
     for record in document(stdout):
         assert record["device_time"] == "CUDA events around each call"
@@ -213,7 +271,9 @@ def test_latency_survives_a_quick_sweep_without_a_fit(capsys, monkeypatch):
         from anebench.measure.sweep import Knee, SweepAnalysis
 
         error = "latency does not grow with size past the knee"
-        return sweep_suite.SweepResult([], SweepAnalysis(Knee(0, 1, "rule"), None, 1.0, 1, [], error), None, error)
+        return sweep_suite.SweepResult(
+            [], SweepAnalysis(Knee(0, 1, "rule"), None, 1.0, 1, [], error), None, error
+        )
 
     monkeypatch.setattr(sweep_suite, "plan_sweep", lambda *args, **kwargs: sweep_suite.SweepPlan([1], None))
     monkeypatch.setattr(sweep_suite, "run_sweep", unfittable)

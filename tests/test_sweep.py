@@ -146,7 +146,10 @@ def test_the_issue_sweep_in_cache_fails_on_r_squared_and_the_cache_peak():
 def test_a_clean_line_above_the_catalog_bandwidth_fails_on_the_physical_bound():
     sizes = log_sizes(256 * MiB, 2048 * MiB, 8)
     result = analyse_sweep(sizes, synthetic(sizes), cache_bytes=32 * MiB, bound=(60.0, "M1 memory bandwidth"))
-    assert result.fit is None and "above the physical bound of 60.0 GB/s (M1 memory bandwidth)" in result.fit_error
+    assert (
+        result.fit is None
+        and "above the physical bound of 60.0 GB/s (M1 memory bandwidth)" in result.fit_error
+    )
     good = analyse_sweep(sizes, synthetic(sizes), cache_bytes=32 * MiB, bound=(120.0, "M4 memory bandwidth"))
     assert good.fit is not None and good.fit_error is None
 
@@ -206,7 +209,9 @@ def test_the_plot_of_a_failed_fit_shows_the_points_and_no_line(monkeypatch):
     assert "median latency" in labels and "past the knee" in labels
     assert not any(label.startswith(("fit:", "fitted bandwidth")) for label in labels)
     assert "fit failed: R²" in fig._suptitle.get_text()
-    assert fig.axes[0].get_ylim()[1] < 1000  # the measured points (<= 400 GB/s) set the scale, not a fitted 2,083
+    assert (
+        fig.axes[0].get_ylim()[1] < 1000
+    )  # the measured points (<= 400 GB/s) set the scale, not a fitted 2,083
     good_sizes = sweep_sizes(1 * MiB, 1024 * MiB, 12, fit_from=4 * 32 * MiB)
     good_latencies = synthetic(good_sizes, cache_bytes=32 * MiB)
     good = analyse_sweep(good_sizes, good_latencies, cache_bytes=32 * MiB)

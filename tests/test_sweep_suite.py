@@ -51,13 +51,19 @@ def test_a_failed_fit_keeps_the_records_and_says_why(tiny_records):
 
 def test_a_good_fit_is_in_every_record_and_found_again(tiny_records):
     latencies = {1024: 1e-4, 2048: 2e-4, 4096: 4e-4}
-    timed = [r.model_copy(update={"summary": r.summary.model_copy(update={"median": latencies[r.workload.shape[0]]})})
-             for r in tiny_records]
+    timed = [
+        r.model_copy(
+            update={"summary": r.summary.model_copy(update={"median": latencies[r.workload.shape[0]]})}
+        )
+        for r in tiny_records
+    ]
     result = finish_sweep(timed, cache_bytes=None)
     assert result.error is None and len({r.id for r in result.records}) == 3
     assert [r.sweep.point for r in result.records] == [0, 1, 2]
     fit = sweep_from_records(result.records, "numpy", "cpu")
-    assert fit.bandwidth_gbps == pytest.approx(64 * 1024 * 4 / 1e-4 / 1e9) and fit.overhead_s * 1e6 == pytest.approx(0)
+    assert fit.bandwidth_gbps == pytest.approx(
+        64 * 1024 * 4 / 1e-4 / 1e9
+    ) and fit.overhead_s * 1e6 == pytest.approx(0)
 
 
 def test_a_quantized_head_is_refused_in_one_line_not_a_key_error():
@@ -74,8 +80,15 @@ def test_a_sweep_on_a_known_chip_fails_above_its_catalog_bandwidth_and_records_n
     from anebench.system import chips
 
     latencies = {1024: 1e-4, 2048: 2e-4, 4096: 4e-4}
-    timed = [r.model_copy(update={"summary": r.summary.model_copy(update={"median": latencies[r.workload.shape[0]]}),
-                                  "host": r.host.model_copy(update={"chip": "Apple M1"})}) for r in tiny_records]
+    timed = [
+        r.model_copy(
+            update={
+                "summary": r.summary.model_copy(update={"median": latencies[r.workload.shape[0]]}),
+                "host": r.host.model_copy(update={"chip": "Apple M1"}),
+            }
+        )
+        for r in tiny_records
+    ]
     original = chips.lookup_chip("M1")
     slow = chips.Chip(**{**original.__dict__, "bandwidth_gbps_min": 1.0, "bandwidth_gbps_max": 1.0})
     try:

@@ -65,9 +65,13 @@ def test_fixed_warmup_runs_exactly_that_many_calls():
 def test_time_budget_stops_early_but_keeps_at_least_one_run():
     fake = FakeClock()
     prepared = ScriptedCall(fake, [0.1] * 100)
-    timing = time_calls(prepared, runs=50, warmup=WarmupPolicy(fixed=1), clock=fake.clock(), time_budget_s=0.35)
+    timing = time_calls(
+        prepared, runs=50, warmup=WarmupPolicy(fixed=1), clock=fake.clock(), time_budget_s=0.35
+    )
     assert len(timing.samples_s) == 4
-    timing = time_calls(prepared, runs=50, warmup=WarmupPolicy(fixed=1), clock=fake.clock(), time_budget_s=1e-6)
+    timing = time_calls(
+        prepared, runs=50, warmup=WarmupPolicy(fixed=1), clock=fake.clock(), time_budget_s=1e-6
+    )
     assert len(timing.samples_s) == 1
 
 
@@ -114,7 +118,9 @@ def test_a_run_records_the_host_state_and_warns_when_the_machine_is_busy():
     assert record.host.cpu_model == "Fake CPU" and not any("busy machine" in w for w in record.warnings)
     busy = RunOptions(runs=5, warmup=WarmupPolicy(fixed=1), host=FakeHost(load=1.5, cores=2))
     record = measure_workload(NumpyEngine(), "cpu", workload, busy)
-    assert record.host.state.busy and any("load average 1.50 is above half the 2" in w for w in record.warnings)
+    assert record.host.state.busy and any(
+        "load average 1.50 is above half the 2" in w for w in record.warnings
+    )
 
 
 def test_the_system_host_reads_its_state_without_privileges():
@@ -125,7 +131,8 @@ def test_the_system_host_reads_its_state_without_privileges():
     assert state.busy == (state.load_average_1m > (SYSTEM_HOST.info().cores_logical or 1) / 2)
 def test_the_too_short_check_takes_the_one_interpolated_median_of_the_warmup():
     fake = FakeClock(tick_ns=100)  # 20 ticks = 2 us
-    # warm calls 0.6, 0.6, 2.6, 2.6 us: the interpolated median 1.6 us is too short (the upper one, 2.6, was not)
+    # warm calls 0.6, 0.6, 2.6, 2.6 us: the interpolated median 1.6 us is too short
+    # (the upper one, 2.6, was not)
     prepared = ScriptedCall(fake, [0.5e-6, 0.5e-6, 2.5e-6, 2.5e-6] + [2.5e-6] * 10)
     with pytest.raises(MeasurementError, match="a call takes 1600 ns"):
         time_calls(prepared, runs=5, warmup=WarmupPolicy(fixed=4), clock=fake.clock())

@@ -1,4 +1,5 @@
-"""Schema /1 files and stores (written by anebench 0.1 before the typed model) still load, ingest and report."""
+"""Schema /1 files and stores (written by anebench 0.1 before the typed model) still load, ingest and
+report."""
 
 from __future__ import annotations
 
@@ -22,11 +23,15 @@ SUITE_FILES = ["run.json", "sweep.json", "roofline.json", "concurrent.json", "co
 @pytest.mark.parametrize("name", SUITE_FILES)
 def test_a_v1_file_loads_into_typed_sections(name):
     raw = json.loads((V1 / name).read_text())
-    assert raw["schema"] == "anebench.results/1" and all(r["schema"] == "anebench.result/1" for r in raw["results"])
+    assert raw["schema"] == "anebench.results/1" and all(
+        r["schema"] == "anebench.result/1" for r in raw["results"]
+    )
     records = load_records(V1 / name)
     assert len(records) == len(raw["results"]) and all(r.schema_ == SCHEMA_VERSION for r in records)
     for record, old in zip(records, raw["results"]):
-        assert record.samples_s == old["samples_s"] and record.summary.median == pytest.approx(old["summary"]["median"])
+        assert record.samples_s == old["samples_s"] and record.summary.median == pytest.approx(
+            old["summary"]["median"]
+        )
         for key in old["extras"]:  # every extras key of a /1 file lands in a typed section
             assert getattr(record, key) is not None
     assert load_result_file(V1 / name)  # the importer's full validation accepts it too

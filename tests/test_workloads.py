@@ -39,7 +39,9 @@ def test_fingerprint_is_stable_and_changes_with_anything_that_changes_the_bytes(
 
 def test_rows_are_the_same_however_they_are_sliced(small_workload):
     whole = small_workload.weights.read_rows(0, 1024)
-    pieces = np.concatenate([small_workload.weights.read_rows(a, b) for a, b in [(0, 100), (100, 700), (700, 1024)]])
+    pieces = np.concatenate(
+        [small_workload.weights.read_rows(a, b) for a, b in [(0, 100), (100, 700), (700, 1024)]]
+    )
     np.testing.assert_array_equal(whole, pieces)
     assert whole.dtype == np.float16
     assert whole.shape == (1024, 64)
@@ -62,7 +64,9 @@ def test_row_blocks_tile_the_range_and_fill_rows_honours_its_offset():
     start, stop = 300, 2 * FILL_BLOCK_ROWS + 450  # spans three blocks, neither end on a block boundary
     blocks = list(workload.row_blocks(start, stop))
     assert [(lo, hi) for lo, hi, _ in blocks] == [
-        (300, 300 + FILL_BLOCK_ROWS), (300 + FILL_BLOCK_ROWS, 300 + 2 * FILL_BLOCK_ROWS), (300 + 2 * FILL_BLOCK_ROWS, stop)
+        (300, 300 + FILL_BLOCK_ROWS),
+        (300 + FILL_BLOCK_ROWS, 300 + 2 * FILL_BLOCK_ROWS),
+        (300 + 2 * FILL_BLOCK_ROWS, stop),
     ]
     expected = workload.weights.read_rows(start, stop)
     np.testing.assert_array_equal(np.concatenate([rows for _, _, rows in blocks]), expected)

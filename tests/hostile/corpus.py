@@ -56,28 +56,70 @@ def anebench_files(tmp: Path) -> dict[str, tuple[Path, str]]:
     deep = "[" * 5000 + "]" * 5000
     cases = {
         "5000-deep nesting": (write(tmp / "deep.json", deep), "nested 5000 levels"),
-        "weight_bytes 1e400": (write(tmp / "big.json", json.dumps(record_json()).replace(
-            '"weight_bytes": 1050673152', '"weight_bytes": 1e400')), "outside the range of a float"),
-        "gbps 1e400": (write(tmp / "gbps.json", json.dumps(record_json()).replace('"gbps": 100.0', '"gbps": 1e400')),
-                       "outside the range"),
-        "400-digit integer": (write(tmp / "digits.json", json.dumps(record_json()).replace(
-            '"weight_bytes": 1050673152', '"weight_bytes": ' + "9" * 400)), "out of range"),
-        "90,000 GB/s on an M1": (write(tmp / "fast.json", consistent(90_000)), "above what the device can read"),
-        "2,000 GB/s on an M1": (write(tmp / "fast2.json", consistent(2_000)), "68.25 GB/s of memory bandwidth"),
-        "unknown chip at 50,000 GB/s": (write(tmp / "fast3.json", consistent(50_000, chip="Mystery X1")),
-                                        "bound for an unknown device"),
-        "weight_bytes unrelated to the shape": (write(tmp / "wb.json", record_json(
-            **{"workload.weight_bytes": 1_000_000, "gbps": 1_000_000 / latency / 1e9})), "workload.weight_bytes"),
+        "weight_bytes 1e400": (
+            write(
+                tmp / "big.json",
+                json.dumps(record_json()).replace('"weight_bytes": 1050673152', '"weight_bytes": 1e400'),
+            ),
+            "outside the range of a float",
+        ),
+        "gbps 1e400": (
+            write(tmp / "gbps.json", json.dumps(record_json()).replace('"gbps": 100.0', '"gbps": 1e400')),
+            "outside the range",
+        ),
+        "400-digit integer": (
+            write(
+                tmp / "digits.json",
+                json.dumps(record_json()).replace(
+                    '"weight_bytes": 1050673152', '"weight_bytes": ' + "9" * 400
+                ),
+            ),
+            "out of range",
+        ),
+        "90,000 GB/s on an M1": (
+            write(tmp / "fast.json", consistent(90_000)),
+            "above what the device can read",
+        ),
+        "2,000 GB/s on an M1": (
+            write(tmp / "fast2.json", consistent(2_000)),
+            "68.25 GB/s of memory bandwidth",
+        ),
+        "unknown chip at 50,000 GB/s": (
+            write(tmp / "fast3.json", consistent(50_000, chip="Mystery X1")),
+            "bound for an unknown device",
+        ),
+        "weight_bytes unrelated to the shape": (
+            write(
+                tmp / "wb.json",
+                record_json(**{"workload.weight_bytes": 1_000_000, "gbps": 1_000_000 / latency / 1e9}),
+            ),
+            "workload.weight_bytes",
+        ),
         # a measured record's summary is derived from its samples: a stored one that disagrees is refused
-        "median above max": (write(tmp / "med.json", record_json(**{"summary.max": latency * 0.5})),
-                             "contradicts the samples"),
-        "p5 above p95": (write(tmp / "p5.json", record_json(**{"summary.p5": latency, "summary.p95": latency * 0.9,
-                                                                "summary.max": latency * 1.1})),
-                         "contradicts the samples"),
-        "claims provenance published": (write(tmp / "pub.json", record_json(
-            provenance="published", provenance_note="anemll-bench Results.MD")), "reserved for the figures"),
-        "NaN gbps": (write(tmp / "nan.json", json.dumps(record_json()).replace('"gbps": 100.0', '"gbps": NaN')),
-                     "gbps"),
+        "median above max": (
+            write(tmp / "med.json", record_json(**{"summary.max": latency * 0.5})),
+            "contradicts the samples",
+        ),
+        "p5 above p95": (
+            write(
+                tmp / "p5.json",
+                record_json(
+                    **{"summary.p5": latency, "summary.p95": latency * 0.9, "summary.max": latency * 1.1}
+                ),
+            ),
+            "contradicts the samples",
+        ),
+        "claims provenance published": (
+            write(
+                tmp / "pub.json",
+                record_json(provenance="published", provenance_note="anemll-bench Results.MD"),
+            ),
+            "reserved for the figures",
+        ),
+        "NaN gbps": (
+            write(tmp / "nan.json", json.dumps(record_json()).replace('"gbps": 100.0', '"gbps": NaN')),
+            "gbps",
+        ),
         "not JSON": (write(tmp / "text.json", "hello {"), "not valid JSON"),
         "binary": (tmp / "bin.json", "bin.json: not"),
         "empty file": (write(tmp / "empty.json", ""), "not valid JSON"),
@@ -102,17 +144,29 @@ def anemll_files(tmp: Path) -> dict[str, tuple[Path, str]]:
     ram = json.loads(doc)
     ram["system_info"]["ram"]["total_gb"] = 1e300
     cases = {
-        "{\"a\":[ x 700000": (write(tmp / "nest.txt", '{"a":[' * 700_000), "nested"),
-        "JS string of deep JSON": (write(tmp / "lit.html", '<script>var d = "' + '{\\"a\\":[' * 100_000 + "0"
-                                         + "]}" * 100_000 + '";</script>'), "deeply nested"),
-        "one valid, one truncated block": (write(tmp / "issue.md", f"Run 1:\n```json\n{doc}\n```\nRun 2:\n```json\n"
-                                                 f"{second[:-60]}\n```\n"), "broken"),
+        '{"a":[ x 700000': (write(tmp / "nest.txt", '{"a":[' * 700_000), "nested"),
+        "JS string of deep JSON": (
+            write(
+                tmp / "lit.html",
+                '<script>var d = "' + '{\\"a\\":[' * 100_000 + "0" + "]}" * 100_000 + '";</script>',
+            ),
+            "deeply nested",
+        ),
+        "one valid, one truncated block": (
+            write(tmp / "issue.md", f"Run 1:\n```json\n{doc}\n```\nRun 2:\n```json\n{second[:-60]}\n```\n"),
+            "broken",
+        ),
         "95,515 GB/s": (write(tmp / "fast.json", fast), "above what the device can read"),
         "ram.total_gb 1e300": (write(tmp / "ram.json", ram), "total_gb"),
-        "ram.total_gb 1e400": (write(tmp / "ram2.json", doc.replace('"total_gb": 64.0', '"total_gb": 1e400')),
-                               "total_gb"),
+        "ram.total_gb 1e400": (
+            write(tmp / "ram2.json", doc.replace('"total_gb": 64.0', '"total_gb": 1e400')),
+            "total_gb",
+        ),
         "5000-deep": (write(tmp / "deep.txt", "[" * 5000 + "]" * 5000), "nested"),
-        "no JSON at all": (write(tmp / "prose.txt", "nothing here { to see }"), "no anemll-bench result JSON"),
+        "no JSON at all": (
+            write(tmp / "prose.txt", "nothing here { to see }"),
+            "no anemll-bench result JSON",
+        ),
         "/dev/zero": (device(tmp, "zero", 5), "not a regular file"),
     }
     fifo = tmp / "fifo.txt"

@@ -27,8 +27,11 @@ def raw_safetensors(path: Path, header: dict, data: bytes, pad_to: int = 8) -> P
 
 def test_a_shape_of_booleans_is_a_corrupt_header(tmp_path, capsys):
     model = tmp_path / "m"
-    raw_safetensors(model / "model.safetensors",
-                    {"lm_head.weight": {"dtype": "F16", "shape": [True, 64], "data_offsets": [0, 128]}}, b"\0" * 128)
+    raw_safetensors(
+        model / "model.safetensors",
+        {"lm_head.weight": {"dtype": "F16", "shape": [True, 64], "data_offsets": [0, 128]}},
+        b"\0" * 128,
+    )
     code, _, err = run_cli(capsys, "run", "--engine", "numpy", "-w", f"hf:{model}", "--runs", "5")
     assert code == 2
     one_line_error(err, "corrupt safetensors header", "is not a list of sizes")
@@ -57,7 +60,9 @@ def test_misaligned_weights_are_the_checkpoints_fault(tmp_path, capsys):
               "lm_head.weight": {"dtype": "F32", "shape": [64, 32], "data_offsets": [2, 2 + rows.nbytes]}}
     model = tmp_path / "m"
     raw_safetensors(model / "model.safetensors", header, b"\0\0" + rows.tobytes())
-    code, _, err = run_cli(capsys, "run", "--engine", "numpy", "-w", f"hf:{model}:lm_head.weight", "--runs", "5")
+    code, _, err = run_cli(
+        capsys, "run", "--engine", "numpy", "-w", f"hf:{model}:lm_head.weight", "--runs", "5"
+    )
     assert code == 2
     one_line_error(err, "not aligned", "checkpoint is malformed")
 
@@ -85,8 +90,8 @@ def test_a_checkpoint_truncated_under_the_tool_is_an_error_not_sigbus(tmp_path):
 
 
 def test_a_checkpoint_too_large_for_memory_is_refused_before_hashing(tmp_path, capsys, monkeypatch):
-    from anebench.workloads.checkpoints import tensor_hash
     from anebench.system.host import Host
+    from anebench.workloads.checkpoints import tensor_hash
 
     model = single_file_model(tmp_path / "m", {"lm_head.weight": weights(512, 64)})
     hashed = []
@@ -127,10 +132,16 @@ def test_refs_main_is_confined_to_the_cache(tmp_path, capsys, monkeypatch, ref):
     one_line_error(err, "refs/main")
 
 
-@pytest.mark.parametrize("sweep", [
-    {"fit": 1}, {"fit": {}, "overhead_us": "x", "bandwidth_gbps": 1}, ["fit"], {"fit": 1, "overhead_us": 1e308 * 10},
-    {"fit": {}, "overhead_us": 1.0, "bandwidth_gbps": 2.0, "overhead_se_us": "nan"},
-])
+@pytest.mark.parametrize(
+    "sweep",
+    [
+        {"fit": 1},
+        {"fit": {}, "overhead_us": "x", "bandwidth_gbps": 1},
+        ["fit"],
+        {"fit": 1, "overhead_us": 1e308 * 10},
+        {"fit": {}, "overhead_us": 1.0, "bandwidth_gbps": 2.0, "overhead_se_us": "nan"},
+    ],
+)
 def test_latency_with_a_crafted_sweep_file(tmp_path, capsys, sweep):
     from anebench.results.files import document_json
     from test_store import make_record

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-
 import time
 
 import pytest
@@ -14,8 +13,9 @@ from conftest import digest, one_line_error
 
 
 @pytest.mark.parametrize("fmt,generator", [("anebench", anebench_files), ("anemll-bench", anemll_files)])
-def test_every_hostile_file_is_refused_in_one_line_and_the_store_is_unchanged(fmt, generator, tmp_path, capsys,
-                                                                              store_db):
+def test_every_hostile_file_is_refused_in_one_line_and_the_store_is_unchanged(
+    fmt, generator, tmp_path, capsys, store_db
+):
     (tmp_path / "corpus").mkdir()
     cases = generator(tmp_path / "corpus")
     before = digest(store_db)
@@ -45,9 +45,11 @@ def test_the_report_skips_a_record_it_cannot_render_and_store_remove_deletes_it(
     body = json.loads(odd.model_dump_json(by_alias=True))
     body["concurrency"] = {"mode": 5}
     with sqlite3.connect(store_db) as db:
-        db.execute("INSERT INTO records SELECT ?, provenance, tool, chip, chip_key, workload, fingerprint, engine, "
-                   "device, suite, gbps, latency_s, created, source_label, ingested_at, ? FROM records LIMIT 1",
-                   (odd.id, json.dumps(body)))
+        db.execute(
+            "INSERT INTO records SELECT ?, provenance, tool, chip, chip_key, workload, fingerprint, engine, "
+            "device, suite, gbps, latency_s, created, source_label, ingested_at, ? FROM records LIMIT 1",
+            (odd.id, json.dumps(body)),
+        )
     db.close()
     code, out, err = run_cli(capsys, "report", "--db", str(store_db), "--format", "md")
     assert code == 0 and "# anebench results by chip" in out

@@ -92,7 +92,9 @@ def test_run_out_the_store_and_report_out_the_store_are_refused(tmp_path, capsys
     link.symlink_to(store_db)
     for out in (store_db, link):
         for fmt in ("md", "html", "csv", "json"):
-            code, _, err = run_cli(capsys, "report", "--db", str(store_db), "--out", str(out), "--format", fmt)
+            code, _, err = run_cli(
+                capsys, "report", "--db", str(store_db), "--out", str(out), "--format", fmt
+            )
             assert code == 2
             one_line_error(err, "the results store")
     assert digest(store_db) == before
@@ -122,8 +124,10 @@ def test_an_input_of_the_command_is_never_its_output(tmp_path, capsys):
 def test_four_parallel_default_named_runs_lose_nothing(tmp_path):
     env = dict(os.environ, PYTHONPATH=SRC)
     command = [sys.executable, "-m", "anebench", "run", *SMALL]
-    procs = [subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-             for _ in range(4)]
+    procs = [
+        subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        for _ in range(4)
+    ]
     errors = [p.communicate(timeout=300)[1].decode() for p in procs]
     assert all(p.returncode == 0 for p in procs), errors
     files = sorted(tmp_path.glob("anebench-run-*.json"))
@@ -200,7 +204,9 @@ def test_ctrl_c_in_a_multi_step_run_keeps_the_finished_steps(tmp_path, capsys, m
                            "-w", "lm_head:512x4096:fp32", "--runs", "5", "--warmup", "0", "--out", str(out))
     assert code == 130
     assert "interrupted: the 1 finished step(s) of 2 are saved to" in err
-    assert [r["workload"]["name"] for r in json.loads(out.read_text())["results"]] == ["lm_head:256x4096:fp32"]
+    assert [r["workload"]["name"] for r in json.loads(out.read_text())["results"]] == [
+        "lm_head:256x4096:fp32"
+    ]
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL or callable(signal.getsignal(signal.SIGTERM))
 
 
@@ -269,8 +275,15 @@ def test_out_dev_stdout_on_a_pipe_is_refused_not_replaced(tmp_path):
     env = dict(os.environ, PYTHONPATH=SRC)
     stdout = tmp_path / "stdout"
     stdout.symlink_to("/proc/self/fd/1")  # what /dev/stdout is; a link of our own, never /dev's
-    done = subprocess.run([sys.executable, "-m", "anebench", "run", *SMALL, "--out", str(stdout)], check=False,
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "anebench", "run", *SMALL, "--out", str(stdout)],
+        check=False,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 2 and "Traceback" not in done.stderr
     one_line_error(done.stderr, "stdout", "FIFO")
     assert stdout.is_symlink()

@@ -53,7 +53,9 @@ def _hostile_record():
     from test_store import make_record
 
     record = make_record(gbps=100, chip="Apple M4 Pro")
-    host = record.host.model_copy(update={"cpu_model": f"evil{ESC}[2J{ESC}]0;pwned{NUL}", "os": f"mac{RLO}SOcam"})
+    host = record.host.model_copy(
+        update={"cpu_model": f"evil{ESC}[2J{ESC}]0;pwned{NUL}", "os": f"mac{RLO}SOcam"}
+    )
     engine = record.engine.model_copy(update={"version": f"1.0{ESC}[31m"})
     return record.model_copy(update={"host": host, "engine": engine, "id": None,
                                      "warnings": [f"w{ESC}[8m hidden {RLO}"],

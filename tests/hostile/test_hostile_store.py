@@ -41,7 +41,10 @@ def test_a_lock_that_clears_is_waited_for(tmp_path, store_db, monkeypatch):
 def test_read_only_malformed_and_full_stores_are_named(tmp_path, store_db):
     from test_store import make_record
 
-    with open_store(store_db, create=False, readonly=True) as opened, pytest.raises(UserError, match="read-only"):
+    with (
+        open_store(store_db, create=False, readonly=True) as opened,
+        pytest.raises(UserError, match="read-only"),
+    ):
         opened.ingest([make_record(gbps=80)], "x")
     damaged = tmp_path / "damaged.sqlite"
     damaged.write_bytes(store_db.read_bytes()[: 4096 * 3])

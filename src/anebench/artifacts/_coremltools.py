@@ -51,8 +51,11 @@ def captured_messages() -> Iterator[list[str]]:
             try:
                 yield messages
             finally:
-                messages.extend(str(w.message) for w in caught
-                                if not issubclass(w.category, (DeprecationWarning, PendingDeprecationWarning)))
+                messages.extend(
+                    str(w.message)
+                    for w in caught
+                    if not issubclass(w.category, (DeprecationWarning, PendingDeprecationWarning))
+                )
     finally:
         logger.removeHandler(handler)
         logger.propagate = propagate

@@ -8,7 +8,6 @@ the program, not from file sizes) and the sha256 of the weight file.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -19,30 +18,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..errors import UserError
+from ..util.hashing import file_sha256
+from ..util.paths import CACHE_ENV, cache_root
 from .coreml import BuildSpec, SplitProgress, build_bundle
 from .mlprogram import MLProgramBundle
 
 MANIFEST_NAME = "anebench-build.json"
 MANIFEST_SCHEMA = "anebench.coreml-build/1"
-CACHE_ENV = "ANEBENCH_CACHE_DIR"
-
-
 def default_cache_dir() -> Path:
-    """``$ANEBENCH_CACHE_DIR`` or the platform's cache directory (e.g. ~/Library/Caches/anebench)."""
-    override = os.environ.get(CACHE_ENV)
-    if override:
-        return Path(override).expanduser()
-    import platformdirs
-
-    return platformdirs.user_cache_path("anebench") / "coreml"
-
-
-def file_sha256(path: Path, chunk: int = 1 << 24) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while block := handle.read(chunk):
-            digest.update(block)
-    return digest.hexdigest()
+    """The bundle cache: ``$ANEBENCH_CACHE_DIR`` or the platform's cache directory (e.g.
+    ~/Library/Caches/anebench), the root the other caches keep their subdirectories under."""
+    return cache_root()
 
 
 @dataclass

@@ -25,13 +25,14 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import UserError
-from ..workloads import GEN_BLOCK_ROWS, SyntheticWeights, Workload
+from ..workloads import GEN_BLOCK_ROWS, LUT_GROUP_ROWS, SyntheticWeights, Workload
+from ..workloads import QUANTS as WORKLOAD_QUANTS
 from ._coremltools import coremltools as import_coremltools
 from ._coremltools import no_pass_progress_bars
 from .quant import KMEANS_MISSING, LUT_NBITS, EncodedWeight, check_palettizable, encode, kmeans_available
 
 BUILDER_VERSION = "anebench-coreml-v1"
-QUANTS = ("fp16", "int8", "lut4", "lut6")
+QUANTS = tuple(q for q in WORKLOAD_QUANTS if q is not None)  # what a bundle can store
 LUT_MODES = ("auto", "uniform", "kmeans")
 MAX_SPLIT_ROWS = 16384  # the largest conv the ANE compiler takes as one task in the published bundles
 MAX_REPEAT = 64
@@ -107,7 +108,7 @@ class BuildSpec:
     workload: Workload
     quant: str = "fp16"
     lut_mode: str = "auto"
-    group_size: int = 8
+    group_size: int = LUT_GROUP_ROWS
     repeat: int = 1
     max_split_rows: int = MAX_SPLIT_ROWS
 
@@ -122,10 +123,14 @@ class BuildSpec:
         if self.lut_mode not in LUT_MODES:
             raise UserError(f"lut mode {self.lut_mode!r} is not supported; valid: {', '.join(LUT_MODES)}")
         if not 1 <= self.repeat <= min(MAX_REPEAT, self.workload.vocab):
-            raise UserError(f"repeat {self.repeat} must be between 1 and {min(MAX_REPEAT, self.workload.vocab)}")
+            raise UserError(
+                f"repeat {self.repeat} must be between 1 and {min(MAX_REPEAT, self.workload.vocab)}"
+            )
         if len({rotation(r, self.workload.vocab) for r in range(self.repeat)}) < self.repeat:
-            raise UserError(f"repeat {self.repeat} with a vocabulary of {self.workload.vocab} rows would repeat a "
-                            "weight set (its rotations coincide); use fewer weight sets")
+            raise UserError(
+                f"repeat {self.repeat} with a vocabulary of {self.workload.vocab} rows would repeat a "
+                "weight set (its rotations coincide); use fewer weight sets"
+            )
         if not 1 <= self.tokens <= MAX_TOKENS:
             raise UserError(f"tokens {self.tokens} must be between 1 and {MAX_TOKENS}")
         if self.max_split_rows < 1 or self.group_size < 1:
@@ -134,8 +139,13 @@ class BuildSpec:
             raise UserError(KMEANS_MISSING)
         for index, (start, stop) in enumerate(self.splits):
             if self.is_lut:
-                check_palettizable(stop - start, self.workload.hidden, LUT_NBITS[self.quant],
-                                   self.group_size, f"{self.workload.name} split {index + 1} (rows {start}-{stop})")
+                check_palettizable(
+                    stop - start,
+                    self.workload.hidden,
+                    LUT_NBITS[self.quant],
+                    self.group_size,
+                    f"{self.workload.name} split {index + 1} (rows {start}-{stop})",
+                )
 
     @property
     def tokens(self) -> int:
@@ -209,7 +219,9 @@ class BuildSpec:
         return total * self.repeat
 
     def bundle_name(self) -> str:
-        suffix = ("" if self.repeat == 1 else f"_x{self.repeat}") + ("" if self.tokens == 1 else f"_t{self.tokens}")
+        suffix = ("" if self.repeat == 1 else f"_x{self.repeat}") + (
+            "" if self.tokens == 1 else f"_t{self.tokens}"
+        )
         quant = "" if self.workload.name.endswith(self.quant) else f"_{self.quant}"
         safe = "".join(c if c.isalnum() or c in "_-." else "_" for c in self.workload.name)
         return f"{safe}{quant}{suffix}.mlpackage"
@@ -221,7 +233,9 @@ def split_reader(spec: BuildSpec, weight_set: int, start: int) -> Callable[[int,
     def read(lo: int, hi: int) -> np.ndarray:
         rows = rotated_rows(spec.workload, weight_set, start + lo, start + hi)
         if rows.dtype != np.float16 and np.abs(rows).max(initial=0) > FP16_MAX:
-            raise UserError(f"{spec.workload.name}: weights exceed fp16's range (65504); Core ML cannot hold them")
+            raise UserError(
+                f"{spec.workload.name}: weights exceed fp16's range (65504); Core ML cannot hold them"
+            )
         return rows
 
     return read
@@ -250,14 +264,15 @@ def _weight_var(mb, types, weight: EncodedWeight, name: str):
     if weight.kind == "int8":
         return mb.constexpr_blockwise_shift_scale(
             data=weight.values.reshape(rows, hidden, 1, 1),
-            scale=weight.table.reshape(rows, 1, 1, 1),
+            scale=weight.lookup().reshape(rows, 1, 1, 1),
             name=name,
         )
-    index_dtype = types.nptype_from_builtin(types.string_to_builtin(f"uint{weight.nbits}"))
-    groups = weight.table.shape[0]
+    nbits, _ = weight.lut_layout()
+    index_dtype = types.nptype_from_builtin(types.string_to_builtin(f"uint{nbits}"))
+    table = weight.lookup()
     return mb.constexpr_lut_to_dense(
         indices=weight.values.reshape(rows, hidden, 1, 1).view(index_dtype),
-        lut=weight.table.reshape(groups, 1, 1, 1, 1 << weight.nbits, 1),
+        lut=table.reshape(table.shape[0], 1, 1, 1, 1 << nbits, 1),
         name=name,
     )
 

@@ -14,6 +14,7 @@ import struct
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -93,8 +94,8 @@ def expected_bytes(dtype: str, shape: tuple[int, ...]) -> int:
 
 def unpack_bits(packed: bytes, nbits: int, count: int, bit_offset: int = 0) -> np.ndarray:
     """``count`` unsigned nbits-wide values packed LSB first (Core ML's sub-byte layout), as uint8."""
-    bits = np.unpackbits(np.frombuffer(packed, dtype=np.uint8), bitorder="little")
-    bits = bits[bit_offset:bit_offset + count * nbits].reshape(count, nbits)
+    stream = np.unpackbits(np.frombuffer(packed, dtype=np.uint8), bitorder="little")
+    bits = stream[bit_offset:bit_offset + count * nbits].reshape(count, nbits)
     weights = (1 << np.arange(nbits, dtype=np.uint16)).astype(np.uint16)
     return (bits.astype(np.uint16) @ weights).astype(np.uint8)
 
@@ -113,7 +114,8 @@ class MLProgramBundle:
         if not self.spec.HasField("mlProgram"):
             raise BundleError(f"{self.path}: not an ML program (type {self.spec.WhichOneof('Type')})")
         self.ops: list[Op] = []
-        self._values: dict[str, object] = {}  # value name -> proto Value that holds it
+        # value name -> the protobuf Value that holds it (coremltools' protobuf classes carry no types)
+        self._values: dict[str, Any] = {}
         for function in self.spec.mlProgram.functions.values():
             self._walk(function.block_specializations[function.opset])
         self._producers = {value: op for op in self.ops for value in op.outputs}
@@ -293,7 +295,9 @@ class MLProgramBundle:
             indices = unpack_bits(packed, nbits, (stop - start) * per_row, bit_lo % 8)
             tables = lut.reshape(lut.shape[0], -1)[start // group:(stop + group - 1) // group]
             return EncodedWeight("lut", indices.reshape(stop - start, per_row), tables, nbits, group)
-        raise BundleError(f"{consumer or source.outputs[0]}: weight comes from an unsupported op {source.type}")
+        raise BundleError(
+            f"{consumer or source.outputs[0]}: weight comes from an unsupported op {source.type}"
+        )
 
     def decoded_rows(self, conv: Op, start: int, stop: int) -> np.ndarray:
         """Rows [start, stop) of the dense float32 weight Core ML computes with for this conv."""

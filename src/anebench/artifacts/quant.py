@@ -18,11 +18,12 @@ from functools import partial
 import numpy as np
 
 from ..errors import UserError
+from ..workloads import LUT_BITS, LUT_GROUP_ROWS
 
 # coremltools leaves a const of at most this many elements uncompressed (weight_threshold), with only a
 # warning; we refuse instead, so a "lut6" bundle never silently holds fp16 weights.
 PALETTIZE_MIN_ELEMENTS = 2048
-LUT_NBITS = {"lut4": 4, "lut6": 6}
+LUT_NBITS = LUT_BITS
 INT8_LEVELS = 127
 # Rows are quantised in chunks of about this many values, so the float32 temporaries stay small.
 _CHUNK_VALUES = 1 << 22
@@ -43,6 +44,18 @@ class EncodedWeight:
     def rows(self) -> int:
         return self.values.shape[0]
 
+    def lookup(self) -> np.ndarray:
+        """The int8 scales or the LUT tables; fp16 weights have none."""
+        if self.table is None:
+            raise ValueError(f"{self.kind} weights carry no scales or lookup tables")
+        return self.table
+
+    def lut_layout(self) -> tuple[int, int]:
+        """(bits per index, rows per table) of LUT weights."""
+        if self.nbits is None or self.group_size is None:
+            raise ValueError(f"{self.kind} weights are not palettised")
+        return self.nbits, self.group_size
+
     def decode(self, start: int = 0, stop: int | None = None) -> np.ndarray:
         """Rows [start, stop) of the dense weight Core ML computes with, as float32."""
         stop = self.rows if stop is None else stop
@@ -50,9 +63,9 @@ class EncodedWeight:
         if self.kind == "fp16":
             return values.astype(np.float32)
         if self.kind == "int8":
-            return values.astype(np.float32) * self.table[start:stop, None].astype(np.float32)
-        groups = np.arange(start, stop) // self.group_size
-        return self.table[groups[:, None], values].astype(np.float32)
+            return values.astype(np.float32) * self.lookup()[start:stop, None].astype(np.float32)
+        groups = np.arange(start, stop) // self.lut_layout()[1]
+        return self.lookup()[groups[:, None], values].astype(np.float32)
 
 
 def check_palettizable(rows: int, hidden: int, nbits: int, group_size: int, label: str) -> None:
@@ -209,7 +222,7 @@ def palettize_kmeans(read: RowReader, rows: int, hidden: int, nbits: int, group_
 
 
 def encode(read: RowReader, rows: int, hidden: int, quant: str, lut_mode: str = "uniform",
-           group_size: int = 8) -> EncodedWeight:
+           group_size: int = LUT_GROUP_ROWS) -> EncodedWeight:
     """Encode one split whose rows ``read(lo, hi)`` returns, chunk by chunk, as ``quant`` stores it."""
     if quant == "fp16":
         return encode_fp16(read, rows, hidden)

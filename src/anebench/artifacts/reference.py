@@ -37,9 +37,13 @@ class ReferenceProgram:
 
     def _kernels(self) -> dict[str, Callable[[Op, dict[str, np.ndarray]], np.ndarray]]:
         return {
-            "transpose": lambda op, env: np.transpose(self._arg(op, "x", env), _ints(self._arg(op, "perm", env))),
+            "transpose": lambda op, env: np.transpose(
+                self._arg(op, "x", env), _ints(self._arg(op, "perm", env))
+            ),
             "expand_dims": self._expand_dims,
-            "squeeze": lambda op, env: np.squeeze(self._arg(op, "x", env), tuple(_ints(self._arg(op, "axes", env)))),
+            "squeeze": lambda op, env: np.squeeze(
+                self._arg(op, "x", env), tuple(_ints(self._arg(op, "axes", env)))
+            ),
             "reshape": lambda op, env: self._arg(op, "x", env).reshape(_ints(self._arg(op, "shape", env))),
             "identity": lambda op, env: self._arg(op, "x", env),
             "add": lambda op, env: self._arg(op, "x", env) + self._arg(op, "y", env),
@@ -98,7 +102,9 @@ class ReferenceProgram:
         source = self.bundle.producer(weight_name)
         shape = self._weight_shape(source)
         if len(shape) != 4 or shape[2:] != (1, 1) or x.ndim != 4 or x.shape[1] != shape[1]:
-            raise BundleError(f"{op.outputs[0]}: the reference runs only 1x1 convolutions; weight {shape}, x {x.shape}")
+            raise BundleError(
+                f"{op.outputs[0]}: the reference runs only 1x1 convolutions; weight {shape}, x {x.shape}"
+            )
         batch, channels, height, width = x.shape
         columns = x.reshape(batch, channels, height * width)
         out = np.empty((batch, shape[0], height * width), dtype=np.float64)
@@ -119,8 +125,10 @@ class ReferenceProgram:
                 raise BundleError(f"input {desc.name!r} is missing")
             value = np.asarray(feed[desc.name])
             if value.shape != desc.shape or value.dtype != NUMPY_INPUT_DTYPES.get(desc.dtype):
-                raise BundleError(f"input {desc.name}: got {value.dtype} {list(value.shape)}, the model takes "
-                                  f"{desc.dtype} {list(desc.shape)}")
+                raise BundleError(
+                    f"input {desc.name}: got {value.dtype} {list(value.shape)}, the model takes "
+                    f"{desc.dtype} {list(desc.shape)}"
+                )
             env[desc.name] = value.astype(np.float64)
         kernels = self._kernels()
         for op in self.bundle.ops:
@@ -131,6 +139,8 @@ class ReferenceProgram:
         for desc in self.bundle.outputs:
             value = env[desc.name]
             if value.shape != desc.shape:
-                raise BundleError(f"output {desc.name}: computed {list(value.shape)}, declared {list(desc.shape)}")
+                raise BundleError(
+                    f"output {desc.name}: computed {list(value.shape)}, declared {list(desc.shape)}"
+                )
             results[desc.name] = value.astype(np.float16)  # Core ML returns fp16 from an fp16 program
         return results

@@ -58,8 +58,10 @@ def check_build_resources(workload: Workload, quant: str | None, repeat: int, ca
         except OSError:
             continue  # free space unknown: the build reports a full disk if it meets one
         if needed > free_disk:
-            raise UserError(f"build {workload.name[:80]}: needs {needed / 1e9:.2f} GB of disk in {where}, but "
-                            f"only {free_disk / 1e9:.2f} GB is free; free space or choose --cache-dir / --out")
+            raise UserError(
+                f"build {workload.name[:80]}: needs {needed / 1e9:.2f} GB of disk in {where}, but "
+                f"only {free_disk / 1e9:.2f} GB is free; free space or choose --cache-dir / --out"
+            )
 
 
 __all__ = ["BUILD_MEMORY_FACTOR", "bundle_bytes", "check_build_resources"]

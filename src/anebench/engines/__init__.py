@@ -34,7 +34,12 @@ def _mlx() -> Engine:
 
 # Preference order for "the best engine this machine has": accelerators first (Core ML's Neural Engine
 # on a Mac), numpy last.
-ENGINE_FACTORIES: dict[str, Callable[[], Engine]] = {"coreml": _coreml, "mlx": _mlx, "torch": _torch, "numpy": _numpy}
+ENGINE_FACTORIES: dict[str, Callable[[], Engine]] = {
+    "coreml": _coreml,
+    "mlx": _mlx,
+    "torch": _torch,
+    "numpy": _numpy,
+}
 CPU_DEVICES = {"cpu"}
 
 

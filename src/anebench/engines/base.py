@@ -9,7 +9,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -88,8 +88,34 @@ class Prepared(ABC):
     def reference_inputs(self) -> np.ndarray:
         return self.workload.inputs()
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - an optional hook: most engines hold nothing to release
         """Release device memory; the object is unusable afterwards."""
+
+
+class DensePrepared(Prepared):
+    """What numpy, torch and MLX share: the (vocab, hidden) weights as one dense array on ``device``,
+    run in ``choice.run_dtype``, with an input and an output buffer; ``output()`` reshapes the host copy
+    of the logits that ``host_logits()`` returns."""
+
+    weights: Any
+    _x: Any
+    _y: Any
+
+    def __init__(self, workload: Workload, device: str, choice: DtypeChoice) -> None:
+        super().__init__()
+        self.workload, self.device = workload, device
+        self.run_dtype, self.dtype_note = choice.run_dtype, choice.note
+        self.compute_units = device
+
+    @abstractmethod
+    def host_logits(self) -> np.ndarray:
+        """The last call's logits copied to the host as float32, in any shape of batch x vocab elements."""
+
+    def output(self) -> np.ndarray:
+        return self.host_logits().reshape(self.workload.batch, self.workload.vocab)
+
+    def close(self) -> None:
+        self.weights = self._x = self._y = None
 
 
 @dataclass
@@ -156,7 +182,8 @@ def check_streams_as_stored(engine: Engine, workload: Workload, device: str) -> 
         dense = workload.bytes_as(engine.dtype_for(workload, device).run_dtype)
         raise UserError(
             f"engine {engine.name}:{device} cannot stream {workload.name!r} as stored ({workload.quant}, "
-            f"{workload.stored_bytes / 1e6:.2f} MB); it would read a dense {dense / 1e6:.2f} MB head instead: "
+            f"{workload.stored_bytes / 1e6:.2f} MB); "
+            f"it would read a dense {dense / 1e6:.2f} MB head instead: "
             f"measure the unquantized head (lm_head:{workload.hidden}x{workload.vocab}:{workload.dtype}"
             f"{', e.g. llama_lm_head' if workload.name == 'llama_lm_head_lut6' else ''}) or use -e coreml"
         )

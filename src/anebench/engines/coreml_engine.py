@@ -1,16 +1,17 @@
 """Core ML: the LM-head bundle on the Neural Engine (``ane``), GPU, CPU or all of them.
 
 Building (or reusing) the bundle, loading and compiling happen once in ``prepare``, outside timing;
-``call()`` is one predict with a preallocated input (T tokens for a token-batched bundle), or K predicts. Only two things
-here need macOS: loading the model and asking Core ML where each operation will run. Both are thin
-functions; everything around them (outputs, references, bytes, placement arithmetic) runs anywhere.
+``call()`` is one predict with a preallocated input (T tokens for a token-batched bundle), or K predicts.
+Only two things here need macOS: loading the model and asking Core ML where each operation will run.
+Both are thin functions; everything around them (outputs, references, bytes, placement arithmetic)
+runs anywhere.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -23,7 +24,11 @@ from ..workloads import Workload
 from .base import TOLERANCE, Availability, DtypeChoice, Engine, Prepared
 
 COMPUTE_UNITS = {"ane": "CPU_AND_NE", "gpu": "CPU_AND_GPU", "cpu": "CPU_ONLY", "all": "ALL"}
-DEVICE_CLASSES = {"MLNeuralEngineComputeDevice": "ane", "MLGPUComputeDevice": "gpu", "MLCPUComputeDevice": "cpu"}
+DEVICE_CLASSES = {
+    "MLNeuralEngineComputeDevice": "ane",
+    "MLGPUComputeDevice": "gpu",
+    "MLCPUComputeDevice": "cpu",
+}
 DEVICE_NAMES = {"ane": "the Neural Engine", "gpu": "the GPU", "cpu": "the CPU"}
 DEVICE_OWNERS = {"ane": "ANE's", "gpu": "GPU's", "cpu": "CPU's"}
 # Ops that only name constants: Core ML places no work for them in a prediction (const; constexpr_* ops
@@ -60,9 +65,9 @@ def is_constant_op(op_type: str) -> bool:
 def _share(counted: list[OpPlacement], device: str) -> tuple[float | None, float | None]:
     """(share of ops, share of Core ML's estimated cost) that run on ``device``."""
     ops = round(sum(op.device == device for op in counted) / len(counted), 4) if counted else None
-    costs = [op for op in counted if op.cost is not None]
-    total = sum(op.cost for op in costs)
-    cost = round(sum(op.cost for op in costs if op.device == device) / total, 4) if total > 0 else None
+    costs = [(op.device, op.cost) for op in counted if op.cost is not None]
+    total = sum(c for _, c in costs)
+    cost = round(sum(c for d, c in costs if d == device) / total, 4) if total > 0 else None
     return ops, cost
 
 
@@ -77,7 +82,9 @@ def summarize_placement(ops: list[OpPlacement], asked: str) -> tuple[dict[str, A
     work = [op for op in ops if not is_constant_op(op.op_type)]
     counted = [op for op in work if op.device is not None]
     details: dict[str, Any] = {"placement_asked": asked}
-    details.update({f"ops_on_{device}": sum(op.device == device for op in counted) for device in DEVICE_NAMES})
+    details.update(
+        {f"ops_on_{device}": sum(op.device == device for op in counted) for device in DEVICE_NAMES}
+    )
     details["ops_unplaced"] = len(work) - len(counted)
     details["ops_constant"] = len(ops) - len(work)
     details["ane_op_share"], ane_cost = _share(counted, "ane")
@@ -120,7 +127,7 @@ def placement_unavailable(exc: BaseException, coremltools_version: str) -> str:
     return f"placement: MLComputePlan unavailable ({reason}); needs macOS 14.4+"
 
 
-def check_loaded(model, package: Path, messages: list[str], import_messages: list[str] = ()) -> None:
+def check_loaded(model, package: Path, messages: list[str], import_messages: Sequence[str] = ()) -> None:
     """Refuse, in one line naming the bundle and the reason, a model Core ML did not load.
 
     coremltools' MLModel does not raise when loading fails: it warns, keeps ``__proxy__`` None and
@@ -154,7 +161,9 @@ def load_model(package: Path, compute_units: str, warnings_out: list[str] | None
 
     ct = coremltools()
     said = list(IMPORT_MESSAGES)
-    if getattr(ct.models.model, "_MLModelProxy", True) is None and not any("_MLModelProxy" in m for m in said):
+    if getattr(ct.models.model, "_MLModelProxy", True) is None and not any(
+        "_MLModelProxy" in m for m in said
+    ):
         said.append("Failed to load _MLModelProxy, coremltools' binding to Core ML")  # imported before us
     try:
         with captured_messages() as messages:
@@ -227,15 +236,18 @@ class CoreMLPrepared(Prepared):
         self._split_rows = [t.shape[-1] if self.tokens == 1 else t.shape[1] for t in self.bundle.outputs]
         self._split_starts = np.cumsum([0, *self._split_rows])
         if self._split_starts[-1] != workload.vocab:
-            raise ValueError(f"bundle outputs cover {self._split_starts[-1]} rows, the workload has {workload.vocab}")
+            raise ValueError(
+                f"bundle outputs cover {self._split_starts[-1]} rows, the workload has {workload.vocab}"
+            )
         # One call reads every blob of the program once per predict: K predicts read it K times (T tokens
         # of one predict share one read).
         self.weight_bytes = self.bundle.weight_bytes * workload.batch
         inputs = workload.inputs().astype(np.float16)
-        self._feeds = [{INPUT_NAME: pack_tokens(inputs[k * self.tokens:(k + 1) * self.tokens], self.tokens)}
-                       for k in range(workload.batch)]
-        self._request: Any = self._feeds[0] if workload.batch == 1 else self._feeds
-        self._predict: Callable[[Any], Any] | None = model.predict
+        feeds = [{INPUT_NAME: pack_tokens(inputs[k * self.tokens:(k + 1) * self.tokens], self.tokens)}
+                 for k in range(workload.batch)]
+        self._feeds: list[dict[str, np.ndarray]] | None = feeds
+        self._request: Any = feeds[0] if workload.batch == 1 else feeds
+        self._predict: Callable[[Any], Any] = model.predict
         self._duration = predict_duration(model)
         if self._duration is not None:
             self.device_time_note = DURATION_NOTE
@@ -277,7 +289,8 @@ class CoreMLPrepared(Prepared):
         ]).astype(np.float32)
 
     def reference_rows(self, start: int, stop: int) -> np.ndarray:
-        """Rows of the weights the bundle holds, decoded, summed over its weight sets (what one call applies)."""
+        """Rows of the weights the bundle holds, decoded, summed over its weight sets (what one call
+        applies)."""
         pieces = []
         for index, convs in enumerate(self._split_convs):
             lo, hi = max(start, self._split_starts[index]), min(stop, self._split_starts[index + 1])
@@ -293,9 +306,14 @@ class CoreMLPrepared(Prepared):
     def close(self) -> None:
         """Release the model first, then the inputs: Core ML may still hold the input arrays until the
         model is gone, and freeing them under it can crash (coremltools PR #2827)."""
-        self.model = self._predict = self._duration = None  # every reference to the model and its proxy
+        self._predict = _closed  # every reference to the model and its proxy
+        self.model = self._duration = None
         self._last = None
         self._request = self._feeds = None
+
+
+def _closed(request: Any) -> Any:
+    raise RuntimeError("predict on a closed Core ML model")
 
 
 def stored_bytes(workload: Workload, repeat: int = 1) -> int:

@@ -8,7 +8,7 @@ from typing import ClassVar
 import numpy as np
 
 from ..workloads import Workload
-from .base import Availability, DtypeChoice, Engine, Prepared, upcast_when_compute_bound
+from .base import Availability, DensePrepared, DtypeChoice, Engine, Prepared, upcast_when_compute_bound
 
 _MLX_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 
@@ -19,13 +19,10 @@ def _mx():
     return mx
 
 
-class MlxPrepared(Prepared):
+class MlxPrepared(DensePrepared):
     def __init__(self, workload: Workload, device: str, choice: DtypeChoice):
-        super().__init__()
+        super().__init__(workload, device, choice)
         mx = _mx()
-        self.workload, self.device = workload, device
-        self.run_dtype, self.dtype_note = choice.run_dtype, choice.note
-        self.compute_units = device
         self._stream = mx.gpu if device == "gpu" else mx.cpu
         dtype = getattr(mx, _MLX_DTYPES[choice.run_dtype])
         with mx.stream(self._stream):
@@ -49,13 +46,8 @@ class MlxPrepared(Prepared):
         mx.eval(y)
         self._y = y
 
-    def output(self) -> np.ndarray:
-        mx = _mx()
-        host = np.array(self._y.astype(mx.float32))
-        return host.reshape(self.workload.batch, self.workload.vocab)
-
-    def close(self) -> None:
-        self.weights = self._x = self._y = None
+    def host_logits(self) -> np.ndarray:
+        return np.array(self._y.astype(_mx().float32))
 
 
 class MlxEngine(Engine):

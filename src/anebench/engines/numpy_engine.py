@@ -10,15 +10,12 @@ import numpy as np
 
 from ..system.blas import blas_summary
 from ..workloads import Workload
-from .base import Availability, DtypeChoice, Engine, Prepared, upcast_when_compute_bound
+from .base import Availability, DensePrepared, DtypeChoice, Engine, Prepared, upcast_when_compute_bound
 
 
-class NumpyPrepared(Prepared):
+class NumpyPrepared(DensePrepared):
     def __init__(self, workload: Workload, choice: DtypeChoice):
-        super().__init__()
-        self.workload = workload
-        self.run_dtype, self.dtype_note = choice.run_dtype, choice.note
-        self.compute_units = "cpu"
+        super().__init__(workload, "cpu", choice)
         self.weights = np.empty(workload.shape, dtype=np.float32)
         workload.fill_rows(self.weights)
         self.weight_bytes = self.weights.nbytes
@@ -37,11 +34,8 @@ class NumpyPrepared(Prepared):
         else:
             np.matmul(self._x, self.weights.T, out=self._y)
 
-    def output(self) -> np.ndarray:
-        return self._y.reshape(self.workload.batch, self.workload.vocab)
-
-    def close(self) -> None:
-        self.weights = self._x = self._y = None
+    def host_logits(self) -> np.ndarray:
+        return self._y
 
 
 class NumpyEngine(Engine):

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..workloads import Workload
-from .base import Availability, DtypeChoice, Engine, Prepared, upcast_when_compute_bound
+from .base import Availability, DensePrepared, DtypeChoice, Engine, Prepared, upcast_when_compute_bound
 
 _TORCH_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 GRAPH_WARMUP_CALLS = 3  # torch's CUDA-graph recipe: warm up on a side stream before capture
@@ -36,14 +36,11 @@ def cuda_index(torch: Any, device: str) -> int:
     return int(index) if index else int(torch.cuda.current_device())
 
 
-class TorchPrepared(Prepared):
+class TorchPrepared(DensePrepared):
     def __init__(self, workload: Workload, device: str, choice: DtypeChoice, torch: Any = None):
-        super().__init__()
+        super().__init__(workload, device, choice)
         torch = torch or _torch()
         self._torch = torch
-        self.workload, self.device = workload, device
-        self.run_dtype, self.dtype_note = choice.run_dtype, choice.note
-        self.compute_units = device
         dtype = getattr(torch, _TORCH_DTYPES[choice.run_dtype])
         self.weights = torch.empty(workload.shape, dtype=dtype, device=device)
         for lo, hi, rows in workload.row_blocks():
@@ -138,12 +135,12 @@ class TorchPrepared(Prepared):
             self.details["cuda_graph"] = "one call captured, replayed back to back"
         return self._graph.replay
 
-    def output(self) -> np.ndarray:
-        host = self._y.float().cpu().numpy()
-        return host.reshape(self.workload.batch, self.workload.vocab)
+    def host_logits(self) -> np.ndarray:
+        return self._y.float().cpu().numpy()
 
     def close(self) -> None:
-        self.weights = self._x = self._y = self._graph = None
+        super().close()
+        self._graph = None
         if self._cuda:
             self._torch.cuda.empty_cache()
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import MeasurementError
-from ..model import ResultRecord
+from ..model import ResultRecord, gbps
 from .verdicts import ConcurrencyVerdict, concurrency_verdict
 
 MIN_CALLS_IN_WINDOW = 5
@@ -30,8 +30,10 @@ def common_window(bounds: list[int]) -> tuple[int, int]:
 def describe_bounds(bounds: list[int], origin_ns: int | None = None) -> str:
     """Each copy's first call start and last call end, in ms from ``origin_ns`` (default: the earliest)."""
     origin = min(bounds[0::2]) if origin_ns is None else origin_ns
-    return ", ".join(f"copy {i}: {(bounds[2 * i] - origin) / 1e6:.3f}-{(bounds[2 * i + 1] - origin) / 1e6:.3f} ms"
-                     for i in range(len(bounds) // 2))
+    return ", ".join(
+        f"copy {i}: {(bounds[2 * i] - origin) / 1e6:.3f}-{(bounds[2 * i + 1] - origin) / 1e6:.3f} ms"
+        for i in range(len(bounds) // 2)
+    )
 
 
 def checked_window(bounds: list[int], origin_ns: int | None = None) -> tuple[int, int]:
@@ -88,7 +90,7 @@ def combined_gbps(together: list[ResultRecord], window_s: float, calls: list[flo
                                "the CPU?); use more --runs")
     calls = calls if calls is not None else [len(r.samples_s) for r in together]
     moved = sum(r.workload.weight_bytes * n for r, n in zip(together, calls))
-    return moved / window_s / 1e9
+    return gbps(moved, window_s)
 
 
 def analyse_concurrency(solo: list[ResultRecord], together: list[ResultRecord], window_s: float,

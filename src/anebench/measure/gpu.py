@@ -9,14 +9,14 @@ timed calls ``after_timing``, ``fill_energy_window``, and ``report``.
 from __future__ import annotations
 
 import math
-import statistics
 import time
 from collections.abc import Callable
 from typing import Any
 
 from ..engines.base import Prepared
 from ..errors import MeasurementError
-from ..model.gpu import EnergyWindowCheck, GpuIdentity, GpuReport, GpuState, StreamingFigure
+from ..model import gbps, median
+from ..model.gpu import EnergyWindowCheck, GpuIdentity, GpuReport, GpuState, StreamingFigure, StreamMethod
 from ..system.bounds import Bound, check_plausible
 from ..system.energy_check import check_window, observe_counter_step, window_needed_s, window_warning
 from ..system.nvml import (
@@ -108,10 +108,10 @@ class GpuRun:
     def report(self, prepared: Prepared, timing: Timing, bound: Bound) -> GpuReport:
         """The GPU section; the timed figures are checked against ``bound`` first, so a refused
         measurement spends no time on streaming windows."""
-        wall = statistics.median(timing.samples_s)
-        device = statistics.median(timing.device_samples_s) if timing.device_samples_s else None
-        check_plausible({PER_CALL: prepared.weight_bytes / wall / 1e9,
-                         DEVICE_TIME: prepared.weight_bytes / device / 1e9 if device else None}, bound)
+        wall = median(timing.samples_s)
+        device = median(timing.device_samples_s) if timing.device_samples_s else None
+        check_plausible({PER_CALL: gbps(prepared.weight_bytes, wall),
+                         DEVICE_TIME: gbps(prepared.weight_bytes, device) if device else None}, bound)
         fastest = min(timing.device_samples_s or timing.samples_s)
         streaming, notes = streaming_figures(prepared, fastest, bound)
         return GpuReport(
@@ -136,7 +136,8 @@ def streaming_figures(prepared: Prepared, per_call_s: float, bound: Bound, windo
     calls = min(max(math.ceil(window_s / per_call_s), STREAM_MIN_CALLS), STREAM_MAX_CALLS)
     figures: list[StreamingFigure] = []
     notes: list[str] = []
-    for method, graph in (("back-to-back", False), ("cuda-graph", True)):
+    methods: tuple[tuple[StreamMethod, bool], ...] = (("back-to-back", False), ("cuda-graph", True))
+    for method, graph in methods:
         per_window: list[float] = []
         for _ in range(windows):
             seconds = prepared.stream_seconds(calls, graph=graph)
@@ -150,11 +151,11 @@ def streaming_figures(prepared: Prepared, per_call_s: float, bound: Bound, windo
             why = prepared.details.get("cuda_graph") if graph else None
             notes.append(f"{method}: not measured ({why or 'the engine has no streaming timer here'})")
             continue
-        median = statistics.median(per_window)
-        gbps = prepared.weight_bytes / median / 1e9
-        check_plausible({f"streaming ({method}) figure": gbps}, bound)
-        figures.append(StreamingFigure(method=method, calls_per_window=calls,  # type: ignore[arg-type]
-                                       seconds_per_call=per_window, median_s=median, gbps=gbps))
+        median_s = median(per_window)
+        figure = gbps(prepared.weight_bytes, median_s)
+        check_plausible({f"streaming ({method}) figure": figure}, bound)
+        figures.append(StreamingFigure(method=method, calls_per_window=calls,
+                                       seconds_per_call=per_window, median_s=median_s, gbps=figure))
     return figures, notes
 
 

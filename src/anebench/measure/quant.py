@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..model import gbps
+
 TOLERANCE = 0.15  # a ratio "matches" within 15% of what it is compared with
 COMPRESSED = "streams compressed weights"
 DECOMPRESSED = "streams decompressed weights"
@@ -62,7 +64,9 @@ def variant_verdict(latency_ratio: float, bytes_ratio: float, tolerance: float =
     return INCONCLUSIVE
 
 
-def infer_streaming(points: list[VariantPoint], fp16_bytes: int, tolerance: float = TOLERANCE) -> QuantInference:
+def infer_streaming(
+    points: list[VariantPoint], fp16_bytes: int, tolerance: float = TOLERANCE
+) -> QuantInference:
     """Verdicts for every quantised variant against the fp16 point among ``points``."""
     by_name = {p.variant: p for p in points}
     if "fp16" not in by_name:
@@ -75,8 +79,8 @@ def infer_streaming(points: list[VariantPoint], fp16_bytes: int, tolerance: floa
         latency_ratio, bytes_ratio = point.latency_s / reference, point.stored_bytes / fp16_bytes
         verdict = None if point.variant == "fp16" else variant_verdict(latency_ratio, bytes_ratio, tolerance)
         verdicts.append(VariantVerdict(point.variant, point.stored_bytes, point.latency_s, latency_ratio,
-                                       bytes_ratio, point.stored_bytes / point.latency_s / 1e9,
-                                       fp16_bytes / point.latency_s / 1e9, verdict))
+                                       bytes_ratio, gbps(point.stored_bytes, point.latency_s),
+                                       gbps(fp16_bytes, point.latency_s), verdict))
     found = {v.verdict for v in verdicts if v.verdict is not None}
     inference = found.pop() if len(found) == 1 else "mixed: " + ", ".join(
         f"{v.variant} {v.verdict}" for v in verdicts if v.verdict is not None)

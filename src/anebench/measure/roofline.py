@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from ..model import median
+from ..model import gbps, median
 
 GROWTH_AT_RIDGE = 1.2  # the ridge: latency stays above 1.2x the memory-bound baseline
 # "Clearly compute-bound": over the last LINEAR_STREAK doublings latency grew nearly in proportion to B,
@@ -17,11 +17,13 @@ GROWTH_AT_RIDGE = 1.2  # the ridge: latency stays above 1.2x the memory-bound ba
 # so one noisy point on a shared machine cannot hide it.
 LINEAR_SLOPE = 0.75
 LINEAR_STREAK = 2
-RIDGE_RULE = (f"ridge = the first batch from which every median latency exceeds {GROWTH_AT_RIDGE}x the "
-              f"baseline: the batch-1 latency, or after a kernel switch (batch 2 > {GROWTH_AT_RIDGE}x batch 1 and "
-              f"batches 2-8 flat: their median <= {GROWTH_AT_RIDGE}x their minimum) that minimum; "
-              f"compute-bound once latency grows as batch^{LINEAR_SLOPE} or faster over the last "
-              f"{LINEAR_STREAK} doublings, from batch 2 on")
+RIDGE_RULE = (
+    f"ridge = the first batch from which every median latency exceeds {GROWTH_AT_RIDGE}x the "
+    f"baseline: the batch-1 latency, or after a kernel switch (batch 2 > {GROWTH_AT_RIDGE}x batch 1 and "
+    f"batches 2-8 flat: their median <= {GROWTH_AT_RIDGE}x their minimum) that minimum; "
+    f"compute-bound once latency grows as batch^{LINEAR_SLOPE} or faster over the last "
+    f"{LINEAR_STREAK} doublings, from batch 2 on"
+)
 SWITCH_BATCHES = (2, 4, 8)
 RIDGE_GATES = ("a ridge is reported only when a measured batch after it confirms that latency stays above "
                "the baseline, the sweep reached compute-bound growth, and the batch-1 GB/s is not above the "
@@ -140,7 +142,7 @@ def analyse_roofline(batches: list[int], latencies_s: list[float], vocab: int, h
         flops = flops_per_call(vocab, hidden, batch)
         moved = bytes_per_call(weight_bytes, vocab, hidden, batch, element_bytes)
         points.append(RooflinePoint(batch, latency, flops, moved, flops / latency, moved / flops,
-                                    weight_bytes / latency / 1e9))
+                                    gbps(weight_bytes, latency)))
     start = ridge_baseline(batches, latencies_s)
     base = latencies_s[start]
     above = [t > GROWTH_AT_RIDGE * base for t in latencies_s]

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from ..model import Summary, median, summary_fields
+from ..system.bounds import CACHE_FACTOR
 
 COV_LIMIT = 0.10
 DRIFT_LIMIT = 0.05
-CACHE_FACTOR = 4
 
 
 def summarize(samples: list[float]) -> Summary:

@@ -13,12 +13,12 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from ..errors import UserError
+from ..model import GB, MiB, gbps, median
+from ..system.bounds import CACHE_FACTOR
 
-CACHE_FACTOR = 4  # STREAM's rule: past 4x the last-level cache nothing useful stays cached
 PLATEAU_TOLERANCE = 0.25  # unknown cache: the knee is where GB/s settles within 25% of the largest size's
 MIN_FIT_POINTS = 3
 MIN_R_SQUARED = 0.9
-MiB = 1024**2
 FIT_GATES = (
     f"a fit is reported only when it passes every gate: at least {MIN_FIT_POINTS} sizes past the knee; "
     f"R² >= {MIN_R_SQUARED}; bandwidth not above the physical bound (the chip catalog's memory bandwidth, "
@@ -122,8 +122,8 @@ def theil_sen(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     if not pairs:
         raise ValueError("Theil-Sen needs at least two distinct x values")
     i, j = np.array(pairs).T
-    slope = float(np.median((y[j] - y[i]) / (x[j] - x[i])))
-    intercept = float(np.median(y - slope * x))
+    slope = median((y[j] - y[i]) / (x[j] - x[i]))
+    intercept = median(y - slope * x)
     return intercept, slope
 
 
@@ -152,7 +152,7 @@ def fit_latency(sizes_bytes: list[int], latencies_s: list[float]) -> LineFit:
         overhead_s=intercept,
         bandwidth_bps=1.0 / slope,
         r_squared=r_squared,
-        median_abs_rel_residual=float(np.median(relative)),
+        median_abs_rel_residual=median(relative),
         max_abs_rel_residual=float(np.max(relative)),
         points=len(x),
         overhead_se_s=overhead_se if np.isfinite(overhead_se) else None,
@@ -180,7 +180,7 @@ def fit_failures(fit: LineFit, bound_gbps: float | None, bound_what: str = "") -
     if not fit.r_squared >= MIN_R_SQUARED:
         failures.append(f"R² {fit.r_squared:.2f} is below {MIN_R_SQUARED}: latency is not a line in bytes "
                         "past the knee (still cache-resident? raise --max-mb)")
-    if bound_gbps is not None and fit.bandwidth_bps / 1e9 > bound_gbps:
+    if bound_gbps is not None and fit.bandwidth_bps / GB > bound_gbps:
         failures.append(f"the fitted bandwidth is above the physical bound of {bound_gbps:.1f} GB/s "
                         f"({bound_what})")
     error = fit.overhead_se_s if fit.overhead_se_s is not None else 0.0
@@ -219,7 +219,7 @@ class SweepAnalysis:
             "overhead_us": self.fit.overhead_s * 1e6,
             "overhead_se_us": self.fit.overhead_se_s * 1e6 if self.fit.overhead_se_s is not None else None,
             "overhead_resolved": self.fit.overhead_resolved,
-            "bandwidth_gbps": self.fit.bandwidth_bps / 1e9,
+            "bandwidth_gbps": self.fit.bandwidth_bps / GB,
         }
 
 
@@ -230,25 +230,27 @@ def analyse_sweep(sizes: list[int], latencies_s: list[float], cache_bytes: int |
     order = np.argsort(sizes)
     sizes = [int(sizes[i]) for i in order]
     latencies_s = [float(latencies_s[i]) for i in order]
-    gbps = [s / t / 1e9 for s, t in zip(sizes, latencies_s)]
-    knee = find_knee(sizes, gbps, cache_bytes)
+    rates = [gbps(s, t) for s, t in zip(sizes, latencies_s)]
+    knee = find_knee(sizes, rates, cache_bytes)
     below = range(knee.index) if knee.index > 0 else range(len(sizes))
-    peak = max(below, key=lambda i: gbps[i])
+    peak = max(below, key=lambda i: rates[i])
     notes = []
     if knee.index == 0:
-        notes.append("no size below the knee: the cache-resident peak is the best GB/s of the streaming sizes")
-    bound = bound or cache_bound(sizes, gbps, knee.index)
+        notes.append(
+            "no size below the knee: the cache-resident peak is the best GB/s of the streaming sizes"
+        )
+    bound = bound or cache_bound(sizes, rates, knee.index)
     try:
         fit: LineFit | None = fit_latency(sizes[knee.index:], latencies_s[knee.index:])
     except UserError as exc:
-        return SweepAnalysis(knee, None, gbps[peak], sizes[peak], notes, str(exc))
+        return SweepAnalysis(knee, None, rates[peak], sizes[peak], notes, str(exc))
     assert fit is not None
     failures = fit_failures(fit, *(bound or (None, "")))
     if failures:
-        return SweepAnalysis(knee, None, gbps[peak], sizes[peak], notes, "; ".join(failures))
+        return SweepAnalysis(knee, None, rates[peak], sizes[peak], notes, "; ".join(failures))
     if not fit.overhead_resolved:
         error = f" +- {2 * fit.overhead_se_s * 1e6:.0f} us" if fit.overhead_se_s is not None else ""
         notes.insert(0, f"fitted overhead not resolved ({fit.overhead_s * 1e6:.0f}{error}, two standard "
                         "errors): at these sizes it is below the timing noise; `anebench latency` measures "
                         "the dispatch cost")
-    return SweepAnalysis(knee, fit, gbps[peak], sizes[peak], notes)
+    return SweepAnalysis(knee, fit, rates[peak], sizes[peak], notes)

@@ -68,7 +68,9 @@ class Runs(StopRule):
     """``runs`` calls, or fewer once ``time_budget_s`` of call time is spent (at least one); progress
     is reported between chunks of about 1% of the runs."""
 
-    def __init__(self, runs: int, time_budget_s: float | None = None, progress: ProgressCallback | None = None):
+    def __init__(
+        self, runs: int, time_budget_s: float | None = None, progress: ProgressCallback | None = None
+    ):
         if runs < 1:
             raise ValueError("runs must be >= 1")
         self.runs, self.progress = runs, progress
@@ -143,7 +145,9 @@ class UntilAllDone(StopRule):
                 return  # some copy has not made its first call yet
             self.common_start = max(firsts)
             # the first call at or after the common start (calls before it ran beside fewer copies)
-            self.first_counted = next((i for i, t0 in enumerate(starts) if t0 >= self.common_start), len(starts))
+            self.first_counted = next(
+                (i for i, t0 in enumerate(starts) if t0 >= self.common_start), len(starts)
+            )
         counted = len(ticks) - self.first_counted
         if counted <= 0:
             return

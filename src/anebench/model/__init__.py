@@ -36,14 +36,27 @@ from .record import (
 )
 from .repetitions import BetweenRunInterval, Repetition, Repetitions
 from .source import SourceFacts
-from .statistics import BETWEEN_RUN_METHOD, GB, MB, between_run_interval, gbps, median, summary_fields, t975
+from .statistics import (
+    BETWEEN_RUN_METHOD,
+    GB,
+    MB,
+    MiB,
+    between_run_interval,
+    gbps,
+    median,
+    summary_fields,
+    t975,
+)
 from .suites import ComputeResult, LatencyResult, LineFitInfo, RooflinePoint, SweepPoint
 
 __all__ = [
-    "BETWEEN_RUN_METHOD", "BetweenRunInterval", "Repetition", "Repetitions", "between_run_interval", "t975", "DOCUMENT_SCHEMA", "GB", "MB", "OLD_DOCUMENT_SCHEMAS", "OLD_SCHEMA_VERSIONS", "SCHEMA_VERSION",
-    "KEEP_AWAKE_MIN_SHARE", "THREADS_OF_ONE_PROCESS", "ComponentEnergy", "Concurrency", "KeepAwake", "ComputeResult", "DramTraffic", "Energy", "EnergyWindowCheck", "EngineInfo", "GpuIdentity", "GpuReport", "GpuState", "PlausibilityBound", "StreamingFigure", "FiniteFloat", "GigabytesPerSecond", "HostInfo", "HostState", "LatencyResult",
-    "LineFitInfo", "LongStr", "MethodInfo", "NonNegFloat", "OutputCheck", "PositiveFloat", "QuantSection", "ResultRecord",
-    "ResultsDocument", "RooflinePoint", "Scalar", "Seconds", "Sha256", "ShortStr", "SourceFacts",
-    "StrictModel", "Suite", "Summary", "SweepPoint", "ToolInfo", "WorkloadInfo", "gbps", "median",
-    "summary_fields", "utc_now",
+    "BETWEEN_RUN_METHOD", "BetweenRunInterval", "Repetition", "Repetitions", "between_run_interval", "t975",
+    "DOCUMENT_SCHEMA", "GB", "MB", "MiB", "OLD_DOCUMENT_SCHEMAS", "OLD_SCHEMA_VERSIONS", "SCHEMA_VERSION",
+    "KEEP_AWAKE_MIN_SHARE", "THREADS_OF_ONE_PROCESS", "ComponentEnergy", "Concurrency", "KeepAwake",
+    "ComputeResult", "DramTraffic", "Energy", "EnergyWindowCheck", "EngineInfo", "GpuIdentity", "GpuReport",
+    "GpuState", "PlausibilityBound", "StreamingFigure", "FiniteFloat", "GigabytesPerSecond", "HostInfo",
+    "HostState", "LatencyResult", "LineFitInfo", "LongStr", "MethodInfo", "NonNegFloat", "OutputCheck",
+    "PositiveFloat", "QuantSection", "ResultRecord", "ResultsDocument", "RooflinePoint", "Scalar", "Seconds",
+    "Sha256", "ShortStr", "SourceFacts", "StrictModel", "Suite", "Summary", "SweepPoint", "ToolInfo",
+    "WorkloadInfo", "gbps", "median", "summary_fields", "utc_now",
 ]

@@ -1,4 +1,4 @@
-"""Typed sections for concurrency and the keep-awake mitigation (they replace extras["concurrency"])."""
+"""Typed sections for concurrency and the keep-awake mitigation (a /1 record's extras upgrade to them)."""
 
 from __future__ import annotations
 
@@ -18,18 +18,21 @@ THREADS_OF_ONE_PROCESS = ("copies were threads of one process: predict() holds t
                           "separate a shared ceiling from serialisation")
 KEEP_AWAKE_MIN_SHARE = 0.9
 
+Phase = Literal["solo", "together", "combined"]
+
 
 class Concurrency(_Model):
     """One copy of a concurrency run (or a run's combined figure), with the run's analysis where it belongs.
 
-    ``copy`` (``copy_`` in Python) is 0-based (a published "instance 1" is copy 0); None for a combined figure.
+    ``copy`` (``copy_`` in Python) is 0-based (a published "instance 1" is copy 0); None for a combined
+    figure.
     """
 
     mode: Literal["threads", "processes"]
     # "copy" in files; copy_ in Python (BaseModel.copy is a method), as schema_ is for "schema"
     copy_: Annotated[int, Field(ge=0, le=4096)] | None = Field(None, alias="copy")
     copies: Annotated[int, Field(ge=1, le=4096)]
-    phase: Literal["solo", "together", "combined"]
+    phase: Phase
     call_releases_gil: bool | None = None  # None: not known; False with threads: the copies serialised
     threads_per_copy: Annotated[int, Field(ge=1, le=4096)] | None = None  # None: not set (engine default)
     device: ShortStr | None = None  # where this copy ran (several devices: copy i on device i)

@@ -8,7 +8,7 @@ histograms, a second view of the bytes streamed). Where a counter is missing the
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
@@ -23,7 +23,7 @@ _Watts = Annotated[float, Field(ge=0, lt=10_000, allow_inf_nan=False)]
 _Gbps = Annotated[float, Field(ge=0, lt=100_000, allow_inf_nan=False)]
 
 Component = Literal["package", "ane", "gpu", "cpu", "dram", "gpu_sram"]
-COMPONENTS: tuple[str, ...] = ("package", "ane", "gpu", "cpu", "dram", "gpu_sram")
+COMPONENTS: tuple[Component, ...] = get_args(Component)
 
 
 class _Model(BaseModel):

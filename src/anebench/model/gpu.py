@@ -19,6 +19,7 @@ GigabytesPerSecond = Annotated[float, Field(gt=0, lt=100_000, allow_inf_nan=Fals
 MHz = Annotated[int, Field(ge=0, le=100_000)]
 Watts = Annotated[float, Field(ge=0, lt=100_000, allow_inf_nan=False)]
 Nanoseconds = Annotated[int, Field(ge=0)]
+StreamMethod = Literal["back-to-back", "cuda-graph"]
 
 
 class _Model(BaseModel):
@@ -38,7 +39,7 @@ class StreamingFigure(_Model):
     No host synchronisation between the calls, so host-side dispatch overlaps the device's work.
     """
 
-    method: Literal["back-to-back", "cuda-graph"]
+    method: StreamMethod
     calls_per_window: Annotated[int, Field(ge=1, le=10_000_000)]
     seconds_per_call: list[Seconds] = Field(min_length=1, max_length=1000)  # one mean per window
     median_s: Seconds

@@ -9,7 +9,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-Verdict = Literal["streams compressed weights", "streams decompressed weights", "compute-bound", "inconclusive"]
+Verdict = Literal[
+    "streams compressed weights", "streams decompressed weights", "compute-bound", "inconclusive"
+]
 
 
 class QuantSection(BaseModel):

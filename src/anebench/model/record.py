@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import datetime, timezone
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import Field, model_validator
 
@@ -35,8 +35,8 @@ from .statistics import summary_fields
 from .suites import ComputeResult, LatencyResult, RooflinePoint, SweepPoint
 from .upgrade import upgrade_record
 
-SCHEMA_VERSION = "anebench.result/2"
-DOCUMENT_SCHEMA = "anebench.results/2"
+SCHEMA_VERSION: Final = "anebench.result/2"
+DOCUMENT_SCHEMA: Final = "anebench.results/2"
 OLD_SCHEMA_VERSIONS = ("anebench.result/1",)
 OLD_DOCUMENT_SCHEMAS = ("anebench.results/1",)
 # A measured record's stored statistics must match its samples to this relative tolerance.
@@ -106,9 +106,15 @@ class WorkloadInfo(_Model):
     def of(cls, workload, weight_bytes: int, **fields) -> WorkloadInfo:
         """The record's view of a ``workloads.Workload``: what it is, plus the bytes one call read."""
         base = {
-            "name": workload.name, "shape": list(workload.shape), "dtype": workload.dtype,
-            "batch": workload.batch, "tokens": workload.tokens, "quant": workload.quant, "weight_bytes": weight_bytes,
-            "fingerprint": workload.fingerprint, "note": workload.note,
+            "name": workload.name,
+            "shape": list(workload.shape),
+            "dtype": workload.dtype,
+            "batch": workload.batch,
+            "tokens": workload.tokens,
+            "quant": workload.quant,
+            "weight_bytes": weight_bytes,
+            "fingerprint": workload.fingerprint,
+            "note": workload.note,
         }
         return cls(**{**base, **fields})
 
@@ -164,7 +170,7 @@ class ResultRecord(_Model):
     stated record carries only what its source states. Each suite's meaning lives in its typed section.
     """
 
-    schema_: Literal["anebench.result/2"] = Field(SCHEMA_VERSION, alias="schema")
+    schema_: Literal["anebench.result/2"] = Field(default=SCHEMA_VERSION, alias="schema")
     id: Sha256 | None = None
     tool: ToolInfo
     provenance: Literal["measured", "imported", "published"] = "measured"
@@ -286,7 +292,7 @@ def _checked_gbps(name: str, stored: float | None, weight_bytes: int, median_s: 
 
 
 class ResultsDocument(_Model):
-    schema_: Literal["anebench.results/2"] = Field(DOCUMENT_SCHEMA, alias="schema")
+    schema_: Literal["anebench.results/2"] = Field(default=DOCUMENT_SCHEMA, alias="schema")
     results: list[ResultRecord]
 
     @model_validator(mode="before")

@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TypedDict
 
 import numpy as np
 
 GB = 1e9  # every GB/s in anebench is 1e9 bytes per second
 MB = 1e6
+MiB = 1024**2  # sizes a user gives (--min-mb, --max-mb) and input limits
 
 
-def median(values: Sequence[float]) -> float:
+def median(values: Sequence[float] | np.ndarray) -> float:
     """The interpolated median: the one statistic every figure of a run uses."""
     if len(values) == 0:
         raise ValueError("no values to take the median of")
@@ -38,16 +40,32 @@ def median_ci95(sorted_samples: np.ndarray) -> tuple[float, float]:
     return float(sorted_samples[lo]), float(sorted_samples[hi])
 
 
-def summary_fields(samples: Sequence[float]) -> dict[str, float | int]:
+class SummaryFields(TypedDict):
+    """The fields of ``record.Summary`` that ``summary_fields`` derives."""
+
+    n: int
+    median: float
+    ci95_low: float
+    ci95_high: float
+    mean: float
+    stdev: float
+    min: float
+    max: float
+    p5: float
+    p95: float
+    iqr: float
+
+
+def summary_fields(samples: Sequence[float]) -> SummaryFields:
     """Median with its 95% CI, mean, stdev, min, max, p5, p95 and IQR of ``samples``."""
     data = np.sort(np.asarray(samples, dtype=np.float64))
     if data.size == 0:
         raise ValueError("no samples to summarize")
     low, high = median_ci95(data)
-    p5, q1, mid, q3, p95 = np.percentile(data, [5, 25, 50, 75, 95])
+    p5, q1, q3, p95 = np.percentile(data, [5, 25, 75, 95])
     return {
         "n": int(data.size),
-        "median": float(mid),
+        "median": median(data),  # the one median: what gbps(), the energy figures and the report use
         "ci95_low": low,
         "ci95_high": high,
         "mean": float(data.mean()),

@@ -74,9 +74,22 @@ def _latency(value: Any) -> Any:
 
 
 PUBLISHED_PHASES = {"dual-solo": "solo", "dual-parallel": "together", "dual-combined": "combined"}
-CONCURRENCY_KEPT = ("copies", "phase", "base_fingerprint", "calls", "whole_calls_in_window", "calls_in_window",
-                    "window_s", "solo_gbps", "together_gbps", "combined_gbps", "scaling", "verdict", "rule",
-                    "copies_note")
+CONCURRENCY_KEPT = (
+    "copies",
+    "phase",
+    "base_fingerprint",
+    "calls",
+    "whole_calls_in_window",
+    "calls_in_window",
+    "window_s",
+    "solo_gbps",
+    "together_gbps",
+    "combined_gbps",
+    "scaling",
+    "verdict",
+    "rule",
+    "copies_note",
+)
 
 
 def _concurrency(value: Any) -> Any:
@@ -87,8 +100,14 @@ def _concurrency(value: Any) -> Any:
     mode = value.get("mode")
     if mode in PUBLISHED_PHASES:
         instance = value.get("instance")
-        return {"mode": "threads", "copy": instance - 1 if isinstance(instance, int) else None, "copies": 2,
-                "phase": PUBLISHED_PHASES[mode], "call_releases_gil": False, "flags": [THREADS_OF_ONE_PROCESS]}
+        return {
+            "mode": "threads",
+            "copy": instance - 1 if isinstance(instance, int) else None,
+            "copies": 2,
+            "phase": PUBLISHED_PHASES[mode],
+            "call_releases_gil": False,
+            "flags": [THREADS_OF_ONE_PROCESS],
+        }
     section = {k: value[k] for k in CONCURRENCY_KEPT if k in value}
     section["mode"] = "processes" if isinstance(mode, str) and mode.startswith("processes") else mode
     if "copy" in value:

@@ -114,7 +114,9 @@ def _together(prepared, job: CopyJob, shared: Shared, resolution_s: float, barri
     kept = inside or list(range(len(spans)))  # no common window: the coordinator refuses with the bounds
     samples = [loop.samples_s[i] for i in kept]
     device = [loop.device_samples_s[i] for i in kept] if loop.device_samples_s else None
-    timing = Timing(samples, device, 0, True, "none: warm from its solo phase", options.clock.name, resolution_s)
+    timing = Timing(
+        samples, device, 0, True, "none: warm from its solo phase", options.clock.name, resolution_s
+    )
     counts = {"calls": len(spans), "whole_calls_in_window": len(inside), "calls_in_window": fraction,
               "window_ns": max(window[1] - window[0], 0)}
     return timing, counts
@@ -182,7 +184,9 @@ def _collect(workers, results) -> list[CopyOutcome]:
     # The copies released by another's failure only report the broken barrier: name the cause.
     errors = [e for e in errors if "BrokenBarrierError" not in e] or errors
     lost = [i for i in range(len(workers)) if i not in outcomes]
-    errors += [f"copy {i} exited (code {getattr(workers[i], 'exitcode', None)}) without reporting" for i in lost]
+    errors += [
+        f"copy {i} exited (code {getattr(workers[i], 'exitcode', None)}) without reporting" for i in lost
+    ]
     if errors:
         raise MeasurementError("; ".join(errors))
     return [outcomes[i] for i in range(len(workers))]
@@ -255,7 +259,9 @@ def _start_copies(jobs: list[CopyJob], processes: bool) -> tuple[Shared, list]:
                         ctx.Array("q", 2 * copies, lock=False), ctx.Array("q", 1, lock=False))
         make = ctx.Process
     else:
-        shared = Shared(threading.Barrier(copies + 1), queue_module.Queue(), [0] * copies, [0] * (2 * copies), [0])
+        shared = Shared(
+            threading.Barrier(copies + 1), queue_module.Queue(), [0] * copies, [0] * (2 * copies), [0]
+        )
         make = threading.Thread
     workers = [make(target=run_copy, args=(job, shared), daemon=True) for job in jobs]
     for worker in workers:
@@ -312,7 +318,7 @@ def run_copies(engine: Engine, devices: list[str], workload: Workload, options: 
     )
     if unavailable:
         run.energy["unavailable"] = unavailable
-    elif readings:
+    elif meter is not None and readings:
         # readings[k] is taken at meeting k: 0 prepared, 1..N turn starts, N+1 common start, N+2 done
         for i in range(copies):
             (j0, t0), (j1, t1) = readings[1 + i], readings[2 + i]
@@ -330,5 +336,13 @@ def phase_energy(phase: PhaseEnergy, calls: int, weight_bytes: int, median_s: fl
     from ..system.power import energy_figures, work_component
 
     work = work_component(device) if device else None
-    return energy_figures(phase.meter, window, phase.counted, phase.seconds, calls, gbps(weight_bytes, median_s),
-                          weight_bytes, work)
+    return energy_figures(
+        phase.meter,
+        window,
+        phase.counted,
+        phase.seconds,
+        calls,
+        gbps(weight_bytes, median_s),
+        weight_bytes,
+        work,
+    )

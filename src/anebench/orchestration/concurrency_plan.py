@@ -71,7 +71,9 @@ def resolve_devices(engine: Engine, devices: str) -> list[str]:
                             f"{', '.join(here) or 'none'})")
     repeated = sorted(d for d, n in Counter(chosen).items() if n > 1)
     if repeated:
-        raise UserError(f"--devices: {', '.join(repeated)} given twice; use --copies for copies on one device")
+        raise UserError(
+            f"--devices: {', '.join(repeated)} given twice; use --copies for copies on one device"
+        )
     return chosen
 
 
@@ -162,7 +164,9 @@ def plan_concurrent(engine: Engine, device: str, workload: Workload, copies: int
 def describe_plan(plan: ConcurrencyPlan) -> list[str]:
     """The plan as lines, for a dry run."""
     unit = "process" if plan.mode == "processes" else "thread"
-    lines = [f"{plan.copies} copies of {plan.workload.name} on {plan.engine.name}, as {plan.mode} ({plan.why})"]
+    lines = [
+        f"{plan.copies} copies of {plan.workload.name} on {plan.engine.name}, as {plan.mode} ({plan.why})"
+    ]
     for i, device in enumerate(plan.devices):
         lines.append(f"copy {i}: {device}, its own {unit}, seed + {i}")
     threads = (f"{plan.threads_per_copy} per copy ({plan.engine.thread_control})" if plan.threads_per_copy

@@ -124,5 +124,6 @@ def measure_in_fresh_processes(engine: Engine, device: str, workload: Workload, 
     # every repetition's timed window together: the spinner's CPU time over their wall time
     section = measured(sum(h.cpu_seconds for h in helpers), sum(h.wall_seconds for h in helpers))
     warning = share_warning(section)
-    return record.model_copy(update={"keep_awake": section,
-                                     "warnings": [*record.warnings, *([warning] if warning else [])]}).with_id()
+    return record.model_copy(
+        update={"keep_awake": section, "warnings": [*record.warnings, *([warning] if warning else [])]}
+    ).with_id()

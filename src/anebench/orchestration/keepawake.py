@@ -58,7 +58,9 @@ class KeepAwakeProcess:
             return self
         ctx = multiprocessing.get_context("spawn")
         self._flag, ready = ctx.Value("b", 0, lock=False), ctx.Event()
-        self._process = ctx.Process(target=spin, args=(self._flag, ready), name="anebench-keep-awake", daemon=True)
+        self._process = ctx.Process(
+            target=spin, args=(self._flag, ready), name="anebench-keep-awake", daemon=True
+        )
         self._process.start()
         if not ready.wait(START_TIMEOUT_S):
             self.stop()

@@ -3,8 +3,9 @@
 On a Mac, a run with no engine, device or workload is the published campaign: the three published
 heads on the Neural Engine, then the same fp16 head on the GPU and CPU through Core ML, MLX and torch
 MPS — the same-model, same-machine comparison no published source has — with energy read around every
-step (IOReport: ANE, GPU, CPU, DRAM and the package; `--no-power` to skip). The mitigations (--keep-awake, --predicts-per-call,
---repeat) are recorded in every record they touched, with what they change in the bytes per call.
+step (IOReport: ANE, GPU, CPU, DRAM and the package; `--no-power` to skip). The mitigations
+(--keep-awake, --predicts-per-call, --repeat) are recorded in every record they touched, with what they
+change in the bytes per call.
 """
 
 from __future__ import annotations
@@ -15,16 +16,17 @@ from dataclasses import dataclass, replace
 
 from ..engines import available_engine
 from ..engines.base import Engine, Prepared
+from ..engines.coreml_engine import CoreMLEngine
 from ..errors import UserError
 from ..model import ResultRecord
 from ..system import preflight
-from ..workloads import Workload, resolve_workload
+from ..workloads import PUBLISHED_HEADS, Workload, resolve_workload
 from .keepawake import MITIGATION as KEEP_AWAKE
 from .keepawake import KeepAwakeProcess, share_warning
 from .session import RunOptions
 
 CORE_ML = "coreml"
-CAMPAIGN_ANE = ("llama_lm_head", "llama_lm_head_lut6", "DeepHermes_lm_head")
+CAMPAIGN_ANE = PUBLISHED_HEADS
 CAMPAIGN_COMPARE = "llama_lm_head"
 
 
@@ -127,12 +129,14 @@ class Mitigations:
     def check(self, steps: list[Step], explicit_engines: bool) -> None:
         if (self.predicts > 1 or self.repeat > 1) and not any(s.engine.name == CORE_ML for s in steps):
             flag = "--predicts-per-call" if self.predicts > 1 else "--repeat"
-            message = f"{flag} is a Core ML mitigation (K predicts / R weight sets per call); add --engine coreml"
+            message = (
+                f"{flag} is a Core ML mitigation (K predicts / R weight sets per call); add --engine coreml"
+            )
             raise UserError(message if explicit_engines else f"{message} on a Mac")
 
     def apply(self, step: Step) -> Step:
         """The step as measured: K predicts and R weight sets for Core ML, unchanged otherwise."""
-        if step.engine.name != CORE_ML or (self.predicts == 1 and self.repeat == 1):
+        if not isinstance(step.engine, CoreMLEngine) or (self.predicts == 1 and self.repeat == 1):
             return step
         engine = replace(step.engine, repeat=self.repeat)
         return Step(engine, step.device, step.workload.with_batch(self.predicts))
@@ -141,8 +145,10 @@ class Mitigations:
         used = [KEEP_AWAKE] if self.keep_awake else []
         if step.engine.name == CORE_ML:
             if self.predicts > 1:
-                used.append(f"predicts-per-call {self.predicts}: {self.predicts} predicts of one input each per "
-                            f"call; weight_bytes counts {self.predicts} reads of every weight")
+                used.append(
+                    f"predicts-per-call {self.predicts}: {self.predicts} predicts of one input each per "
+                    f"call; weight_bytes counts {self.predicts} reads of every weight"
+                )
             if self.repeat > 1:
                 used.append(f"repeat {self.repeat}: the bundle reads {self.repeat} distinct weight sets per "
                             f"call (logits summed); weight_bytes counts all {self.repeat}")

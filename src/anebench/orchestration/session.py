@@ -76,8 +76,10 @@ def preflight_memory(engine: Engine, device: str, workload: Workload, host: Host
 
 def check_tokens(engine: Engine, workload: Workload) -> None:
     if workload.tokens > 1 and not engine.token_batched:
-        raise UserError(f"workload {workload.name!r} takes {workload.tokens} tokens per call, a Core ML "
-                        f"token-batched bundle; {engine.name} multiplies several vectors with --batch instead")
+        raise UserError(
+            f"workload {workload.name!r} takes {workload.tokens} tokens per call, a Core ML "
+            f"token-batched bundle; {engine.name} multiplies several vectors with --batch instead"
+        )
 
 
 @contextmanager
@@ -154,7 +156,9 @@ def measure_workload(
         energy = finish_energy(window, prepared, timing, more) if window is not None else None
         sections: dict = {"energy": energy} if energy is not None else {}
         if gpu:
-            sections["gpu"] = gpu.report(prepared, timing, record_bound(engine, device, prepared, options.host))
+            sections["gpu"] = gpu.report(
+                prepared, timing, record_bound(engine, device, prepared, options.host)
+            )
         return build_record(engine, device, workload, prepared, options, timing, check, sections, state)
 
 
@@ -211,12 +215,14 @@ def build_record(engine, device, workload, prepared, options, timing, check, sec
         warnings.append(busy)
     if not timing.warmup_steady:
         warnings.append(f"warmup hit its cap after {timing.warmup_runs} calls without becoming steady")
-    gbps = gbps_of(prepared.weight_bytes, summary.median)
+    latency_s = median_of(timing.samples_s)  # = summary.median (model.median), typed as never None
+    gbps = gbps_of(prepared.weight_bytes, latency_s)
     device_summary = device_gbps = None
     if timing.device_samples_s:
         device_summary = summarize(timing.device_samples_s)
-        device_gbps = gbps_of(prepared.weight_bytes, device_summary.median)
-        gap = (summary.median - device_summary.median) / summary.median
+        device_latency_s = median_of(timing.device_samples_s)
+        device_gbps = gbps_of(prepared.weight_bytes, device_latency_s)
+        gap = (latency_s - device_latency_s) / latency_s
         if gap > DEVICE_GAP_LIMIT:
             warnings.append(f"wall clock is {gap:.0%} above device time: host-side overhead in each call")
     bound = record_bound(engine, device, prepared, options.host)

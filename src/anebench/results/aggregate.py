@@ -145,7 +145,9 @@ def _concurrency_key(label: str, record: ResultRecord, section: Concurrency) -> 
     """One verdict per run configuration: the suite's copies (seed + i weights) group by the base
     fingerprint, several devices by their list, and copy mode and threads per copy are part of the key."""
     fingerprint = section.base_fingerprint or record.workload.fingerprint
-    device = ",".join(dict.fromkeys(section.devices)) if len(set(section.devices)) > 1 else record.engine.device
+    device = (
+        ",".join(dict.fromkeys(section.devices)) if len(set(section.devices)) > 1 else record.engine.device
+    )
     return (label, fingerprint, record.engine.name, device, section.mode, section.threads_per_copy)
 
 
@@ -331,9 +333,12 @@ def _verdicts(rows: list[ConcurrencyRow]) -> dict[tuple, tuple[str, Figures]]:
     """The verdict line (with its phases) and figures of each concurrency group, for its suite section."""
     found: dict[tuple, tuple[str, Figures]] = {}
     for c in rows:
-        line = (f"solo {', '.join(f'{g:.2f}' for g in c.solo_gbps)} GB/s; together "
-                f"{', '.join(f'{g:.2f}' for g in c.parallel_gbps) or '-'} GB/s; combined {c.combined_gbps:.2f} GB/s; "
-                f"scaling {c.scaling:.3f}: {c.verdict}" + (f" ({'; '.join(c.flags)})" if c.flags else ""))
+        line = (
+            f"solo {', '.join(f'{g:.2f}' for g in c.solo_gbps)} GB/s; together "
+            f"{', '.join(f'{g:.2f}' for g in c.parallel_gbps) or '-'} GB/s; "
+            f"combined {c.combined_gbps:.2f} GB/s; "
+            f"scaling {c.scaling:.3f}: {c.verdict}" + (f" ({'; '.join(c.flags)})" if c.flags else "")
+        )
         found[(c.chip, c.fingerprint, c.engine, c.device)] = (line, {
             "combined_gbps": c.combined_gbps, "scaling": c.scaling, "verdict": c.verdict})
     return found
@@ -358,8 +363,9 @@ def aggregate(records: list[ResultRecord]) -> Aggregate:
             continue
         config = row_config(record, chip)
         if record.is_single_call_bandwidth:
-            solo[(label, config, record.workload.fingerprint, record.engine.name, record.engine.device)].append(
-                record)
+            solo[
+                (label, config, record.workload.fingerprint, record.engine.name, record.engine.device)
+            ].append(record)
             continue
         suite_entries.append((record, label, config))
         mode = _mode(record)

@@ -11,11 +11,12 @@ from ..model import DOCUMENT_SCHEMA, OLD_DOCUMENT_SCHEMAS, ResultRecord, Results
 from ..util import outputs
 from ..util.inputs import read_json
 from ..util.outputs import Protected
+from ..util.validation import error_lines
 
 
 def atomic_write_bytes(path: Path, data: bytes, what: str = "output", force: bool = False,
                        protected: Protected = ()) -> Path:
-    """Write atomically under the output policy (see ``anebench.outputs``)."""
+    """Write atomically under the output policy (see ``anebench.util.outputs``)."""
     return outputs.atomic_write_bytes(Path(path), data, what, force, protected)
 
 
@@ -52,6 +53,4 @@ def load_records(path: Path) -> list[ResultRecord]:
             return ResultsDocument.model_validate(data).results
         return [ResultRecord.model_validate(data)]
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise UserError(f"{path}: invalid result at {where}: {first['msg']}") from None
+        raise UserError(f"{path}: invalid result at {error_lines(exc)[0]}") from None

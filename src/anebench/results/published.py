@@ -23,14 +23,18 @@ from ..model import (
     Summary,
     ToolInfo,
     WorkloadInfo,
+    gbps,
 )
+from ..model.concurrency import Phase
 from ..workloads import Workload, resolve_workload
 
 PUBLISHED_CSV = "data/published_anemll_results.csv"
 UTILISATION_CSV = "data/published_anemll_utilisation.csv"
 SOURCE_TOOL = "anemll-bench"
 UNKNOWN_WORKLOAD = "unknown (lut6 or fp16)"
-PUBLISHED_PHASES = {"dual-solo": "solo", "dual-parallel": "together", "dual-combined": "combined"}
+PUBLISHED_PHASES: dict[str, Phase] = {
+    "dual-solo": "solo", "dual-parallel": "together", "dual-combined": "combined",
+}
 
 MAPPING_RULE = (
     "Published rows (anemll-bench Results.MD) are stored as records with provenance 'published'. "
@@ -44,11 +48,6 @@ MAPPING_RULE = (
     "llama_lm_head figure for that chip and configuration (a restated figure is one contributor, not two); "
     "where it states only a percentage, GB/s = percentage x the memory bandwidth it states, flagged derived."
 )
-
-
-def lut6_workload() -> Workload:
-    """The canonical 6-bit palettised head."""
-    return resolve_workload("llama_lm_head_lut6")
 
 
 def _canonical(name: str) -> tuple[Workload, int]:
@@ -87,11 +86,11 @@ def _workload_info(row: dict, chip: str) -> tuple[WorkloadInfo, dict]:
 def row_to_record(row: dict) -> ResultRecord:
     chip = f"Apple {row['chip']}"
     workload, facts = _workload_info(row, chip)
-    gbps = _float(row["gbps"])
+    figure = _float(row["gbps"])
     latency_ms = _float(row["latency_ms"])
     latency_s = latency_ms / 1e3 if latency_ms is not None else None
-    if gbps is None and latency_s is not None and not facts.get("weight_bytes_unknown"):
-        gbps = round(workload.weight_bytes / latency_s / 1e9, 2)
+    if figure is None and latency_s is not None and not facts.get("weight_bytes_unknown"):
+        figure = round(gbps(workload.weight_bytes, latency_s), 2)
         facts["gbps_derived"] = "weight bytes / stated mean latency (the source's definition)"
     runs = int(row["runs"]) if row["runs"] else None
     if row["config"]:
@@ -118,7 +117,7 @@ def row_to_record(row: dict) -> ResultRecord:
         method=MethodInfo(runs=runs, warmup_policy=None, warmup_runs=None, timer="not stated",
                           statistic="mean", timing=row["timing"]),
         summary=Summary(n=runs, mean=latency_s),
-        gbps=gbps,
+        gbps=figure,
         source=SourceFacts(**facts) if facts else None,
         concurrency=concurrency,
     )
@@ -147,15 +146,18 @@ def _restates(row: dict, results: list[dict]) -> bool:
 
 
 def utilisation_record(row: dict) -> ResultRecord:
-    """One README utilisation row as a published llama_lm_head figure (GB/s derived when only a % is stated)."""
+    """One README utilisation row as a published llama_lm_head figure (GB/s derived when only a % is
+    stated)."""
     workload, weight_bytes = _canonical("llama_lm_head")
     facts: dict = {"tool_figures": {"utilisation_pct": float(row["utilisation_pct"]),
                                     "memory_gbps": float(row["memory_gbps"])}}
     gbps = _float(row["ane_gbps"])
     if gbps is None:
         gbps = round(float(row["utilisation_pct"]) / 100 * float(row["memory_gbps"]), 2)
-        facts["gbps_derived"] = (f"derived from a percentage: the stated {row['utilisation_pct']}% x the stated "
-                                 f"{row['memory_gbps']} GB/s memory bandwidth (the source gives no GB/s)")
+        facts["gbps_derived"] = (
+            f"derived from a percentage: the stated {row['utilisation_pct']}% x the stated "
+            f"{row['memory_gbps']} GB/s memory bandwidth (the source gives no GB/s)"
+        )
         facts["flags"] = ["ANE GB/s derived from a stated utilisation percentage"]
     if row["config"]:
         facts["chip_config"] = row["config"]

@@ -13,11 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-import platformdirs
-
 from ..errors import UserError
 from ..model import ResultRecord, utc_now
 from ..system.chips import chip_key
+from ..util.paths import data_dir
 from .validate import InvalidFile, record_chip, validate_records
 
 T = TypeVar("T")
@@ -56,7 +55,7 @@ CREATE TABLE IF NOT EXISTS ingests (
 
 
 def default_db_path() -> Path:
-    return Path(platformdirs.user_data_dir("anebench", appauthor=False)) / DB_FILENAME
+    return data_dir() / DB_FILENAME
 
 
 @dataclass
@@ -98,6 +97,7 @@ class Store:
         now = utc_now().isoformat()
         with self._db:  # one transaction: committed on success, rolled back on any exception
             for record in prepared:
+                assert record.id is not None  # ingest gave every record its id
                 chip = record_chip(record)
                 cursor = self._db.execute(
                     "INSERT OR IGNORE INTO records (id, provenance, tool, chip, chip_key, workload, "
@@ -128,7 +128,9 @@ class Store:
         if provenance:
             query += " WHERE provenance = ?"
             args = (provenance,)
-        rows = with_retries(lambda: self._db.execute(query + " ORDER BY created, id", args).fetchall(), self.path)
+        rows = with_retries(
+            lambda: self._db.execute(query + " ORDER BY created, id", args).fetchall(), self.path
+        )
         return [ResultRecord.model_validate_json(body) for (body,) in rows]
 
     def rows(self) -> list[tuple[str, str]]:
@@ -171,7 +173,10 @@ def describe_sqlite_error(exc: sqlite3.Error, path: Path) -> str:
     if "readonly" in text or "read-only" in text:
         return f"--db {path}: the database (or its folder) is read-only; give a writable --db"
     if "malformed" in text or "not a database" in text or "encrypted" in text:
-        return f"--db {path}: not an anebench results database: not SQLite, or damaged ({exc}); give another --db"
+        return (
+            f"--db {path}: not an anebench results database: not SQLite, or damaged ({exc}); "
+            "give another --db"
+        )
     if "full" in text:
         return f"--db {path}: the disk is full; nothing was stored"
     if "unable to open" in text:
@@ -208,7 +213,9 @@ def open_store(path: Path | str | None = None, create: bool = True, readonly: bo
     if path.exists() and not path.is_file():
         raise UserError(f"--db {path}: not a regular file (a device or FIFO); give a database file")
     if not create and not path.exists():
-        raise UserError(f"--db {path}: no such database; run `anebench ingest` first or give an existing --db")
+        raise UserError(
+            f"--db {path}: no such database; run `anebench ingest` first or give an existing --db"
+        )
 
     def connect() -> sqlite3.Connection:
         if create:
@@ -216,7 +223,9 @@ def open_store(path: Path | str | None = None, create: bool = True, readonly: bo
             connection = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S)
         else:
             mode = "ro" if readonly else "rw"  # "rw" fails on a missing file instead of creating it
-            connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode={mode}", timeout=BUSY_TIMEOUT_S, uri=True)
+            connection = sqlite3.connect(
+                f"{path.resolve().as_uri()}?mode={mode}", timeout=BUSY_TIMEOUT_S, uri=True
+            )
         try:
             _prepare(connection, path, create)
         except BaseException:
@@ -238,7 +247,9 @@ def _prepare(connection: sqlite3.Connection, path: Path, create: bool = True) ->
     if create:
         connection.execute("BEGIN IMMEDIATE")
     try:
-        tables = {name for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        tables = {
+            name for (name,) in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        }
         found = None
         if "meta" in tables:
             found = connection.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()

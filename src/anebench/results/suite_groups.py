@@ -24,7 +24,8 @@ Figures = dict[str, float | int | str | bool | None]
 
 @dataclass
 class SuitePoint:
-    """One record of a suite: what identifies the point (batch, tokens, copy, phase, threads) and its figures."""
+    """One record of a suite: what identifies the point (batch, tokens, copy, phase, threads) and its
+    figures."""
 
     suite: str
     chip: str
@@ -135,8 +136,10 @@ def _sweep_group(key: tuple, records: list[ResultRecord], points: list[SuitePoin
                     "overhead_resolved": fit.overhead_resolved, "r_squared": fit.r_squared}
         overhead = (f"{fit.overhead_s * 1e6:.1f} us" if fit.overhead_resolved
                     else f"not resolved ({fit.overhead_s * 1e6:.0f} us)")
-        result = (f"fit: bandwidth {fit.bandwidth_gbps:.2f} GB/s, overhead {overhead}, R² {fit.r_squared:.4f}, "
-                  f"{fit.points} sizes past the knee")
+        result = (
+            f"fit: bandwidth {fit.bandwidth_gbps:.2f} GB/s, overhead {overhead}, R² {fit.r_squared:.4f}, "
+            f"{fit.points} sizes past the knee"
+        )
     figures["fit_error"] = error
     return SuiteGroup("sweep", key[0], key[2], key[3], key[4], points, result, figures,
                       f"{first.knee_rule or ''}; {FIT_GATES}")
@@ -148,7 +151,9 @@ def _roofline_group(key: tuple, records: list[ResultRecord], points: list[SuiteP
     batches = [p.batch for p in points]
     ridge, error = first.ridge_batch, first.ridge_error
     if ridge is not None:  # stored before the gates existed, or re-checked: the gates decide
-        failures = ridge_failures(batches, ridge, first.compute_bound, first.memory_gbps, _bound(key[0], key[1]))
+        failures = ridge_failures(
+            batches, ridge, first.compute_bound, first.memory_gbps, _bound(key[0], key[1])
+        )
         error = "; ".join(failures) or None
         ridge = None if failures else ridge
     figures: Figures = {"ridge_batch": ridge, "ridge_error": error, "baseline_batch": first.baseline_batch,
@@ -184,8 +189,19 @@ def _group_key(kind: str, record: ResultRecord, chip: str, config: str) -> tuple
     if kind == "sweep" and record.sweep is not None:  # one sweep: its sizes share the analysis
         s = record.sweep
         label = f"hidden {record.workload.shape[1]}, {record.workload.dtype}"
-        return (chip, config, record.engine.name, record.engine.device, label, record.host.fingerprint, s.points, s.knee_bytes, s.fit_error,
-                s.fit.bandwidth_gbps if s.fit else None, s.cache_peak_gbps)
+        return (
+            chip,
+            config,
+            record.engine.name,
+            record.engine.device,
+            label,
+            record.host.fingerprint,
+            s.points,
+            s.knee_bytes,
+            s.fit_error,
+            s.fit.bandwidth_gbps if s.fit else None,
+            s.cache_peak_gbps,
+        )
     if kind == "roofline" and record.roofline is not None:
         r = record.roofline
         return (*base, record.host.fingerprint, r.peak_flop_per_s, r.memory_gbps, r.baseline_batch)
@@ -203,10 +219,13 @@ def suite_groups(entries: list[tuple[ResultRecord, str, str]],
     grouped: dict[tuple, list[ResultRecord]] = defaultdict(list)
     for record, chip, config in entries:
         kind = suite_kind(record)
-        grouped[(kind, *_group_key(kind, record, chip, config))].append(record)
+        group = (kind, *_group_key(kind, record, chip, config))
+        grouped[group].append(record)
     groups = []
     for (kind, *key), records in grouped.items():
-        records.sort(key=lambda r: (r.workload.weight_bytes, r.workload.batch, _copy(r) or 0, _phase(r) or ""))
+        records.sort(
+            key=lambda r: (r.workload.weight_bytes, r.workload.batch, _copy(r) or 0, _phase(r) or "")
+        )
         points = [point_of(r, key[0], key[1]) for r in records]
         if kind == "sweep":
             groups.append(_sweep_group(tuple(key), records, points))

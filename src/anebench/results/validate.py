@@ -12,29 +12,17 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from ..errors import UserError
-from ..model import DOCUMENT_SCHEMA, OLD_DOCUMENT_SCHEMAS, ResultRecord
-from ..system.chips import lookup_chip
+from ..model import DOCUMENT_SCHEMA, OLD_DOCUMENT_SCHEMAS, ResultRecord, gbps
+from ..system.bounds import stored_record_bound
+from ..util.validation import error_lines
+from ..workloads import DTYPE_BYTES, QUANT_BITS, quantized_bytes
 from .files import read_json_file
 
 # A stated GB/s and a stated latency must agree with the stated bytes within this fraction; the
 # published figures are rounded to 2-3 digits, which is well inside it.
 CONSISTENCY_TOLERANCE = 0.03
 MIN_LATENCY_S = 1e-6  # no timer used here resolves a weight-streaming call shorter than this
-MAX_PROBLEMS_SHOWN = 50
-# A measured figure may exceed the chip's published memory bandwidth by this fraction (rounding of
-# the published figure, a slightly faster memory configuration); more is a timing or unit error.
-BANDWIDTH_MARGIN = 1.10
-# Bound for a device the chip catalog does not know: above every memory system shipping (HBM3e GPUs
-# reach 8 TB/s). Stated in the refusal so that a contributor can see it.
-UNKNOWN_DEVICE_BOUND_GBPS = 20_000.0
-# Weights that may fit in a cache stream from SRAM, far faster than DRAM: the bound is this multiple of
-# the memory bandwidth (or the unknown-device bound, whichever is larger).
-CACHE_RESIDENT_FACTOR = 20.0
-ASSUMED_MAX_CACHE_BYTES = 128 * 1024 * 1024  # when not stated: above every catalog chip's (M2 Ultra: 96 MB)
-CACHE_FACTOR = 4  # STREAM's rule, as measure.stats applies it
 MAX_MULTIPLIER = 64 * 4096  # --repeat (<= 64) x --batch (<= 4096): reads of the weights per call
-QUANT_BITS = {"lut4": 4, "lut6": 6, "int8": 8}
-DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
 QUANT_TOLERANCE = 0.02  # a quantised bundle adds lookup tables, scales and blob headers to the indices
 PUBLISHED_SOURCES = ("anebench:",)  # source labels of the packaged data; nothing else may be "published"
 
@@ -48,30 +36,12 @@ def record_chip(record: ResultRecord) -> str | None:
     return record.host.chip
 
 
-def may_be_cache_resident(record: ResultRecord) -> bool:
-    if any(w.startswith("cache-resident") for w in record.warnings):
-        return True
-    cache = record.host.llc_bytes or ASSUMED_MAX_CACHE_BYTES
-    return record.workload.weight_bytes < CACHE_FACTOR * cache
-
-
 def gbps_bound(record: ResultRecord) -> tuple[float, str]:
-    """(the highest GB/s this record can honestly show, why): the chip catalog's memory bandwidth
-    plus a margin, a generous cache bound for weights that may fit in a cache, or the stated bound
-    for a device the catalog does not know."""
-    name = record_chip(record)
-    chip = lookup_chip(name)
-    if chip is None or not chip.bandwidth_known or chip.bandwidth_gbps_max is None:
-        what = f"{name!r} is not in the chip catalog" if chip is None else f"{chip.key} has no published bandwidth"
-        if name is None:
-            what = "no chip is stated"
-        return UNKNOWN_DEVICE_BOUND_GBPS, f"{what}; the bound for an unknown device is {UNKNOWN_DEVICE_BOUND_GBPS:g} GB/s"
-    memory = chip.bandwidth_gbps_max
-    if may_be_cache_resident(record):
-        bound = max(memory * CACHE_RESIDENT_FACTOR, UNKNOWN_DEVICE_BOUND_GBPS)
-        return bound, f"weights small enough for a cache on {chip.key}: at most {bound:g} GB/s"
-    bound = memory * BANDWIDTH_MARGIN
-    return bound, f"{chip.key} has {memory:g} GB/s of memory bandwidth (+{BANDWIDTH_MARGIN - 1:.0%})"
+    """(the highest GB/s this record can honestly show, why): ``system.bounds.stored_record_bound``."""
+    flagged = any(w.startswith("cache-resident") for w in record.warnings)
+    bound = stored_record_bound(record_chip(record), record.workload.weight_bytes, record.host.llc_bytes,
+                                flagged)
+    return bound.gbps, bound.source
 
 
 def weight_bytes_problem(record: ResultRecord) -> str | None:
@@ -86,10 +56,7 @@ def weight_bytes_problem(record: ResultRecord) -> str | None:
         quant = record.engine.run_dtype
     limit = MAX_MULTIPLIER * max(w.batch, 1)
     if quant is not None:
-        bits = QUANT_BITS[quant]
-        base = elements * bits / 8
-        extra = w.shape[0] * 2 if quant == "int8" else -(-w.shape[0] // 8) * (2**bits) * 2
-        expected = base + extra
+        expected = quantized_bytes(w.shape[0], w.shape[1], quant)
         k = round(w.weight_bytes / expected)
         if 1 <= k <= limit and abs(w.weight_bytes / (k * expected) - 1) <= QUANT_TOLERANCE:
             return None
@@ -139,7 +106,7 @@ def physics_problems(record: ResultRecord) -> list[str]:
     implied = None
     latency = record.latency_s()
     if latency and not record.facts.weight_bytes_unknown:
-        implied = record.workload.weight_bytes / latency / 1e9
+        implied = gbps(record.workload.weight_bytes, latency)
         if record.gbps is None and implied > bound:
             problems.append(f"summary.{record.method.statistic}: implies {implied:.4g} GB/s, above what the "
                             f"device can read ({why})")
@@ -159,14 +126,6 @@ class InvalidFile(UserError):
         super().__init__(f"{path}: {len(problems)} problem(s); nothing from this file was stored")
 
 
-def _pydantic_problems(exc: ValidationError, where: str) -> list[str]:
-    lines = []
-    for error in exc.errors():
-        field = ".".join(str(p) for p in error["loc"]) or "(record)"
-        lines.append(f"{where}: {field}: {error['msg']}")
-    return lines
-
-
 def plausibility_problems(record: ResultRecord) -> list[str]:
     """Cross-field checks the schema cannot express; an empty list means the record is plausible."""
     problems = []
@@ -180,7 +139,7 @@ def plausibility_problems(record: ResultRecord) -> list[str]:
     if latency is not None and latency < MIN_LATENCY_S:
         problems.append(f"summary.{record.method.statistic}: {latency:g} s is below {MIN_LATENCY_S:g} s")
     if record.gbps is not None and latency is not None and not record.facts.weight_bytes_unknown:
-        implied = record.workload.weight_bytes / latency / 1e9
+        implied = gbps(record.workload.weight_bytes, latency)
         if abs(implied - record.gbps) / record.gbps > CONSISTENCY_TOLERANCE:
             problems.append(
                 f"gbps: {record.gbps:g} disagrees with weight_bytes / latency = {implied:.4g} GB/s"
@@ -194,7 +153,8 @@ def plausibility_problems(record: ResultRecord) -> list[str]:
             problems.append("method.runs: a measured record must state its run count")
     s = record.summary
     problems += physics_problems(record)
-    if None not in (s.median, s.ci95_low, s.ci95_high) and not s.ci95_low <= s.median <= s.ci95_high:
+    if (s.median is not None and s.ci95_low is not None and s.ci95_high is not None
+            and not s.ci95_low <= s.median <= s.ci95_high):
         problems.append("summary: median lies outside its 95% confidence interval")
     created = record.created if record.created.tzinfo else record.created.replace(tzinfo=timezone.utc)
     if created > datetime.now(timezone.utc) + timedelta(days=1):
@@ -214,7 +174,7 @@ def validate_raw(data: object, where: str) -> tuple[ResultRecord | None, list[st
     try:
         record = ResultRecord.model_validate(data)
     except ValidationError as exc:
-        return None, _pydantic_problems(exc, where)
+        return None, [f"{where}: {line}" for line in error_lines(exc)]
     problems = [f"{where}: {p}" for p in plausibility_problems(record)]
     if record.provenance == "published":
         problems.append(f"{where}: provenance: 'published' is reserved for the figures shipped with anebench "

@@ -6,11 +6,13 @@ import os
 
 from threadpoolctl import threadpool_info
 
+from ..model.base import Scalar
+
 OPENBLAS_OVERRIDES = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 
 
-def blas_libraries() -> list[dict[str, str | int | None]]:
-    found = []
+def blas_libraries() -> list[dict[str, Scalar]]:
+    found: list[dict[str, Scalar]] = []
     for lib in threadpool_info():
         if lib.get("user_api") != "blas":
             continue
@@ -26,10 +28,10 @@ def blas_libraries() -> list[dict[str, str | int | None]]:
     return found
 
 
-def blas_summary() -> dict[str, str | int | None]:
+def blas_summary() -> dict[str, Scalar]:
     """A flat description for an engine record, including any OpenBLAS core-type override in force."""
     libs = blas_libraries()
-    summary: dict[str, str | int | None] = {}
+    summary: dict[str, Scalar] = {}
     if libs:
         lib = libs[0]
         summary = {f"blas_{k}": v for k, v in lib.items()}

@@ -5,6 +5,10 @@ catalog: Apple's memory bandwidth, NVIDIA's datasheet), that peak plus a margin 
 rounding is the bound; where it is not, a stated generous bound still catches the gross errors (events on
 the wrong GPU, a unit slip) that give figures 10x too high. Weights that may sit in a cache can beat the
 memory bandwidth, so they are bounded only by the record schema's limit.
+
+``stored_record_bound`` is the same rule for a stored record of any machine, measured or stated elsewhere:
+a wider margin (the published figure's rounding, a faster memory configuration than the catalog's) and a
+cache bound tied to the chip's memory bandwidth, since the record's own cache may not be stated.
 """
 
 from __future__ import annotations
@@ -12,16 +16,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import MeasurementError
+from ..model.statistics import MiB
 from .chips import lookup_chip
 
 DATASHEET_MARGIN = 1.05  # datasheets round (H200: "4.8 TB/s"); no real read comes near the peak anyway
-CACHE_FACTOR = 4  # STREAM's rule, as for the cache-resident warning
-UNKNOWN_CACHE_FLOOR_BYTES = 512 * 1024**2  # above 4x the largest last-level cache Apple ships (96 MB SLC)
+CACHE_FACTOR = 4  # STREAM's rule: past 4x the last-level cache nothing useful stays cached
+ASSUMED_MAX_CACHE_BYTES = 128 * MiB  # when not stated: above every catalog chip's (M2 Ultra: 96 MB)
+UNKNOWN_CACHE_FLOOR_BYTES = CACHE_FACTOR * ASSUMED_MAX_CACHE_BYTES
 SCHEMA_LIMIT_GBPS = 100_000.0  # anebench.model's GigabytesPerSecond: nothing streams 100 TB/s
 UNKNOWN_GPU_GBPS = 20_000.0  # 2.5x the fastest datasheet HBM in the catalog (B200, 8 TB/s)
 UNKNOWN_APPLE_GBPS = 2_000.0  # 2.4x the fastest Apple memory system published (M3 Ultra, 819 GB/s)
 CPU_GBPS = 4_000.0  # 2x a two-socket 12-channel MRDIMM-8800 server (~1.7 TB/s) or HBM Xeon Max (~2 TB/s)
 APPLE_DEVICES = ("ane", "gpu", "mps", "all")
+# A stored figure may exceed the chip's published memory bandwidth by this fraction (rounding of
+# the published figure, a slightly faster memory configuration); more is a timing or unit error.
+RECORD_MARGIN = 1.10
+# Weights that may fit in a cache stream from SRAM, far faster than DRAM: a stored record's bound is this
+# multiple of the memory bandwidth (or the unknown-device bound, whichever is larger).
+CACHE_RESIDENT_FACTOR = 20.0
 
 
 @dataclass(frozen=True)
@@ -61,6 +73,29 @@ def plausibility_bound(device: str, *, gpu_name: str | None, host_chip: str | No
                                          f"{UNKNOWN_APPLE_GBPS:g} GB/s (2.4x M3 Ultra's 819 GB/s)")
     return Bound(CPU_GBPS, f"no published peak for {device!r} here: generous CPU bound {CPU_GBPS:g} GB/s "
                            "(2x the fastest two-socket server memory systems)")
+
+
+def stored_record_bound(chip_name: str | None, weight_bytes: int, cache_bytes: int | None,
+                 flagged_cache_resident: bool = False) -> Bound:
+    """The highest GB/s a stored record of ``chip_name`` can honestly show, and why: the catalog's
+    memory bandwidth plus a margin, a generous cache bound for weights that may fit in a cache, or the
+    stated bound for a device the catalog does not know."""
+    chip = lookup_chip(chip_name)
+    if chip is None or not chip.bandwidth_known or chip.bandwidth_gbps_max is None:
+        if chip_name is None:
+            what = "no chip is stated"
+        elif chip is None:
+            what = f"{chip_name!r} is not in the chip catalog"
+        else:
+            what = f"{chip.key} has no published bandwidth"
+        return Bound(UNKNOWN_GPU_GBPS,
+                     f"{what}; the bound for an unknown device is {UNKNOWN_GPU_GBPS:g} GB/s")
+    memory = chip.bandwidth_gbps_max
+    if flagged_cache_resident or may_be_cache_resident(weight_bytes, cache_bytes):
+        bound = max(memory * CACHE_RESIDENT_FACTOR, UNKNOWN_GPU_GBPS)
+        return Bound(bound, f"weights small enough for a cache on {chip.key}: at most {bound:g} GB/s")
+    return Bound(memory * RECORD_MARGIN,
+                 f"{chip.key} has {memory:g} GB/s of memory bandwidth (+{RECORD_MARGIN - 1:.0%})")
 
 
 def _published(name: str, peak: float, source: str) -> Bound:

@@ -6,12 +6,12 @@ can be off by tens of percent. The counter's step is observed, the window is len
 
 from __future__ import annotations
 
-import statistics
 import time
 from collections.abc import Callable
 from itertools import pairwise
 
 from ..model.gpu import EnergyWindowCheck
+from ..model.statistics import median
 
 MIN_WINDOW_S = 3.0
 MIN_COUNTER_STEPS = 30  # one step of error is then at most ~3% of the window
@@ -34,7 +34,7 @@ def observe_counter_step(read: Callable[[], float], now_s: Callable[[], float] =
             seen.append(now_s())
             last = value
     intervals = [b - a for a, b in pairwise(seen)]
-    return statistics.median(intervals) if intervals else None
+    return median(intervals) if intervals else None
 
 
 def window_needed_s(step_s: float | None) -> float:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..model.energy import COMPONENTS, ComponentEnergy, DramTraffic, Energy
+from ..model.energy import COMPONENTS, Component, ComponentEnergy, DramTraffic, Energy
+from ..model.statistics import GB, gbps
 
 if TYPE_CHECKING:
     from .ioreport_parse import DramReading, EnergyReading
@@ -25,7 +26,7 @@ def _clip(text: str) -> str:
 
 
 def energy_figures(meter: Any, window: str, counted: Counted, seconds: float, calls: int, gbps: float,
-                   weight_bytes: int, work: str | None = None) -> Energy:
+                   weight_bytes: int, work: Component | None = None) -> Energy:
     """The Energy section from the joules ``meter`` counted over ``seconds`` of ``calls``."""
     base: dict[str, Any] = {
         "source": meter.source, "scope": meter.scope, "window": window,
@@ -42,36 +43,54 @@ def energy_figures(meter: Any, window: str, counted: Counted, seconds: float, ca
         return Energy(available=False, reason=_clip(reason), components=components, dram_traffic=dram, **base)
     watts = joules / seconds
     if watts >= MAX_WATTS:
-        return Energy(available=False, reason=f"{watts:.0f} W over {seconds:.3f} s is not physical: the counter "
-                      "reset or its unit is wrong", components=components, dram_traffic=dram, **base)
+        return Energy(
+            available=False,
+            reason=f"{watts:.0f} W over {seconds:.3f} s is not physical: the counter "
+            "reset or its unit is wrong",
+            components=components,
+            dram_traffic=dram,
+            **base,
+        )
     worker = next((c for c in components if c.component == work), None)
     work_gbps_per_watt = gbps / worker.watts if worker and worker.available and worker.watts else None
     return Energy(
         available=True, joules=joules, seconds=seconds, watts=watts, joules_per_call=joules / calls,
-        gbps_per_watt=gbps / watts, work_component=work if components else None,  # type: ignore[arg-type]
+        gbps_per_watt=gbps / watts, work_component=work if components else None,
         work_gbps_per_watt=work_gbps_per_watt, components=components, dram_traffic=dram, **base,
     )
 
 
-def component_figures(reading: EnergyReading, seconds: float, calls: int, work: str | None) -> list[ComponentEnergy]:
+def component_figures(
+    reading: EnergyReading, seconds: float, calls: int, work: Component | None
+) -> list[ComponentEnergy]:
     out = []
     for name in COMPONENTS:
         found = reading.components.get(name)
         if found is None or found.joules is None:
             if name in reading.missing or name == "package":
-                reason = reading.missing.get(name) or "; ".join(found.problems if found else []) or "no channel"
-                out.append(ComponentEnergy(component=name, available=False, reason=_clip(reason)))  # type: ignore[arg-type]
+                reason = (
+                    reading.missing.get(name) or "; ".join(found.problems if found else []) or "no channel"
+                )
+                out.append(ComponentEnergy(component=name, available=False, reason=_clip(reason)))
             continue
         watts = found.joules / seconds if seconds > 0 else None
         if watts is not None and watts >= MAX_WATTS:
-            out.append(ComponentEnergy(component=name, available=False, channels=found.channels,  # type: ignore[arg-type]
-                                       reason=f"{watts:.0f} W is not physical: a counter reset or a wrong unit"))
+            out.append(
+                ComponentEnergy(
+                    component=name,
+                    available=False,
+                    channels=found.channels,
+                    reason=f"{watts:.0f} W is not physical: a counter reset or a wrong unit",
+                )
+            )
             continue
         notes = list(found.problems)
         if name == work and found.joules == 0:
-            notes.append(f"the {name} counter did not advance over the timed calls: the work may not have run there")
+            notes.append(
+                f"the {name} counter did not advance over the timed calls: the work may not have run there"
+            )
         out.append(ComponentEnergy(
-            component=name, available=True, joules=found.joules, watts=watts,  # type: ignore[arg-type]
+            component=name, available=True, joules=found.joules, watts=watts,
             joules_per_call=found.joules / calls if calls >= 1 else None, channels=found.channels[:64],
             reason=_clip("; ".join(notes)) if notes else None,
         ))
@@ -87,16 +106,23 @@ def dram_figures(reading: DramReading, seconds: float, calls: int, weight_bytes:
                            reason=_clip("; ".join(reading.problems) + partial))
     if seconds <= 0 or calls < 1:
         return DramTraffic(available=False, source=DRAM_SOURCE, reason="empty window")
-    gbps, resolution = reading.gbps, reading.resolution_gbps
-    weight_gbps = weight_bytes * calls / seconds / 1e9
+    dram_gbps, resolution = reading.gbps, reading.resolution_gbps
+    weight_gbps = gbps(weight_bytes * calls, seconds)
     unnamed = sorted({s for d in reading.dies for s in d.unnamed_states})
     return DramTraffic(
-        available=True, source=DRAM_SOURCE, channels=[d.channel for d in reading.dies],
-        per_die_gbps=[d.gbps for d in reading.dies], gbps=gbps,
+        available=True,
+        source=DRAM_SOURCE,
+        channels=[d.channel for d in reading.dies],
+        per_die_gbps=[d.gbps for d in reading.dies],
+        gbps=dram_gbps,
         bucket_width_gbps=max(d.bucket_width_gbps for d in reading.dies) or None,
-        resolution_gbps=resolution or None, bytes_per_call=gbps * 1e9 * seconds / calls,
-        weight_gbps=weight_gbps, agrees=abs(gbps - weight_gbps) <= resolution,
-        reason=_clip(f"states not named as a bandwidth, not counted: {', '.join(unnamed)}") if unnamed else None,
+        resolution_gbps=resolution or None,
+        bytes_per_call=dram_gbps * GB * seconds / calls,
+        weight_gbps=weight_gbps,
+        agrees=abs(dram_gbps - weight_gbps) <= resolution,
+        reason=_clip(f"states not named as a bandwidth, not counted: {', '.join(unnamed)}")
+        if unnamed
+        else None,
     )
 
 
@@ -106,7 +132,8 @@ def energy_warnings(energy: Energy) -> list[str]:
     dram = energy.dram_traffic
     if dram and dram.available and dram.agrees is False:
         warnings.append(
-            f"DRAM traffic: the memory controllers saw {dram.gbps:.1f} GB/s read+write but the calls streamed "
+            f"DRAM traffic: the memory controllers saw {dram.gbps:.1f} GB/s read+write "
+            "but the calls streamed "
             f"{dram.weight_gbps:.1f} GB/s of weights over the same window (histogram resolution "
             f"{dram.resolution_gbps:.0f} GB/s): the engine reads more or less than its weight bytes, or "
             "something else loaded memory"

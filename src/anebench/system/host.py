@@ -85,7 +85,9 @@ def power_state() -> tuple[str | None, bool | None]:
     low_power = None
     if sys.platform == "darwin":
         try:
-            out = subprocess.run(["pmset", "-g"], capture_output=True, text=True, timeout=5, check=False).stdout
+            out = subprocess.run(
+                ["pmset", "-g"], capture_output=True, text=True, timeout=5, check=False
+            ).stdout
             match = re.search(r"lowpowermode\s+(\d)", out)
             low_power = bool(int(match[1])) if match else None
         except (OSError, subprocess.TimeoutExpired):

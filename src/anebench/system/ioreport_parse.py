@@ -144,9 +144,8 @@ def _package(found: dict[str, ComponentReading], missing: dict[str, str]) -> Com
 
 def bucket_edge_gbps(state: str) -> float | None:
     """The upper edge of a bandwidth bucket named like "32GB/s" or "0-512 MB/s", in GB/s."""
-    match = None
-    for match in _BUCKET.finditer(state):
-        pass  # the last rate in the name is the upper edge
+    # the last rate in the name is the upper edge
+    match = next(reversed(list(_BUCKET.finditer(state))), None)
     if match is None:
         return None
     return float(match[1]) * _TO_GB[match[2].upper()]
@@ -195,7 +194,9 @@ def dram_bandwidth(channels: Iterable[Channel]) -> DramReading:
         else:
             reading.dies.append(die)
     if not reading.dies and not reading.problems:
-        reading.problems.append(f"no {BANDWIDTH_GROUP} / {BANDWIDTH_SUBGROUP} AMCC RD+WR channel on this chip")
+        reading.problems.append(
+            f"no {BANDWIDTH_GROUP} / {BANDWIDTH_SUBGROUP} AMCC RD+WR channel on this chip"
+        )
     return reading
 
 

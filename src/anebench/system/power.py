@@ -17,13 +17,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..model.energy import Energy
+from ..model.energy import Component, Energy
+from ..model.statistics import gbps
 from .energy_figures import energy_figures, energy_line, energy_warnings
 from .ioreport import IOReportCounters, ioreport_problem
 from .ioreport_parse import DramReading, EnergyReading
 
 POWERCAP_ROOT = Path("/sys/class/powercap")
-WORK_COMPONENT = {"ane": "ane", "gpu": "gpu", "mps": "gpu", "cpu": "cpu"}  # Apple devices -> IOReport
+# Apple devices -> the IOReport component that does their work
+WORK_COMPONENT: dict[str, Component] = {"ane": "ane", "gpu": "gpu", "mps": "gpu", "cpu": "cpu"}
 
 
 @dataclass
@@ -184,7 +186,7 @@ def ioreport_meter() -> IOReportMeter | Unavailable:
         return Unavailable(f"IOReport subscription failed: {type(exc).__name__}: {exc}")
 
 
-def work_component(device: str) -> str | None:
+def work_component(device: str) -> Component | None:
     """The IOReport component that does an Apple device's work (None off a Mac or for other devices)."""
     return WORK_COMPONENT.get(device)
 
@@ -192,7 +194,7 @@ def work_component(device: str) -> str | None:
 class EnergyWindow:
     """Two readings around the timed calls: ``open`` just before the first, ``close`` just after the last."""
 
-    def __init__(self, meter: EnergyMeter | Unavailable, work: str | None = None,
+    def __init__(self, meter: EnergyMeter | Unavailable, work: Component | None = None,
                  now_ns: Callable[[], int] = time.perf_counter_ns):
         self.meter = meter
         self.work = work
@@ -228,7 +230,7 @@ class EnergyWindow:
                               reason="the energy window was not opened and closed around the timed calls")
             counted = self.meter.between(self._start[0], self._end[0])
             seconds = (self._end[1] - self._start[1]) / 1e9
-            return energy_figures(self.meter, what, counted, seconds, calls, weight_bytes / median_s / 1e9,
+            return energy_figures(self.meter, what, counted, seconds, calls, gbps(weight_bytes, median_s),
                                   weight_bytes, self.work)
         finally:
             self.release()

@@ -20,8 +20,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import UserError
+from ..model.statistics import MiB
 
-MAX_INPUT_BYTES = 256 * 1024 * 1024  # a results document of 1000 full records is ~30 MB
+MAX_INPUT_BYTES = 256 * MiB  # a results document of 1000 full records is ~30 MB
 MAX_JSON_DEPTH = 64  # a results document nests about 8 deep; anemll-bench's files about 6
 _JSON_STRING = re.compile(rb'"(?:[^"\\\n]|\\.)*"')
 _OPEN = np.zeros(256, dtype=np.int8)
@@ -98,7 +99,9 @@ def loads(text: str | bytes, where: str, limit: int = MAX_JSON_DEPTH, constants:
     try:
         if constants:
             return json.loads(text, parse_float=_finite_float, parse_int=_bounded_int)
-        return json.loads(text, parse_float=_finite_float, parse_int=_bounded_int, parse_constant=_no_constant)
+        return json.loads(
+            text, parse_float=_finite_float, parse_int=_bounded_int, parse_constant=_no_constant
+        )
     except RecursionError:
         raise UserError(f"{where}: JSON nested too deep") from None
     except UnicodeDecodeError:
@@ -109,7 +112,9 @@ def loads(text: str | bytes, where: str, limit: int = MAX_JSON_DEPTH, constants:
         raise UserError(f"{where}: not valid JSON ({exc})") from None
 
 
-def read_json(path: Path, what: str = "", limit_bytes: int = MAX_INPUT_BYTES, depth: int = MAX_JSON_DEPTH) -> Any:
+def read_json(
+    path: Path, what: str = "", limit_bytes: int = MAX_INPUT_BYTES, depth: int = MAX_JSON_DEPTH
+) -> Any:
     """A bounded regular file parsed as bounded JSON."""
     data = read_input_bytes(path, what, limit_bytes)
     return loads(data, f"{what} {path}".strip(), depth)

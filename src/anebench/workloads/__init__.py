@@ -29,6 +29,17 @@ QUANTS = (None, "fp16", "int8", "lut4", "lut6")  # artifact storage (Core ML); N
 MAX_DIMENSION = 1 << 24  # 16.7 M rows or columns: 64x the largest vocabulary or hidden size shipped
 MAX_ELEMENTS = 1 << 40  # 2 TB of fp16: beyond any memory an engine here has
 LUT_GROUP_ROWS = 8  # per-grouped-channel palettisation: one lookup table per 8 output rows (published)
+QUANT_BITS = {"lut4": 4, "lut6": 6, "int8": 8}  # bits per stored weight
+LUT_BITS = {q: b for q, b in QUANT_BITS.items() if q.startswith("lut")}
+
+
+def quantized_bytes(rows: int, hidden: int, quant: str) -> int:
+    """Bytes a quantized head stores: packed LUT indices plus one fp16 table per LUT_GROUP_ROWS rows, or
+    int8 values plus one fp16 scale per row."""
+    bits = QUANT_BITS[quant]
+    if quant == "int8":
+        return rows * hidden + rows * 2
+    return rows * hidden * bits // 8 + math.ceil(rows / LUT_GROUP_ROWS) * (2**bits) * 2
 
 
 def round_to_bf16(values: np.ndarray) -> np.ndarray:
@@ -36,13 +47,6 @@ def round_to_bf16(values: np.ndarray) -> np.ndarray:
     bits = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32)
     rounding = ((bits >> 16) & 1) + np.uint32(0x7FFF)
     return ((bits + rounding) & np.uint32(0xFFFF0000)).view(np.float32)
-
-
-def quantize_to_dtype(values: np.ndarray, dtype: str) -> np.ndarray:
-    """The values as the dtype stores them; fp16/fp32 as that numpy dtype, bf16 as exact float32."""
-    if dtype == "bf16":
-        return round_to_bf16(values)
-    return values.astype(NUMPY_DTYPES[dtype], copy=False)
 
 
 class WeightSource(Protocol):
@@ -141,8 +145,10 @@ class Workload:
             raise UserError(f"workload {self.name[:80]!r}: hidden, vocab, batch and tokens must be at most "
                             f"{MAX_DIMENSION:,}")
         if self.hidden * self.vocab > MAX_ELEMENTS:
-            raise UserError(f"workload {self.name[:80]!r}: {self.vocab:,} x {self.hidden:,} weights is more than "
-                            f"{MAX_ELEMENTS:,}")
+            raise UserError(
+                f"workload {self.name[:80]!r}: {self.vocab:,} x {self.hidden:,} weights is more than "
+                f"{MAX_ELEMENTS:,}"
+            )
 
     @property
     def weights(self) -> WeightSource:
@@ -161,12 +167,8 @@ class Workload:
     def stored_bytes(self) -> int:
         """Bytes one call reads as a quantized artifact stores them: packed indices plus lookup tables
         (fp16, one per LUT_GROUP_ROWS rows), or int8 values plus one fp16 scale per row."""
-        count = self.vocab * self.hidden
-        if self.quant and self.quant.startswith("lut"):
-            bits = int(self.quant[3:])
-            return count * bits // 8 + math.ceil(self.vocab / LUT_GROUP_ROWS) * (2**bits) * 2
-        if self.quant == "int8":
-            return count + self.vocab * 2
+        if self.quant in QUANT_BITS:
+            return quantized_bytes(self.vocab, self.hidden, self.quant)
         return self.weight_bytes
 
     def bytes_as(self, dtype: str) -> int:
@@ -257,13 +259,10 @@ CATALOG: dict[str, Workload] = {
         note="llama_lm_head palettised to 6 bits, per-grouped-channel, group size 8",
     ),
 }
+# The heads anemll-bench publishes figures for, in its order (the Mac campaign runs them on the ANE).
+PUBLISHED_HEADS = ("llama_lm_head", "llama_lm_head_lut6", "DeepHermes_lm_head")
 
 _PARAMETRIC = re.compile(r"^lm_head:(\d+)x(\d+)(?::(fp32|fp16|bf16))?$")
-
-
-def register(workload: Workload) -> None:
-    """Add a canonical workload (e.g. the Core ML quantized heads) to the catalog."""
-    CATALOG[workload.name] = workload
 
 
 def resolve_workload(spec: str) -> Workload:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from ...errors import UserError
+from ...errors import MeasurementError, UserError
 from ...measure.timing import ProgressCallback
+from ...model import ResultRecord
 from ...workloads import DTYPE_BYTES, Workload
 
 # Creates one progress task per measurement: (label, total) -> callback(done, total).
@@ -39,3 +40,11 @@ def resized(base: Workload, target_bytes: int, run_dtype: str) -> Workload:
     row_bytes = base.hidden * DTYPE_BYTES[run_dtype]
     vocab = max(1, round(target_bytes / row_bytes))
     return parametric(base.hidden, vocab, base.dtype, base.seed)
+
+
+def latency_of(record: ResultRecord) -> float:
+    """The latency of a record a suite just measured (a measured record always has its median)."""
+    value = record.latency_s()
+    if value is None:
+        raise MeasurementError(f"{record.workload.name}: a measured record without its latency")
+    return value

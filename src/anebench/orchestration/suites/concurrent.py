@@ -22,7 +22,9 @@ from .common import ProgressFactory, no_progress
 
 IDLE_GAP = 1.5  # sum of per-copy GB/s this far above combined: time went between calls
 SEED_NOTE = "copy i holds the workload generated with seed + i (different weights, same shape and bytes)"
-CHECKPOINT_NOTE = "every copy holds the checkpoint's own weights in a buffer of its own (same bytes, no sharing)"
+CHECKPOINT_NOTE = (
+    "every copy holds the checkpoint's own weights in a buffer of its own (same bytes, no sharing)"
+)
 
 
 @dataclass
@@ -65,11 +67,18 @@ def run_plan(plan: ConcurrencyPlan, options: RunOptions, progress: ProgressFacto
                      plan.threads_per_copy, PhaseProgress(plan, progress))
     analysis = analyse_concurrency(run.solo, run.together, run.window_s, run.calls_in_window)
     a = analysis.as_dict()
-    shared = {"window_s": analysis.window_s or None, "devices": list(plan.devices), "solo_gbps": a["solo_gbps"],
-              "together_gbps": a["together_gbps"], "combined_gbps": a["combined_gbps"], "scaling": a["scaling"],
-              "verdict": a["verdict"], "rule": a["rule"],
-              "definitions": [a["combined_definition"], TOGETHER_DEFINITION],
-              "copies_note": SEED_NOTE if plan.workload.source is None else CHECKPOINT_NOTE}
+    shared = {
+        "window_s": analysis.window_s or None,
+        "devices": list(plan.devices),
+        "solo_gbps": a["solo_gbps"],
+        "together_gbps": a["together_gbps"],
+        "combined_gbps": a["combined_gbps"],
+        "scaling": a["scaling"],
+        "verdict": a["verdict"],
+        "rule": a["rule"],
+        "definitions": [a["combined_definition"], TOGETHER_DEFINITION],
+        "copies_note": SEED_NOTE if plan.workload.source is None else CHECKPOINT_NOTE,
+    }
     energy = energy_by_record(run, analysis)
     records = []
     for phase, group in (("solo", run.solo), ("together", run.together)):
@@ -105,8 +114,14 @@ def energy_by_record(run, analysis: ConcurrencyAnalysis) -> dict[tuple[str, int]
         phase = run.energy.get(f"solo {i}")
         if phase is not None:
             calls = record.method.warmup_runs + len(record.samples_s)
-            found[("solo", i)] = phase_energy(phase, calls, record.workload.weight_bytes, record.latency_s(),
-                                               "this copy's warmup and timed calls, alone", record.engine.device)
+            found[("solo", i)] = phase_energy(
+                phase,
+                calls,
+                record.workload.weight_bytes,
+                record.latency_s(),
+                "this copy's warmup and timed calls, alone",
+                record.engine.device,
+            )
     together = run.energy.get("together")
     if together is not None:
         # Every call from the common start to the last copy's end, not only those kept inside the window.

@@ -33,8 +33,15 @@ class PlannedBundle:
     calls: str  # the measurement this bundle serves
 
     def as_dict(self) -> dict:
-        return {"workload": self.workload.name, "quant": self.quant, "tokens": self.tokens,
-                "weight_bytes": self.weight_bytes, "cached": self.cached, "key": self.key, "calls": self.calls}
+        return {
+            "workload": self.workload.name,
+            "quant": self.quant,
+            "tokens": self.tokens,
+            "weight_bytes": self.weight_bytes,
+            "cached": self.cached,
+            "key": self.key,
+            "calls": self.calls,
+        }
 
 
 @dataclass(frozen=True)
@@ -70,7 +77,9 @@ def plan_bundle(engine: CoreMLEngine, workload: Workload, calls: str) -> Planned
 
 def calls_text(engine: CoreMLEngine, device: str, what: str, runs: int, budget_s: float | None) -> str:
     limit = f", at most {budget_s:g} s" if budget_s else ""
-    return f"{what}: output check, warmup until steady, {runs} timed predicts{limit} on {engine.name}:{device}"
+    return (
+        f"{what}: output check, warmup until steady, {runs} timed predicts{limit} on {engine.name}:{device}"
+    )
 
 
 def activation_bytes(workload: Workload) -> int:

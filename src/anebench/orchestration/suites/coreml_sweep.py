@@ -18,8 +18,10 @@ from .sweep import SweepPlan, sweep_workloads
 DEFAULT_MIN_BYTES = 4 * MiB
 DEFAULT_POINTS = 8
 ORION_DISPATCH_MS = 0.095
-ORION_CONTEXT = (f"context: Orion (published) measured ~{ORION_DISPATCH_MS} ms per direct ANE dispatch (its own "
-                 "path, not Core ML), and Core ML 2-4x more on small ops")
+ORION_CONTEXT = (
+    f"context: Orion (published) measured ~{ORION_DISPATCH_MS} ms per direct ANE dispatch (its own "
+    "path, not Core ML), and Core ML 2-4x more on small ops"
+)
 
 
 def plan_coreml_sweep(engine: CoreMLEngine, device: str, base: Workload, min_bytes: int | None,
@@ -37,8 +39,11 @@ def plan_coreml_sweep(engine: CoreMLEngine, device: str, base: Workload, min_byt
 def plan_coreml_sweep_bundles(engine: CoreMLEngine, device: str, base: Workload, plan: SweepPlan, runs: int,
                               budget_s: float | None) -> CoreMLPlan:
     workloads = sweep_workloads(engine, device, base, plan)
-    bundles = [plan_bundle(engine, w, calls_text(engine, device, f"{w.weight_bytes / 1e6:.1f} MB predict", runs,
-                                                 budget_s))
-               for w in workloads]
+    bundles = [
+        plan_bundle(
+            engine, w, calls_text(engine, device, f"{w.weight_bytes / 1e6:.1f} MB predict", runs, budget_s)
+        )
+        for w in workloads
+    ]
     return CoreMLPlan("sweep", device, bundles, ["fit: latency = overhead + bytes / bandwidth past the knee",
                                                  ORION_CONTEXT])

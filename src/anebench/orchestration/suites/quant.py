@@ -18,9 +18,9 @@ from ...model import QuantSection, ResultRecord
 from ...model.quant import Verdict
 from ...workloads import Workload
 from ..session import RunOptions
-from .common import ProgressFactory, no_progress, synthetic_only
+from .common import ProgressFactory, latency_of, no_progress, synthetic_only
 from .coreml_plan import CoreMLPlan, calls_text, plan_bundle
-from .tokens import latency_of, measure
+from .tokens import measure
 
 VARIANTS = ("fp16", "int8", "lut6", "lut4")
 
@@ -87,11 +87,18 @@ def run_quant(engine, device: str, plan: CoreMLPlan, options: RunOptions,
                                  for r, b in zip(records, plan.bundles)], fp16_bytes)
     updated = []
     for record, verdict in zip(records, inference.variants):
-        section = QuantSection(variant=verdict.variant, stored_bytes=verdict.stored_bytes, fp16_bytes=fp16_bytes,
-                               gbps_as_stored=verdict.gbps_as_stored,
-                               gbps_fp16_equivalent=verdict.gbps_fp16_equivalent,
-                               latency_ratio=verdict.latency_ratio, bytes_ratio=verdict.bytes_ratio,
-                               verdict=cast(Verdict | None, verdict.verdict), inference=inference.inference, rule=inference.rule,
-                               tolerance=inference.tolerance)
+        section = QuantSection(
+            variant=verdict.variant,
+            stored_bytes=verdict.stored_bytes,
+            fp16_bytes=fp16_bytes,
+            gbps_as_stored=verdict.gbps_as_stored,
+            gbps_fp16_equivalent=verdict.gbps_fp16_equivalent,
+            latency_ratio=verdict.latency_ratio,
+            bytes_ratio=verdict.bytes_ratio,
+            verdict=cast(Verdict | None, verdict.verdict),
+            inference=inference.inference,
+            rule=inference.rule,
+            tolerance=inference.tolerance,
+        )
         updated.append(record.model_copy(update={"quant": section}).with_id())
     return QuantResult(updated, inference)

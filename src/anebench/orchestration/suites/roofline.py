@@ -20,7 +20,7 @@ from ...system.chips import figure_chip_name, host_config, memory_bound_gbps
 from ...system.host import SYSTEM_HOST, Host
 from ...workloads import DTYPE_BYTES, Workload
 from ..session import MEMORY_HEADROOM, RunOptions, measure_workload
-from .common import ProgressFactory, no_progress, parametric, synthetic_only
+from .common import ProgressFactory, latency_of, no_progress, parametric, synthetic_only
 
 COMPUTE_BOUND_CHECK = 1.6  # compute suite: doubling the batch must grow latency by this much
 
@@ -38,7 +38,11 @@ def activation_element_bytes(workload: Workload, run_dtype: str) -> int:
 
 
 def activation_bytes(workload: Workload, run_dtype: str) -> int:
-    return workload.batch * (workload.hidden + workload.vocab) * max(activation_element_bytes(workload, run_dtype), 4)
+    return (
+        workload.batch
+        * (workload.hidden + workload.vocab)
+        * max(activation_element_bytes(workload, run_dtype), 4)
+    )
 
 
 def check_activations_fit(engine: Engine, device: str, workload: Workload, host: Host = SYSTEM_HOST) -> None:
@@ -63,14 +67,19 @@ def run_roofline(engine: Engine, device: str, base: Workload, max_batch: int, op
         label = f"roofline {engine.name}:{device} batch {batch}"
         records.append(measure_workload(engine, device, workload, options, progress(label, options.runs)))
         batches.append(batch)
-        if clearly_compute_bound(batches, [r.latency_s() for r in records]):
+        if clearly_compute_bound(batches, [latency_of(r) for r in records]):
             break
     first = records[0]
     chip = figure_chip_name(first.engine.device, first.engine.details, first.host.chip)
-    analysis = analyse_roofline(batches, [r.latency_s() for r in records], base.vocab, base.hidden,
-                                first.workload.weight_bytes, activation_element_bytes(base, first.engine.run_dtype),
-                                memory_bound_gbps(chip, host_config(first.host.cores_physical,
-                                                                    first.host.memory_bytes)))
+    analysis = analyse_roofline(
+        batches,
+        [latency_of(r) for r in records],
+        base.vocab,
+        base.hidden,
+        first.workload.weight_bytes,
+        activation_element_bytes(base, first.engine.run_dtype),
+        memory_bound_gbps(chip, host_config(first.host.cores_physical, first.host.memory_bytes)),
+    )
     updated = with_roofline_sections(records, analysis)
     if not analysis.compute_bound:
         note = (f"not clearly compute-bound by batch {batches[-1]} ({RIDGE_RULE}); raise the largest batch")
@@ -83,10 +92,17 @@ def with_roofline_sections(records: list[ResultRecord], analysis: RooflineAnalys
     updated = []
     for record, point in zip(records, analysis.points):
         section = RooflineSection(
-            batch=point.batch, flop_per_s=point.flop_per_s, bytes_per_flop=point.bytes_per_flop,
-            ridge_batch=analysis.ridge_batch, ridge_error=analysis.ridge_error, baseline_batch=analysis.baseline_batch,
-            model_ridge_batch=analysis.model_ridge_batch, peak_flop_per_s=analysis.peak_flop_per_s,
-            memory_gbps=analysis.memory_gbps, compute_bound=analysis.compute_bound, rule=analysis.rule,
+            batch=point.batch,
+            flop_per_s=point.flop_per_s,
+            bytes_per_flop=point.bytes_per_flop,
+            ridge_batch=analysis.ridge_batch,
+            ridge_error=analysis.ridge_error,
+            baseline_batch=analysis.baseline_batch,
+            model_ridge_batch=analysis.model_ridge_batch,
+            peak_flop_per_s=analysis.peak_flop_per_s,
+            memory_gbps=analysis.memory_gbps,
+            compute_bound=analysis.compute_bound,
+            rule=analysis.rule,
         )
         updated.append(record.model_copy(update={"roofline": section}).with_id())
     return updated
@@ -110,30 +126,29 @@ def compute_result(vocab: int, hidden: int, count: int, half_count: int, full_s:
 
 def run_compute(engine: Engine, device: str, workload: Workload, options: RunOptions,
                 progress: ProgressFactory = no_progress) -> ResultRecord:
-    """Peak matrix throughput at ``workload.batch``; also times half the batch to check it is compute-bound."""
+    """Peak matrix throughput at ``workload.batch``; also times half the batch to check it is
+    compute-bound."""
     synthetic_only(workload, "compute")
     if workload.batch < 2:
         raise UserError("compute: the batch must be at least 2 (the suite compares the batch with half of it)")
     half_workload = workload.with_batch(workload.batch // 2)
     check_activations_fit(engine, device, workload, options.host)
-    half = measure_workload(engine, device, half_workload, options,
-                            progress(f"compute {engine.name}:{device} batch {half_workload.batch}", options.runs))
+    half = measure_workload(
+        engine,
+        device,
+        half_workload,
+        options,
+        progress(f"compute {engine.name}:{device} batch {half_workload.batch}", options.runs),
+    )
     full = measure_workload(engine, device, workload, options,
                             progress(f"compute {engine.name}:{device} batch {workload.batch}", options.runs))
     compute = compute_result(workload.vocab, workload.hidden, workload.batch, half_workload.batch,
-                             _latency(full), _latency(half))
+                             latency_of(full), latency_of(half))
     warnings = list(full.warnings)
     if not compute.compute_bound:
         warnings.append(f"not clearly compute-bound: latency grew only {compute.growth_from_half:.2f}x from batch "
                         f"{half_workload.batch} to {workload.batch}; raise the batch")
     return full.model_copy(update={"compute": compute, "warnings": warnings}).with_id()
-
-
-def _latency(record: ResultRecord) -> float:
-    latency = record.latency_s()
-    if latency is None:  # a measured record always has its median; this guards the type
-        raise MeasurementError(f"record {record.workload.name} has no latency")
-    return latency
 
 
 LATENCY_START = (64, 64)  # hidden, vocab: 16 KB of fp32, far inside any cache
@@ -143,7 +158,8 @@ LATENCY_TRIES = 8
 
 def run_latency(engine: Engine, device: str, workload: Workload | None, options: RunOptions,
                 progress: ProgressFactory = no_progress) -> ResultRecord:
-    """Dispatch cost: the smallest workload the engine accepts, growing it when a call is too short to time."""
+    """Dispatch cost: the smallest workload the engine accepts, growing it when a call is too short to
+    time."""
     if workload is not None:
         candidates = [workload]
     else:
@@ -152,14 +168,19 @@ def run_latency(engine: Engine, device: str, workload: Workload | None, options:
     refused: list[str] = []
     for candidate in candidates:
         try:
-            record = measure_workload(engine, device, candidate, options,
-                                      progress(f"latency {engine.name}:{device} {candidate.name}", options.runs))
+            record = measure_workload(
+                engine,
+                device,
+                candidate,
+                options,
+                progress(f"latency {engine.name}:{device} {candidate.name}", options.runs),
+            )
         except MeasurementError as exc:
             if workload is not None or "shorter than" not in str(exc):
                 raise
             refused.append(candidate.name)
             continue
-        latency = LatencyResult(median_us=_latency(record) * 1e6, p95_us=(record.summary.p95 or 0.0) * 1e6,
+        latency = LatencyResult(median_us=latency_of(record) * 1e6, p95_us=(record.summary.p95 or 0.0) * 1e6,
                                 refused_as_too_short=refused)
         return record.model_copy(update={"latency": latency}).with_id()
     raise MeasurementError(f"every latency workload up to {candidates[-1].name} was too short for the timer")

@@ -7,12 +7,12 @@ from dataclasses import dataclass
 from ...engines.base import Engine
 from ...errors import UserError
 from ...measure.sweep import CACHE_FACTOR, MIN_FIT_POINTS, MiB, SweepAnalysis, analyse_sweep, sweep_sizes
-from ...model import LineFitInfo, ResultRecord, SweepPoint
+from ...model import GB, LineFitInfo, ResultRecord, SweepPoint
 from ...system.chips import figure_chip_name, host_config, memory_bound_gbps
 from ...system.host import SYSTEM_HOST, Host
 from ...workloads import Workload
 from ..session import RunOptions, measure_workload, preflight_memory
-from .common import ProgressFactory, no_progress, resized, synthetic_only
+from .common import ProgressFactory, latency_of, no_progress, resized, synthetic_only
 
 DEFAULT_MIN_BYTES = 1 * MiB
 UNKNOWN_CACHE_MAX_BYTES = 1024 * MiB
@@ -85,7 +85,7 @@ def finish_sweep(records: list[ResultRecord], cache_bytes: int | None) -> SweepR
     """Fit the measured points (gated: measure.sweep.FIT_GATES) and write the analysis into every record's
     sweep section."""
     sizes = [r.workload.weight_bytes for r in records]
-    latencies = [r.latency_s() for r in records]
+    latencies = [latency_of(r) for r in records]
     first = records[0]
     chip = figure_chip_name(first.engine.device, first.engine.details, first.host.chip)
     bound = memory_bound_gbps(chip, host_config(first.host.cores_physical, first.host.memory_bytes))
@@ -103,16 +103,28 @@ def sweep_point(analysis: SweepAnalysis, index: int, points: int, in_fit: bool,
                 cache_bytes: int | None) -> SweepPoint:
     fit = analysis.fit
     return SweepPoint(
-        point=index, points=points, in_fit=in_fit, cache_bytes=cache_bytes,
-        knee_bytes=analysis.knee.size_bytes, knee_rule=analysis.knee.rule,
-        fit=None if fit is None else LineFitInfo(
-            overhead_s=fit.overhead_s, overhead_se_s=fit.overhead_se_s, overhead_resolved=fit.overhead_resolved,
-            bandwidth_gbps=fit.bandwidth_bps / 1e9, r_squared=fit.r_squared,
-            median_abs_rel_residual=fit.median_abs_rel_residual, max_abs_rel_residual=fit.max_abs_rel_residual,
-            points=fit.points, method=fit.method,
+        point=index,
+        points=points,
+        in_fit=in_fit,
+        cache_bytes=cache_bytes,
+        knee_bytes=analysis.knee.size_bytes,
+        knee_rule=analysis.knee.rule,
+        fit=None
+        if fit is None
+        else LineFitInfo(
+            overhead_s=fit.overhead_s,
+            overhead_se_s=fit.overhead_se_s,
+            overhead_resolved=fit.overhead_resolved,
+            bandwidth_gbps=fit.bandwidth_bps / GB,
+            r_squared=fit.r_squared,
+            median_abs_rel_residual=fit.median_abs_rel_residual,
+            max_abs_rel_residual=fit.max_abs_rel_residual,
+            points=fit.points,
+            method=fit.method,
         ),
         fit_error=analysis.fit_error,
-        cache_peak_gbps=analysis.cache_peak_gbps, cache_peak_bytes=analysis.cache_peak_bytes,
+        cache_peak_gbps=analysis.cache_peak_gbps,
+        cache_peak_bytes=analysis.cache_peak_bytes,
         notes=list(analysis.notes),
     )
 

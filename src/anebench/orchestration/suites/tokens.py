@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ...engines.coreml_engine import CoreMLEngine
-from ...errors import MeasurementError, UserError
+from ...errors import UserError
 from ...measure.roofline import (
     RIDGE_RULE,
     analyse_roofline,
@@ -21,7 +21,7 @@ from ...measure.roofline import (
 from ...model import ResultRecord
 from ...workloads import Workload
 from ..session import RunOptions, measure_workload
-from .common import ProgressFactory, no_progress, synthetic_only
+from .common import ProgressFactory, latency_of, no_progress, synthetic_only
 from .coreml_plan import CoreMLPlan, PlannedBundle, calls_text, fits_in_memory, plan_bundle
 from .roofline import RooflineResult, compute_result, with_roofline_sections
 
@@ -30,22 +30,19 @@ ALIGNMENT_TOKENS = 32  # Apple: the last axis is padded to 64 bytes = 32 fp16 va
 TOKEN_RULE = f"{RIDGE_RULE} (Core ML: batch = tokens per predict of a token-batched bundle)"
 
 
-def latency_of(record: ResultRecord) -> float:
-    value = record.latency_s()
-    if value is None:
-        raise MeasurementError(f"{record.workload.name}: a measured record without its latency")
-    return value
-
-
-def token_counts(engine: CoreMLEngine, device: str, base: Workload, max_tokens: int) -> tuple[list[int], list[str]]:
+def token_counts(
+    engine: CoreMLEngine, device: str, base: Workload, max_tokens: int
+) -> tuple[list[int], list[str]]:
     """1, 2, 4, ... max_tokens, without the counts whose inputs and logits would not fit in memory."""
     counts, notes = [], []
     for tokens in doubling_batches(max_tokens):
         if fits_in_memory(engine, device, base.with_tokens(tokens)):
             counts.append(tokens)
         else:
-            notes.append(f"tokens {tokens} and above skipped: the bundle with its inputs and logits would not "
-                         "fit in the memory free now")
+            notes.append(
+                f"tokens {tokens} and above skipped: the bundle with its inputs and logits would not "
+                "fit in the memory free now"
+            )
             break
     if not counts:
         raise UserError(f"{base.name}: not even one token fits in the memory free now")
@@ -75,7 +72,9 @@ def run_token_roofline(engine: CoreMLEngine, device: str, plan: CoreMLPlan, opti
     counts: list[int] = []
     for bundle in plan.bundles:
         label = f"roofline {engine.name}:{device} {bundle.tokens} tokens"
-        records.append(measure_workload(engine, device, bundle.workload, options, progress(label, options.runs)))
+        records.append(
+            measure_workload(engine, device, bundle.workload, options, progress(label, options.runs))
+        )
         counts.append(bundle.tokens)
         if clearly_compute_bound(counts, [latency_of(r) for r in records]):
             break
@@ -97,8 +96,10 @@ def alignment_note(points: list[tuple[int, float]]) -> str | None:
     if 2 not in latency or ALIGNMENT_TOKENS not in latency:
         return None
     ratio = latency[ALIGNMENT_TOKENS] / latency[2]
-    return (f"alignment: {ALIGNMENT_TOKENS} tokens take {ratio:.2f}x the latency of 2 (Apple's 64-byte last-axis "
-            f"alignment predicts ~1.0x up to {ALIGNMENT_TOKENS} fp16 tokens)")
+    return (
+        f"alignment: {ALIGNMENT_TOKENS} tokens take {ratio:.2f}x the latency of 2 (Apple's 64-byte last-axis "
+        f"alignment predicts ~1.0x up to {ALIGNMENT_TOKENS} fp16 tokens)"
+    )
 
 
 def plan_token_compute(engine: CoreMLEngine, device: str, base: Workload, max_tokens: int, runs: int,
@@ -111,7 +112,9 @@ def plan_token_compute(engine: CoreMLEngine, device: str, base: Workload, max_to
     bundles = [plan_bundle(engine, base.with_tokens(t), calls_text(engine, device, f"{t}-token predict", runs,
                                                                    budget_s))
                for t in (top // 2, top)]
-    return CoreMLPlan("compute", device, bundles, [*notes, f"peak TFLOP/s at {top} tokens, the largest that fits"])
+    return CoreMLPlan(
+        "compute", device, bundles, [*notes, f"peak TFLOP/s at {top} tokens, the largest that fits"]
+    )
 
 
 def run_token_compute(engine: CoreMLEngine, device: str, plan: CoreMLPlan, options: RunOptions,

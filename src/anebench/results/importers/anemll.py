@@ -12,8 +12,9 @@ Mapping rules (each record also carries them):
   labelled as the fp16 head is refused): otherwise the file was edited, broken or mislabelled.
 - bytes: ``workload.weight_bytes`` are anebench's exact bytes for the weights as stored
   (``Workload.stored_bytes``; fp16: vocab x hidden x 2; lutN: the packed N-bit palette indices plus
-  the fp16 lookup tables, as the published records count them) and ``gbps`` is recomputed from them. The tool counts weight.bin with its blob
-  headers (and LUTs); source.size_convention shows its size, the exact bytes and their ratio.
+  the fp16 lookup tables, as the published records count them) and ``gbps`` is recomputed from them.
+  The tool counts weight.bin with its blob headers (and LUTs); source.size_convention shows its size,
+  the exact bytes and their ratio.
 
 A file is imported whole or not at all. Record ids are content hashes that leave out the file's name
 and format, so the same run ingested again, or through its HTML report, is a no-op in the store.
@@ -29,6 +30,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ...engines.coreml_engine import COMPUTE_UNITS as COREML_COMPUTE_UNITS
 from ...errors import UserError
 from ...model import (
     EngineInfo,
@@ -39,9 +41,11 @@ from ...model import (
     Summary,
     ToolInfo,
     WorkloadInfo,
+    gbps,
 )
 from ...system.chips import Chip, catalog, lookup_chip
-from ...workloads import CATALOG, Workload
+from ...util.validation import error_lines
+from ...workloads import CATALOG, PUBLISHED_HEADS, Workload
 from ..validate import InvalidFile
 from .anemll_format import (
     SOURCE,
@@ -57,16 +61,18 @@ IMPORTER = "anebench.importers.anemll/1"  # in every record: a changed mapping g
 THROUGHPUT_TOLERANCE = 0.005  # the file's GB/s vs its model_size_mb / inference_time_ms
 SIZE_FIT = (0.999, 1.05)  # the tool's size over the exact bytes: headers and LUTs add a little
 TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S"
-MODEL_NAMES = ("llama_lm_head", "llama_lm_head_lut6", "DeepHermes_lm_head")
+MODEL_NAMES = PUBLISHED_HEADS
 DEVICES = {"ANE": "ane", "GPU": "gpu", "CPU": "cpu"}
-COMPUTE_UNITS = {"ANE": "CPU_AND_NE", "GPU": "CPU_AND_GPU", "CPU": "CPU_ONLY"}  # as the tool loads them
+# the tool loads each backend with the compute units anebench uses for the same device
+COMPUTE_UNITS = {backend: COREML_COMPUTE_UNITS[device] for backend, device in DEVICES.items()}
 
 
 def canonical_workload(model_name: str) -> Workload:
     """The catalog workload the tool's model stands for."""
     if model_name not in MODEL_NAMES:
         raise UserError(
-            f"model_name {model_name!r} is not one of {SOURCE}'s canonical heads; valid: {', '.join(MODEL_NAMES)}"
+            f"model_name {model_name!r} is not one of {SOURCE}'s canonical heads; "
+            f"valid: {', '.join(MODEL_NAMES)}"
         )
     if model_name in CATALOG:
         return CATALOG[model_name]
@@ -161,17 +167,20 @@ def _tool_figures(document: ToolDocument, result: ToolResult) -> dict[str, Any]:
 
 def _size_convention(result: ToolResult, workload: Workload) -> tuple[int, dict[str, Any]]:
     """The weight bytes the record uses, and how the tool's own size compares with them."""
-    tool_bytes = round(result.model_size_mb * 1e6)
+    size_mb = result.model_size_mb
+    if not size_mb:  # check_result refuses such a result before a record is made
+        raise UserError(f"{result.model_name}: model_size_mb is missing, so its bytes are unknown")
+    tool_bytes = round(size_mb * 1e6)
     exact = workload.stored_bytes
     kind = "packed indices and lookup tables" if workload.quant else "the weights alone"
     note = (f"weight_bytes are anebench's exact bytes ({exact:,}: {kind}); {SOURCE}'s model_size_mb "
-            f"{result.model_size_mb:g} counts weight.bin with its blob headers")
+            f"{size_mb:g} counts weight.bin with its blob headers")
     return exact, {
-        "tool_model_size_mb": result.model_size_mb,
+        "tool_model_size_mb": size_mb,
         "tool_weight_bytes": tool_bytes,
         "exact_weight_bytes": exact,
         "tool_over_exact": tool_bytes / exact,
-        "tool_gbps_recomputed": result.model_size_mb / result.inference_time_ms,
+        "tool_gbps_recomputed": size_mb / result.inference_time_ms,
         "note": note,
     }
 
@@ -210,7 +219,7 @@ def to_record(document: ToolDocument, result: ToolResult, host: HostInfo, worklo
         summary=Summary(n=result.num_runs, mean=mean_s),
         samples_s=[],
         device_time=f"none: {SOURCE} reports wall-clock predict() time only",
-        gbps=weight_bytes / mean_s / 1e9,
+        gbps=gbps(weight_bytes, mean_s),
         source=SourceFacts(tool_figures=_tool_figures(document, result), size_convention=convention),
     ).with_id()
 
@@ -241,8 +250,7 @@ def document_records(document: ToolDocument) -> tuple[list[ResultRecord], list[s
         try:
             records.append(to_record(document, result, host, workload))
         except ValidationError as exc:
-            error = exc.errors()[0]
-            problems.append(f"{where}: {'.'.join(str(p) for p in error['loc'])}: {error['msg']}")
+            problems.append(f"{where}: {error_lines(exc)[0]}")
     return records, problems
 
 

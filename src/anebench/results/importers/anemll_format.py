@@ -14,11 +14,13 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ...errors import UserError
+from ...model.statistics import MiB
 from ...util.inputs import check_depth, read_input_bytes
+from ...util.validation import error_lines
 from .embedded_json import find_json_objects
 
 SOURCE = "anemll-bench"
-MAX_FILE_BYTES = 32 * 1024 * 1024  # its HTML report with charts is a few MB; more is not its file
+MAX_FILE_BYTES = 32 * MiB  # its HTML report with charts is a few MB; more is not its file
 MAX_TEXT_DEPTH = 64  # its JSON nests 4 deep; its HTML report's scripts a few more
 
 FiniteFloat = Annotated[float, Field(allow_inf_nan=False)]
@@ -120,6 +122,4 @@ def parse_document(data: dict) -> tuple[ToolDocument | None, list[str]]:
     try:
         return ToolDocument.model_validate(data), []
     except ValidationError as exc:
-        return None, [
-            f"{'.'.join(str(p) for p in error['loc']) or 'document'}: {error['msg']}" for error in exc.errors()
-        ]
+        return None, error_lines(exc, "document")

@@ -53,7 +53,9 @@ def choose_tensor(checkpoint: Checkpoint, requested: str | None, spec: str) -> t
     if requested is not None:
         entry = checkpoint.tensors.get(requested)
         if entry is None:
-            raise UserError(f"{spec}: no tensor {requested!r} in {checkpoint.directory}; {list_two_d(checkpoint)}")
+            raise UserError(
+                f"{spec}: no tensor {requested!r} in {checkpoint.directory}; {list_two_d(checkpoint)}"
+            )
         reason = "named in the workload spec"
     else:
         entry, reason = _default_tensor(checkpoint, spec)
@@ -76,8 +78,11 @@ def _default_tensor(checkpoint: Checkpoint, spec: str) -> tuple[TensorEntry, str
     if output and not (tied and embedding):
         return checkpoint.tensors[output], f"the output projection ({output}) computes the logits"
     if embedding:
-        why = ("config.json sets tie_word_embeddings, so the output projection reuses the input embedding"
-               if tied else "no output projection (lm_head) is stored, so the model ties it to the input embedding")
+        why = (
+            "config.json sets tie_word_embeddings, so the output projection reuses the input embedding"
+            if tied
+            else "no output projection (lm_head) is stored, so the model ties it to the input embedding"
+        )
         return checkpoint.tensors[embedding], f"{why} ({embedding})"
     raise UserError(f"{spec}: found no lm_head or input embedding in {checkpoint.directory}; "
                     f"name a tensor as hf:PATH:TENSOR; {list_two_d(checkpoint)}")

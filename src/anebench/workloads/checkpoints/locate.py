@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...errors import UserError
+from ...model.statistics import MiB
 from ...util.inputs import loads, read_input_bytes
 from .safetensors_file import TensorEntry, read_header
 
@@ -94,7 +95,9 @@ def read_ref(ref: Path, snapshots: Path) -> str | None:
     except (UserError, UnicodeDecodeError):
         raise UserError(f"{ref}: not a readable revision name") from None
     if not REVISION.match(revision):
-        raise UserError(f"{ref}: {revision[:80]!r} is not a revision name; a ref must name a snapshot in {snapshots}")
+        raise UserError(
+            f"{ref}: {revision[:80]!r} is not a revision name; a ref must name a snapshot in {snapshots}"
+        )
     target = os.path.realpath(snapshots / revision)
     if os.path.dirname(target) != os.path.realpath(snapshots):
         raise UserError(f"{ref}: snapshot {revision!r} lies outside the cache {snapshots}")
@@ -155,7 +158,7 @@ def safetensors_files(directory: Path, path_text: str) -> tuple[list[Path], str]
 
 def read_index(index: Path) -> dict[str, str]:
     """The index's weight_map: tensor name -> shard file name."""
-    loaded = loads(read_input_bytes(index, "", 64 * 1024 * 1024), str(index))
+    loaded = loads(read_input_bytes(index, "", 64 * MiB), str(index))
     weight_map = loaded.get("weight_map") if isinstance(loaded, dict) else None
     if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
         raise UserError(f"{index}: not a valid safetensors index (no weight_map of tensor -> shard file)")
@@ -178,7 +181,7 @@ def read_config(directory: Path) -> dict:
     config = directory / "config.json"
     if not config.is_file():
         return {}
-    loaded = loads(read_input_bytes(config, "", 16 * 1024 * 1024), str(config), constants=False)
+    loaded = loads(read_input_bytes(config, "", 16 * MiB), str(config), constants=False)
     if not isinstance(loaded, dict):
         raise UserError(f"{config}: expected a JSON object")
     return loaded

@@ -71,7 +71,8 @@ def read_header(path: Path) -> dict[str, TensorEntry]:
             prefix = handle.read(8)
             if len(prefix) < 8:
                 raise UserError(
-                    f"{path}: truncated safetensors file ({size} bytes, shorter than the 8-byte header length)"
+                    f"{path}: truncated safetensors file "
+                    f"({size} bytes, shorter than the 8-byte header length)"
                 )
             (header_len,) = struct.unpack("<Q", prefix)
             if header_len > MAX_HEADER_BYTES or 8 + header_len > size:

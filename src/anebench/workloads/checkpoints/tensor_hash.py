@@ -3,51 +3,29 @@
 Hashing a 1 GB head reads the whole tensor once (about a second); the cache makes every later run
 free. A cache entry is keyed by the resolved file path, its size, inode, mtime and ctime and the
 tensor's byte range, so a rewritten file is hashed again even when its mtime was set back (ctime cannot
-be set by a user), and a file replaced by another (new inode) too. The cache is only an optimisation: any failure to read or write
-it falls back to hashing, and entries are written atomically, one file per key, so concurrent runs
-never see half an entry.
+be set by a user), and a file replaced by another (new inode) too. The cache is only an optimisation:
+any failure to read or write it falls back to hashing, and entries are written atomically, one file per
+key, so concurrent runs never see half an entry.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 
 from ...errors import UserError
+from ...util.hashing import stream_sha256
+from ...util.outputs import atomic_write_bytes
+from ...util.paths import cache_dir as kind_cache_dir
 from .safetensors_file import TensorEntry
 
-CHUNK_BYTES = 8 << 20
 CACHE_VERSION = 2  # 2: inode and ctime joined the key
+CACHE_KIND = "tensor-sha256"
 
 
 def cache_dir() -> Path:
-    override = os.environ.get("ANEBENCH_CACHE_DIR")
-    if override:
-        return Path(override).expanduser() / "tensor-sha256"
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("anebench")) / "tensor-sha256"
-
-
-def stream_sha256(path: Path, offset: int, nbytes: int) -> str:
-    digest = hashlib.sha256()
-    buffer = bytearray(min(CHUNK_BYTES, max(nbytes, 1)))
-    view = memoryview(buffer)
-    remaining = nbytes
-    try:
-        with open(path, "rb", buffering=0) as handle:
-            handle.seek(offset)
-            while remaining:
-                got = handle.readinto(view[: min(len(buffer), remaining)])
-                if not got:
-                    raise UserError(f"{path}: truncated while hashing ({remaining} bytes missing)")
-                digest.update(view[:got])
-                remaining -= got
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read ({exc.strerror or exc})") from exc
-    return digest.hexdigest()
+    return kind_cache_dir(CACHE_KIND)
 
 
 def _cache_key(entry: TensorEntry) -> dict:
@@ -83,8 +61,6 @@ def tensor_sha256(entry: TensorEntry, use_cache: bool = True) -> str:
         pass
     value = stream_sha256(entry.path, entry.offset, entry.nbytes)
     try:
-        from ...util.outputs import atomic_write_bytes
-
         atomic_write_bytes(cached, json.dumps({"key": key, "sha256": value}, sort_keys=True).encode())
     except (OSError, UserError):
         pass  # a read-only cache costs a re-hash next time, nothing more

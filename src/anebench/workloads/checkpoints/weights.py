@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -16,7 +17,9 @@ from .safetensors_file import TensorEntry
 from .tensor_hash import tensor_sha256
 
 # Little-endian as safetensors stores it; bf16 is read as its raw 16-bit patterns.
-MAPPED_DTYPES = {"fp32": np.dtype("<f4"), "fp16": np.dtype("<f2"), "bf16": np.dtype("<u2")}
+MAPPED_DTYPES: dict[str, np.dtype[Any]] = {
+    "fp32": np.dtype("<f4"), "fp16": np.dtype("<f2"), "bf16": np.dtype("<u2"),
+}
 BF16_NOTE = "bf16 weights are read as exact float32 (numpy has no bf16); engines convert where they must"
 
 
@@ -30,14 +33,19 @@ class CheckpointWeights:
 
     def __init__(self, entry: TensorEntry, model: str, reason: str, revision: str | None = None,
                  use_hash_cache: bool = True):
-        if entry.dtype not in MAPPED_DTYPES or len(entry.shape) != 2:
+        dtype = entry.dtype
+        if dtype is None or dtype not in MAPPED_DTYPES or len(entry.shape) != 2:
             raise ValueError(f"{entry.name}: a 2-D F32/F16/BF16 tensor is needed")
-        itemsize = MAPPED_DTYPES[entry.dtype].itemsize
+        itemsize = MAPPED_DTYPES[dtype].itemsize
         if entry.offset % itemsize:
-            raise UserError(f"{entry.path}: tensor {entry.name!r} starts at byte {entry.offset}, not aligned to "
-                            f"its {itemsize}-byte elements; the checkpoint is malformed (rewrite it with "
-                            "safetensors' save_file)")
+            raise UserError(
+                f"{entry.path}: tensor {entry.name!r} starts at byte {entry.offset}, not aligned to "
+                f"its {itemsize}-byte elements; the checkpoint is malformed (rewrite it with "
+                "safetensors' save_file)"
+            )
         self.entry = entry
+        self._dtype: str = dtype
+        self._shape: tuple[int, int] = (entry.shape[0], entry.shape[1])
         self.model = model
         self.reason = reason
         self.revision = revision
@@ -45,11 +53,11 @@ class CheckpointWeights:
 
     @property
     def dtype(self) -> str:
-        return self.entry.dtype  # type: ignore[return-value]
+        return self._dtype
 
     @property
     def shape(self) -> tuple[int, int]:
-        return self.entry.shape  # type: ignore[return-value]
+        return self._shape
 
     @cached_property
     def sha256(self) -> str:

@@ -103,6 +103,7 @@ def compare(files: tuple[Path, ...], as_json: bool, fmt: str | None = None) -> N
         _print_problems(exc)
         sys.exit(UserError.exit_code)
     legend = "; ".join(f"{letter(i)} = {clean_text(str(p))}" for i, p in enumerate(result.paths))
+    legend += "; A, B: each file's median latency"
     header, rows = table_rows(result, full_names=verbosity() >= 1)
     table = FittingTable(header, rows, "anebench compare", legend)
     if machine == "table":

@@ -30,7 +30,7 @@ from .common import (
     verbosity,
     warn,
 )
-from .tables import FittingTable, fmt_sig
+from .tables import FittingTable, between_run_cell, fmt_sig
 
 # Where `submit`'s issue body goes; the same placeholder as [tool.anebench] submit-url in pyproject.toml
 # (a test keeps them equal) until the project has a public tracker.
@@ -230,8 +230,8 @@ def show_family_comparison(records: list[ResultRecord], console: Console) -> Non
         for kind in context.kind_rows:
             if kind.low is None or kind.high is None:
                 figure = "-"
-            elif kind.yours:
-                figure = f"{kind.low:.2f} {fmt_halfwidth(kind.halfwidth) or '(± unknown)'}"
+            elif kind.record is not None:  # the same ± as the results table above
+                figure = f"{kind.low:.2f} {between_run_cell(kind.record).replace('unknown', '(± unknown)')}"
             else:
                 figure = fmt_sig(kind.low) if kind.low == kind.high else f"{fmt_sig(kind.low)}-{fmt_sig(kind.high)}"
             rows.append([kind.kind, clean_text(kind.workload), figure, kind.what])

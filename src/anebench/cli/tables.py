@@ -104,11 +104,12 @@ def result_rows(records: list[ResultRecord], full_names: bool = False) -> tuple[
     return header, rows
 
 
-NUMERIC = frozenset({"MB", "±95%", "GB/s"})
+NUMERIC = frozenset({"MB", "±95%", "GB/s", "ratio", "95% CI"})
+UNIT_SUFFIXES = tuple(f" {unit}" for unit, _ in TIME_UNITS) + ("GB/s", " MB")
 
 
 def is_numeric(column: str) -> bool:
-    return column in NUMERIC or column.startswith("median ") or column.endswith(("GB/s", " ms", " MB"))
+    return column in NUMERIC or column.startswith("median ") or column.endswith(UNIT_SUFFIXES)
 
 
 class FittingTable:
@@ -121,8 +122,8 @@ class FittingTable:
         self.wrap = frozenset(wrap)  # prose columns that may wrap between words (never a number)
 
     def table(self, rows: list[list[str]] | None = None) -> Table:
-        table = Table(title=self.title or None, caption=self.caption or None, box=box.SIMPLE_HEAD,
-                      show_edge=False, pad_edge=False, caption_justify="left")
+        table = Table(title=self.title or None, box=box.SIMPLE_HEAD,
+                      show_edge=False, pad_edge=False, padding=(0, 1, 0, 0))
         for column in self.header:
             table.add_column(column, justify="right" if is_numeric(column) else "left",
                              no_wrap=column not in self.wrap)
@@ -152,6 +153,8 @@ class FittingTable:
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         if self.needed_width(console, options) <= options.max_width:
             yield self.table()
+            if self.caption:  # as wide as the console, not the table: a narrow table keeps it readable
+                yield Text(self.caption, style="dim")
         else:
             yield from self.stacked()
 

@@ -29,7 +29,7 @@ class KindRow:
     high: float | None
     what: str  # "your run (numpy:cpu)", "measured, 19 chips (anemll-bench)", "datasheets, 24 GPUs"
     yours: bool = False
-    halfwidth: float | None = None  # your run's between-run 95% half-width (relative)
+    record: ResultRecord | None = None  # your run's record (its between-run interval is shown as in `run`)
 
 
 @dataclass
@@ -71,8 +71,6 @@ def kind_ranges(published: list[ResultRecord]) -> list[KindRow]:
 def published_context(records: list[ResultRecord], published: list[ResultRecord] | None = None) -> PublishedContext:
     """Each record beside its chip family's published figures where there are any, else beside the
     published ranges of every device kind (its own kind first)."""
-    from ..measure.comparison import relative_halfwidth
-
     published = published_records() if published is None else published
     context = PublishedContext()
     alone: list[ResultRecord] = []
@@ -88,8 +86,7 @@ def published_context(records: list[ResultRecord], published: list[ResultRecord]
     kinds = list(dict.fromkeys(device_kind(r) for r in alone))
     for record in alone:
         context.kind_rows.append(KindRow(device_kind(record), record.workload.name, record.gbps, record.gbps,
-                                         f"your run ({record.engine.name}:{record.engine.device})", True,
-                                         relative_halfwidth(record)))
+                                         f"your run ({record.engine.name}:{record.engine.device})", True, record))
     order = {kind: i for i, kind in enumerate(kinds + [k for k in KINDS if k not in kinds])}
     context.kind_rows += sorted(ranges, key=lambda row: order[row.kind])
     chips = sorted({r.host.chip or r.host.cpu_model or "not detected" for r in alone})

@@ -87,7 +87,8 @@ def options_from(runs: int, time_budget: float | None, warmup: int | None, suite
 def plan_table(plan: list[PlannedStep], title: str) -> FittingTable:
     rows = [[step.engine, step.device, step.workload, "on" if step.power else "off", step.energy_source]
             for step in plan]
-    return FittingTable(["engine", "device", "workload", "power", "energy source"], rows, title)
+    return FittingTable(["engine", "device", "workload", "power", "energy source"], rows, title,
+                        wrap={"energy source"})
 
 
 def show_plan(plan: list[PlannedStep], title: str, as_json: bool) -> None:

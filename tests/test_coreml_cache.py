@@ -143,7 +143,7 @@ def test_build_without_coremltools_says_how_to_install_it(tmp_path, capsys, monk
 
 
 def test_copy_bundle_replaces_an_older_copy_whole_and_leaves_no_staging(tmp_path):
-    from anebench.cli.build import copy_bundle
+    from anebench.artifacts.export import copy_bundle
 
     package = tmp_path / "head.mlpackage"
     (package / "Data").mkdir(parents=True)

@@ -101,7 +101,7 @@ def test_rosetta_is_detected_by_proc_translated_not_machine_names(monkeypatch):
 def test_run_under_rosetta_stops_before_any_work(monkeypatch, capsys):
     fake_mac(monkeypatch, machine="x86_64", translated="1")
     started = []
-    monkeypatch.setattr("anebench.cli.run.measure_workload", lambda *a, **k: started.append(a))
+    monkeypatch.setattr("anebench.orchestration.campaign.measure_workload", lambda *a, **k: started.append(a))
     with pytest.raises(SystemExit) as exit_info:
         main(["run", "--engine", "numpy", "--workload", "lm_head:64x256", "--no-save"])
     assert exit_info.value.code == 2 and started == []

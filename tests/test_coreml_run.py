@@ -62,8 +62,8 @@ def test_default_run_on_a_mac_measures_the_campaign(monkeypatch, capsys):
         measured.append((engine.name, device, workload.name, list(options.mitigations)))
         raise SystemExit(0)  # the plan is what is under test, not the measurement
 
-    monkeypatch.setattr("anebench.cli.run.measure_workload", fake_measure)
-    monkeypatch.setattr("anebench.cli.run.preflight_memory", lambda *a: None)
+    monkeypatch.setattr("anebench.orchestration.campaign.measure_workload", fake_measure)
+    monkeypatch.setattr("anebench.orchestration.campaign.preflight_memory", lambda *a: None)
     with pytest.raises(SystemExit):
         main(["run", "--no-save", "--keep-awake"])
     assert measured == [("coreml", "ane", "llama_lm_head", [runplan.KEEP_AWAKE])]

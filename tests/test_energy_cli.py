@@ -62,8 +62,8 @@ def test_the_campaign_reads_energy_by_default_and_not_with_no_power(monkeypatch,
         seen.append(options.power)
         raise SystemExit(0)
 
-    monkeypatch.setattr("anebench.cli.run.measure_workload", fake_measure)
-    monkeypatch.setattr("anebench.cli.run.preflight_memory", lambda *a: None)
+    monkeypatch.setattr("anebench.orchestration.campaign.measure_workload", fake_measure)
+    monkeypatch.setattr("anebench.orchestration.campaign.preflight_memory", lambda *a: None)
     for argv, expected in ((["run", "--no-save"], True), (["run", "--no-save", "--no-power"], False),
                            (["run", "--no-save", "-e", "numpy", "-w", "lm_head:256x4096:fp32"], False)):
         run_cli(capsys, *argv)

@@ -1,4 +1,5 @@
-"""Errors the user can fix: the CLI prints them as one line and exits with code 2."""
+"""Typed errors of the library. Their messages name inputs and settings, never command-line flags:
+the CLI maps a :class:`SettingError` to the flag that set it and every error to an exit code."""
 
 
 class UserError(Exception):
@@ -8,6 +9,15 @@ class UserError(Exception):
 
     def __init__(self, message: str):
         super().__init__(" ".join(message.split()))
+
+
+class SettingError(UserError):
+    """A bad value of one named setting (``setting``: e.g. "format", "out"). The message starts with the
+    value, so that the CLI can put the flag that set it in front ("--from 'x' is not a known format")."""
+
+    def __init__(self, setting: str, message: str):
+        self.setting = setting
+        super().__init__(message)
 
 
 class MeasurementError(Exception):

@@ -12,20 +12,49 @@ from rich.markup import escape  # messages quote shapes like [vocab, hidden]
 from .. import __version__
 from ..errors import MeasurementError, UserError
 from ..report.escape import clean_text
-from .common import err_console
+from .common import NORMAL, QUIET, VERBOSE, err_console, flush_warnings
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="anebench")
-def app() -> None:
+class Commands(click.Group):
+    """`anebench --help` lists each command with its whole first sentence, wrapped, never cut."""
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is None or command.hidden:
+                continue
+            text = command.short_help or " ".join((command.help or "").split())
+            rows.append((name, text.split(". ")[0].rstrip(".") if not command.short_help else text))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+@click.group(cls=Commands, invoke_without_command=True,
+             context_settings={"help_option_names": ["-h", "--help"]},
+             epilog="Units: MB = 1e6 bytes, GB = 1e9 bytes; times in the unit that gives 3 significant digits.")
+@click.version_option(__version__, "-V", "--version", prog_name="anebench", message="%(prog)s %(version)s")
+@click.option("-q", "--quiet", is_flag=True, help="Print only results and errors (no progress, notes or warnings).")
+@click.option("-v", "--verbose", is_flag=True,
+              help="Print more: each warning per record, full workload names.")
+@click.pass_context
+def app(ctx: click.Context, quiet: bool, verbose: bool) -> None:
     """Measure how fast an accelerator streams LLM weights from memory."""
+    if quiet and verbose:
+        raise UserError("--quiet with --verbose: choose one")
+    ctx.meta["anebench.verbosity"] = QUIET if quiet else VERBOSE if verbose else NORMAL
+    ctx.call_on_close(flush_warnings)  # whatever a command collected and did not print yet
+    if ctx.invoked_subcommand is None:  # bare `anebench`: the help, and success
+        click.echo(ctx.get_help())
+        ctx.exit(0)
 
 
 def _register_commands() -> None:
     from . import run as run_commands
 
     run_commands.register(app)
-    for module in ("build", "suites", "quant", "results"):  # each concern adds its commands when present
+    for module in ("build", "suites", "quant", "results", "compare"):  # each concern adds its commands when present
         try:
             imported = __import__(f"anebench.cli.{module}", fromlist=["register"])
         except ModuleNotFoundError as exc:
@@ -56,7 +85,9 @@ def main(argv: list[str] | None = None) -> None:
 
 def _main(argv: list[str] | None) -> None:
     try:
-        app.main(args=argv, prog_name="anebench", standalone_mode=False)
+        code = app.main(args=argv, prog_name="anebench", standalone_mode=False)
+        if isinstance(code, int) and code != 0:  # ctx.exit(N) returns N outside standalone mode
+            sys.exit(code)
     except click.exceptions.Abort:
         err_console.print("interrupted: nothing was saved")
         sys.exit(130)

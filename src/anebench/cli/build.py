@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 from pathlib import Path
 
@@ -11,42 +10,10 @@ import click
 from rich.table import Table
 
 from ..artifacts.coreml import LUT_MODES, MAX_REPEAT, MAX_SPLIT_ROWS, MAX_TOKENS, QUANTS
+from ..artifacts.export import check_bundle_dir, copy_bundle
 from ..errors import UserError
 from ..workloads import resolve_workload
-from .common import err_console, out_console, progress_bar
-
-
-def check_bundle_dir(out: Path) -> None:
-    """--out is a folder for the bundle: a device, FIFO or file there is refused, not replaced."""
-    if out.is_symlink() and not out.exists():
-        raise UserError(f"--out {out}: a dangling symlink; give a directory")
-    if out.exists() and not out.is_dir():
-        kind = "a file" if out.is_file() else "not a directory (a device, FIFO or socket)"
-        raise UserError(f"--out {out}: is {kind}; give a directory")
-
-
-def copy_bundle(package: Path, out: Path) -> Path:
-    """Copy the cached bundle into ``out`` (a directory), atomically: a temporary name, then a rename."""
-    check_bundle_dir(out)
-    target = out / package.name
-    staging = out / f".{package.name}.partial"
-    previous = out / f".{package.name}.previous"  # the old bundle stays whole until the new one is in place
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        shutil.rmtree(staging, ignore_errors=True)
-        shutil.copytree(package, staging)
-        shutil.rmtree(previous, ignore_errors=True)
-        if target.exists():
-            target.rename(previous)
-        staging.rename(target)
-    except OSError as exc:
-        if previous.exists() and not target.exists():
-            previous.rename(target)
-        raise UserError(f"--out {out}: cannot copy the bundle there ({exc.strerror or exc})") from None
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-        shutil.rmtree(previous, ignore_errors=True)
-    return target
+from .common import err_console, flags, format_option, out_console, output_format, progress_bar
 
 
 def summary_table(manifest: dict, package: Path, reused: bool) -> Table:
@@ -92,18 +59,21 @@ def summary_table(manifest: dict, package: Path, reused: bool) -> Table:
               help="Also copy the .mlpackage into this directory.")
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Bundle cache (default: the platform cache dir, or $ANEBENCH_CACHE_DIR).")
-@click.option("--json", "as_json", is_flag=True, help="Print the build manifest as one JSON document.")
+@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
+@format_option("table", "json")
 def build(workload: str, quant: str | None, lut_mode: str, repeat: int, tokens: int, max_split_rows: int,
-          out: Path | None, cache_dir: Path | None, as_json: bool) -> None:
+          out: Path | None, cache_dir: Path | None, as_json: bool, fmt: str | None = None) -> None:
     """Write WORKLOAD as a Core ML .mlpackage shaped for the Neural Engine (cached; reused next time)."""
     from ..artifacts import BuildSpec, build_or_reuse
     from ..artifacts._coremltools import coremltools as require_coremltools
     from ..artifacts.cache import default_cache_dir
     from ..artifacts.resources import check_build_resources
 
+    as_json = output_format(fmt, as_json) == "json"
     resolved = resolve_workload(workload).with_tokens(tokens)
     if out is not None:
-        check_bundle_dir(out)
+        with flags(out="--out"):
+            check_bundle_dir(out)
     # Memory and disk before anything is hashed or allocated (a checkpoint's hash reads every byte).
     check_build_resources(resolved, quant, repeat, Path(cache_dir) if cache_dir else default_cache_dir(), out)
     spec = BuildSpec.for_workload(resolved, quant, lut_mode=lut_mode, repeat=repeat,
@@ -123,7 +93,8 @@ def build(workload: str, quant: str | None, lut_mode: str, repeat: int, tokens: 
             raise UserError(f"build {spec.workload.name} ({spec.quant}): coremltools failed: "
                             f"{type(exc).__name__}: {first}") from None
         progress.update(task, description=f"{spec.workload.name} ({spec.quant}) ready")
-    package = copy_bundle(artifact.package, out) if out is not None else artifact.package
+    with flags(out="--out"):
+        package = copy_bundle(artifact.package, out) if out is not None else artifact.package
     table = summary_table(artifact.manifest, package, artifact.reused)
     if as_json:
         err_console.print(table)

@@ -1,26 +1,30 @@
-"""What every measuring command shares: options, progress, the results table, saving and --json."""
+"""What every measuring command shares: options, verbosity, warnings, progress, the results table,
+saving and the output formats."""
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import click
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
-from ..engines import best_engine, resolve_device, usable_engine
-from ..engines.base import Engine
-from ..errors import UserError
+from ..errors import SettingError, UserError
 from ..model import ResultRecord
+from ..orchestration.campaign import Target
+from ..orchestration.campaign import resolve_targets as _resolve_targets
+from ..orchestration.campaign import resolve_workloads as _resolve_workloads
 from ..orchestration.session import preflight_memory
 from ..report.escape import clean_text
 from ..report.tables import fmt_halfwidth
@@ -28,23 +32,38 @@ from ..results.files import document_json, save_records
 from ..system.host import host_label
 from ..system.power import energy_line
 from ..util.outputs import check_target, write_new
-from ..workloads import Workload, resolve_workload
+from ..workloads import Workload
+from .tables import between_run_cell, records_csv, records_markdown, results_table
+
+PIPED_WIDTH = 160  # a table written to a file or pipe, when COLUMNS does not say otherwise
+
+
+class FollowingConsole(Console):
+    """A console as wide as COLUMNS where it is set (piped or not), else the terminal, else PIPED_WIDTH:
+    stdout and stderr follow one rule, so the table on stderr under --json is as wide as on stdout."""
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        dims = Console.size.fget(self)  # type: ignore[attr-defined]
+        if self._width is None and not self._environ.get("COLUMNS", "").isdigit() and not self.is_terminal:
+            return ConsoleDimensions(PIPED_WIDTH, dims.height)
+        return dims
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        Console.size.fset(self, new_size)  # type: ignore[attr-defined]
+
 
 # emoji=False: names such as hf:m:lm_head.weight contain ":m:", which Rich would turn into an emoji.
-err_console = Console(stderr=True, emoji=False)
-PIPED_WIDTH = 160  # Rich assumes 80 columns off a terminal, which folds every cell of a results table
+err_console = FollowingConsole(stderr=True, emoji=False)
+
+FORMATS = ("table", "json", "csv", "md")
+QUIET, NORMAL, VERBOSE = -1, 0, 1
 
 
 def out_console() -> Console:
-    """The console for stdout: no emoji codes, and wide enough for tables when piped to a file."""
-    console = Console(emoji=False)
-    return console if console.is_terminal else Console(emoji=False, width=PIPED_WIDTH)
-
-
-@dataclass
-class Target:
-    engine: Engine
-    device: str
+    """The console for stdout: no emoji codes, as wide as COLUMNS (or the terminal, else PIPED_WIDTH)."""
+    return FollowingConsole(emoji=False)
 
 
 def _remember(ctx: click.Context, param: click.Parameter, value: object) -> object:
@@ -52,9 +71,72 @@ def _remember(ctx: click.Context, param: click.Parameter, value: object) -> obje
     return value
 
 
-def _meta(key: str, default: object = None) -> object:
+def _meta(key: str, default: object = None) -> Any:
     ctx = click.get_current_context(silent=True)
     return ctx.meta.get(f"anebench.{key}", default) if ctx is not None else default
+
+
+def verbosity() -> int:
+    return int(_meta("verbosity", NORMAL))
+
+
+def say(text: str, *, quiet_too: bool = False) -> None:
+    """A line for the user on stderr (not a result): dropped under -q unless ``quiet_too``."""
+    if quiet_too or verbosity() > QUIET:
+        err_console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+
+@dataclass
+class WarningLog:
+    """The command's warnings, printed once each with a count: a sweep of 10 cache-resident sizes
+    prints one line, not ten. Texts that differ only in their figures are one warning."""
+
+    seen: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # kind -> [(subject, text)]
+    printed: set[str] = field(default_factory=set)  # kinds already said by this command
+
+    def add(self, text: str, subject: str = "") -> None:
+        kind = re.sub(r"[0-9][0-9.,]*", "#", text)
+        if kind not in self.printed:  # e.g. the busy-machine warning, said before measuring, is in the record too
+            self.seen.setdefault(kind, []).append((subject, text))
+
+    def lines(self, verbose: bool = False) -> list[str]:
+        out = []
+        for entries in self.seen.values():
+            subjects = list(dict.fromkeys(s for s, _ in entries if s))
+            if verbose or len(entries) == 1:
+                out += [f"warning: {s}: {t}" if s else f"warning: {t}" for s, t in dict.fromkeys(entries)]
+                continue
+            texts = list(dict.fromkeys(t for _, t in entries))
+            who = ", ".join(subjects[:3]) + (f" and {len(subjects) - 3} more" if len(subjects) > 3 else "")
+            if len(texts) == 1:
+                out.append(f"warning (x{len(entries)}): {texts[0]}" + (f" [{who}]" if who else ""))
+            else:
+                out.append(f"warning (x{len(entries)}): {texts[0]} (the first; the figures differ, -v shows "
+                           f"each) [{who}]")
+        self.printed.update(self.seen)
+        self.seen.clear()
+        return out
+
+
+def warnings_log() -> WarningLog:
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return WarningLog()
+    return ctx.meta.setdefault("anebench.warnings", WarningLog())
+
+
+def warn(text: str, subject: str = "") -> None:
+    """Collect a warning; :func:`flush_warnings` prints each once (emit, and the end of every command)."""
+    warnings_log().add(clean_text(text), clean_text(subject))
+
+
+def flush_warnings() -> None:
+    log = warnings_log()
+    lines = log.lines(verbose=verbosity() >= VERBOSE)
+    if verbosity() > QUIET:
+        for line in lines:
+            err_console.print(f"[yellow]warning[/yellow]{escape(line[len('warning'):])}", highlight=False,
+                              soft_wrap=True)
 
 
 def add_input(path: Path) -> None:
@@ -75,8 +157,53 @@ def protected_paths() -> list[tuple[Path, str]]:
     return protected
 
 
+@contextmanager
+def flags(**mapping: str) -> Iterator[None]:
+    """Library errors name settings, not flags: put the flag that set the value in front of the message
+    (``flags(out="--out")``: "--out x: is a file; give a directory")."""
+    try:
+        yield
+    except SettingError as exc:
+        flag = mapping.get(exc.setting)
+        if flag is None:
+            raise
+        raise UserError(f"{flag} {exc}") from None
+
+
+def output_format(fmt: str | None, as_json: bool) -> str:
+    """--format, with --json as its alias; both given and different is refused in one line."""
+    if as_json and fmt not in (None, "json"):
+        raise UserError(f"--json is --format json; it conflicts with --format {fmt}: drop one of them")
+    return "json" if as_json else fmt or "table"
+
+
+def format_option(*choices: str) -> Callable[[Callable], Callable]:
+    """--format CHOICE for a command that prints results (default table); pair it with --json."""
+    allowed = choices or FORMATS
+    machine = ", ".join(c for c in allowed if c != "table")
+
+    def decorate(func: Callable) -> Callable:
+        return click.option("--format", "fmt", type=click.Choice(allowed), default=None,
+                            help=f"table (default) or {machine}: one document on stdout, tables on stderr.")(func)
+
+    return decorate
+
+
 def measuring_options(func: Callable) -> Callable:
-    """--engine/--device/--workload/--out/--json, the same for `run` and every suite."""
+    """--engine/--device/--workload/--out/--format (--json), the same for `run` and every suite.
+
+    A machine format (json, csv, md) reserves stdout for one document: the command sees ``as_json`` true
+    (its own tables go to stderr) and :func:`emit` writes the document in the format asked."""
+
+    @functools.wraps(func)
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        fmt = output_format(_meta("fmt"), bool(kwargs.get("as_json")))
+        click.get_current_context().meta["anebench.format"] = fmt
+        if kwargs.get("no_save") and kwargs.get("out") is not None:
+            raise UserError(f"--no-save with --out {kwargs['out']}: --no-save writes no file; drop one of them")
+        kwargs["as_json"] = fmt != "table"
+        return func(*args, **kwargs)
+
     options = [
         click.option("--engine", "-e", "engines", multiple=True, help="Engine (repeatable); default: best here."),
         click.option("--device", "-d", default=None, help="Device of the engine, e.g. cpu, cuda:0, ane, gpu."),
@@ -87,29 +214,35 @@ def measuring_options(func: Callable) -> Callable:
         click.option("--no-save", is_flag=True, help="Do not save a results file."),
         click.option("--force", is_flag=True, expose_value=False, callback=_remember,
                      help="Replace a read-only --out file."),
-        click.option("--json", "as_json", is_flag=True, help="Print exactly one JSON document on stdout."),
+        click.option("--format", "fmt", type=click.Choice(FORMATS), default=None, expose_value=False,
+                     callback=_remember,
+                     help="Results on stdout as table (default), json, csv or md; tables go to stderr then."),
+        click.option("--json", "as_json", is_flag=True, help="Same as --format json: one JSON document on stdout."),
     ]
+    wrapped: Callable = checked
     for option in reversed(options):
-        func = option(func)
-    return func
+        wrapped = option(wrapped)
+    return wrapped
 
 
 def resolve_targets(engine_names: tuple[str, ...], device: str | None) -> list[Target]:
-    if not engine_names:
-        engine, default_device = best_engine()
-        return [Target(engine, resolve_device(engine, device) if device else default_device)]
-    return [Target(e, resolve_device(e, device)) for e in (usable_engine(n) for n in engine_names)]
+    return _resolve_targets(engine_names, device)
+
+
+def announce_workloads(workloads: list[Workload]) -> None:
+    """A checkpoint's tensor file is an input of the command, and the user is told which real weights
+    are measured (e.g. the tensor chosen)."""
+    for workload in workloads:
+        entry = getattr(workload.source, "entry", None)
+        if entry is not None:
+            add_input(entry.path)
+        if workload.source is not None:
+            say(clean_text(f"{workload.name}: {workload.note}"))
 
 
 def resolve_workloads(specs: tuple[str, ...], default: str = "llama_lm_head") -> list[Workload]:
-    resolved = [resolve_workload(s) for s in (specs or (default,))]
-    for workload in resolved:
-        entry = getattr(workload.source, "entry", None)  # a checkpoint's tensor file is an input
-        if entry is not None:
-            add_input(entry.path)
-        if workload.source is not None:  # say which real weights are measured (e.g. the tensor chosen)
-            err_console.print(clean_text(f"{workload.name}: {workload.note}"), markup=False, highlight=False,
-                              soft_wrap=True)
+    resolved = _resolve_workloads(specs, default)
+    announce_workloads(resolved)
     return resolved
 
 
@@ -168,55 +301,14 @@ def save_results(records: list[ResultRecord], suite: str, out: Path | None) -> P
 
 
 @contextmanager
-def progress_bar():
+def progress_bar() -> Iterator[Progress]:
+    """The command's progress on stderr (none under -q); its exit restores the cursor however it ends."""
     progress = Progress(
         TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=err_console, transient=False,
+        console=err_console, transient=False, disable=verbosity() <= QUIET,
     )
     with progress:
         yield progress
-
-
-HEADLINE_CAPTION = ("ms: median of all timed calls; ±95%: the between-run interval (the headline); "
-                    "within-run CI, device time and warnings below")
-NUMERIC_COLUMNS = ("MB", "ms", "±95%", "GB/s")
-
-
-def between_run_cell(record: ResultRecord) -> str:
-    """The headline interval as ±x.x% of the median (the larger side), or why there is none."""
-    interval, latency = record.between_run(), record.latency_s()
-    if record.provenance != "measured":
-        return "point"
-    if interval is None or latency is None:
-        return "unknown"
-    low, high = interval
-    return fmt_halfwidth(max(high / latency - 1, 1 - low / latency))
-
-
-def fmt_ms(ms: float) -> str:
-    """Four or five significant digits in at most 6 characters up to 9999.9 ms."""
-    return f"{ms:.3f}" if ms < 10 else f"{ms:.2f}" if ms < 100 else f"{ms:.1f}"
-
-
-def results_table(records: list[ResultRecord], title: str = "anebench results") -> Table:
-    """One row per record, readable at 80 columns: only the workload's name folds; the full warnings,
-    the within-run CI and device time follow the table (emit)."""
-    table = Table(title=title, caption=HEADLINE_CAPTION)
-    for column in ("engine:dev", "workload", "dtype", "MB", "ms", "±95%", "GB/s"):
-        table.add_column(column, justify="right" if column in NUMERIC_COLUMNS else "left",
-                         no_wrap=column != "workload", overflow="fold")
-    for record in records:
-        latency = record.latency_s()
-        table.add_row(*(clean_text(cell) for cell in (
-            f"{record.engine.name}:{record.engine.device}",
-            record.workload.name,
-            record.engine.run_dtype,
-            f"{record.workload.weight_bytes / 1e6:.1f}",
-            "-" if latency is None else fmt_ms(latency * 1e3),
-            between_run_cell(record),
-            f"{record.gbps:.2f}" if record.gbps else "-",
-        )))
-    return table
 
 
 def uncertainty_line(record: ResultRecord) -> str | None:
@@ -239,35 +331,43 @@ def uncertainty_line(record: ResultRecord) -> str | None:
             "(this run's samples only)")
 
 
+def record_label(record: ResultRecord) -> str:
+    return clean_text(f"{record.engine.name}:{record.engine.device} {record.workload.name}")
+
+
 def emit(records: list[ResultRecord], suite: str, out: Path | None, no_save: bool, as_json: bool,
          title: str = "anebench results") -> Path | None:
-    """Print the table (stderr under --json), save the records, print the JSON document if asked."""
-    (err_console if as_json else out_console()).print(results_table(records, title))
+    """Print the table (stderr under a machine format), what each record adds (how it repeated, device
+    time, energy), its warnings once each, save the records, then the document in the format asked."""
+    fmt = _meta("format") or ("json" if as_json else "table")
+    table = results_table(records, title, full_names=verbosity() >= VERBOSE)
+    if fmt == "table":
+        out_console().print(table)
+    elif verbosity() > QUIET:
+        err_console.print(table)
     for record in records:
-        label = clean_text(f"{record.engine.name}:{record.engine.device} {record.workload.name}")
+        label = record_label(record)
         uncertainty = uncertainty_line(record)
         repeated = record.repetitions is not None and record.repetitions.count > 1
         if uncertainty is not None and (suite == "run" or repeated):  # suites' points: the table says enough
-            err_console.print(f"{escape(label)}: {escape(uncertainty)}", highlight=False, soft_wrap=True)
+            say(f"{label}: {uncertainty}")
         if record.device_gbps:
-            err_console.print(f"{escape(label)}: device time gives {record.device_gbps:.2f} GB/s "
-                              f"({escape(record.device_time)})", highlight=False, soft_wrap=True)
+            say(f"{label}: device time gives {record.device_gbps:.2f} GB/s ({clean_text(record.device_time)})")
         for line in ([record.engine.dtype_note] if record.engine.dtype_note else []) + record.warnings:
-            err_console.print(f"[yellow]{escape(label)}:[/yellow] {escape(clean_text(line))}", highlight=False,
-                              soft_wrap=True)
+            warn(line, label)
         if record.energy is not None:
-            err_console.print(f"{escape(label)}: energy {escape(energy_line(record.energy))}",
-                              highlight=False, soft_wrap=True)
+            say(f"{label}: energy {clean_text(energy_line(record.energy))}")
+    flush_warnings()
     saved, failure = None, None
     if not no_save:
         try:
             saved = save_results(records, suite, out)
-            err_console.print(f"saved {len(records)} record(s) to {escape(str(saved))}", highlight=False,
-                              soft_wrap=True)
+            say(f"saved {len(records)} record(s) to {clean_text(str(saved))}")
         except UserError as exc:
             failure = exc
-    if as_json:
-        sys.stdout.write(document_json(records))
+    document = {"json": document_json, "csv": records_csv, "md": records_markdown}.get(fmt)
+    if document is not None:
+        sys.stdout.write(document(records))
         sys.stdout.flush()
     if failure is not None:
         raise failure

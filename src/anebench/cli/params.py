@@ -34,8 +34,10 @@ class FiniteFloat(click.ParamType):
 
     name = "float"
 
-    def __init__(self, low: float | None = None, high: float | None = None, low_open: bool = False):
+    def __init__(self, low: float | None = None, high: float | None = None, low_open: bool = False,
+                 name: str = "float"):
         self.low, self.high, self.low_open = low, high, low_open
+        self.name = name  # shown in --help as the metavar: "MIB" says the unit where a flag is in MiB
 
     def convert(self, value, param, ctx):  # type: ignore[no-untyped-def]
         if isinstance(value, float) and math.isfinite(value):
@@ -60,7 +62,7 @@ class FiniteFloat(click.ParamType):
 RUNS = click.IntRange(1, MAX_RUNS)
 WARMUP = click.IntRange(0, MAX_WARMUP)
 TIME_BUDGET = FiniteFloat(0, MAX_TIME_BUDGET_S, low_open=True)
-MEBIBYTES = FiniteFloat(0, MAX_MIB, low_open=True)
-MEBIBYTES_OR_ZERO = FiniteFloat(0, MAX_MIB)
+MEBIBYTES = FiniteFloat(0, MAX_MIB, low_open=True, name="mib")  # MiB = 2**20 bytes, the only sizes not in MB
+MEBIBYTES_OR_ZERO = FiniteFloat(0, MAX_MIB, name="mib")
 
 __all__ = ["MAX_RUNS", "MEBIBYTES", "MEBIBYTES_OR_ZERO", "RUNS", "TIME_BUDGET", "WARMUP", "FiniteFloat"]

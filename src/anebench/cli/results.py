@@ -4,27 +4,37 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import click
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from ..errors import UserError
 from ..model import ResultRecord
 from ..report.escape import clean_text
-from ..results.importers import IMPORTERS
-from ..results.store import IngestReport, open_store
-from ..results.validate import InvalidFile, load_result_file
+from ..results.ingest import DEFAULT_FORMAT, LOADERS, Loader, ingest_files
+from ..results.ingest import ingest as ingest_into_store
+from ..results.store import open_store
+from ..results.validate import InvalidFile
 from ..util.outputs import check_target
-from .common import err_console, out_console
+from .common import (
+    QUIET,
+    err_console,
+    flags,
+    flush_warnings,
+    format_option,
+    out_console,
+    output_format,
+    say,
+    verbosity,
+    warn,
+)
+from .tables import FittingTable, between_run_cell, fmt_sig
 
-# How a file becomes records, by --from name. Each loader raises UserError (InvalidFile for a list
-# of problems) and returns only valid records; other formats register themselves here.
-Loader = Callable[[Path], list[ResultRecord]]
-LOADERS: dict[str, Loader] = {"anebench": load_result_file, **IMPORTERS}
+# Where `submit`'s issue body goes; the same placeholder as [tool.anebench] submit-url in pyproject.toml
+# (a test keeps them equal) until the project has a public tracker.
+SUBMIT_URL = "https://github.com/anebench/anebench/issues/new?template=result.md"
 
 
 def db_option(func):
@@ -38,58 +48,39 @@ def _print_problems(error: UserError) -> None:
         err_console.print(f"  {clean_text(line)}", highlight=False, soft_wrap=True, markup=False)
 
 
-def ingest_files(store, paths: list[Path], loader: Loader) -> tuple[list[IngestReport], list[UserError]]:
-    """Each file in its own transaction: a bad file stores nothing and does not stop the others."""
-    reports, failures = [], []
-    for path in paths:
-        try:
-            reports.append(store.ingest(loader(path), str(path)))
-        except UserError as exc:
-            failures.append(exc)
-    return reports, failures
-
-
 @click.command()
 @click.argument("files", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--published", is_flag=True, help="Import anemll-bench's published figures (package data).")
-@click.option("--from", "source_format", default="anebench", show_default=True,
+@click.option("--from", "source_format", default=DEFAULT_FORMAT, show_default=True,
               help="Format of FILES: anebench, anemll-bench (its JSON, pasted or in its HTML report).")
 @db_option
-@click.option("--json", "as_json", is_flag=True, help="Print exactly one JSON document on stdout.")
+@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
+@format_option("table", "json")
 def ingest(files: tuple[Path, ...], published: bool, source_format: str, db: Path | None,
-           as_json: bool) -> None:
+           as_json: bool, fmt: str | None = None) -> None:
     """Validate result files and store them (one transaction per file; duplicates are no-ops)."""
     if not files and not published:
         raise UserError("ingest: give result FILES and/or --published")
-    if source_format not in LOADERS:
-        raise UserError(f"--from {source_format!r} is not a known format; valid: {', '.join(sorted(LOADERS))}")
-    loader = LOADERS[source_format]
-    with open_store(db) as store:
-        reports: list[IngestReport] = []
-        if published:
-            from ..results.published import PUBLISHED_CSV, published_records
-
-            reports.append(store.ingest(published_records(), f"anebench:{PUBLISHED_CSV}"))
-        file_reports, failures = ingest_files(store, list(files), loader)
-        reports += file_reports
-        total = store.count()
-    table = Table(title=f"ingested into {store.path}")
-    for column in ("source", "added", "duplicates"):
-        table.add_column(column, justify="left" if column == "source" else "right")
-    for report in reports:
-        table.add_row(escape(clean_text(report.source_label)), str(report.added), str(report.duplicates))
-    (err_console if as_json else out_console()).print(table)
-    for failure in failures:
+    machine = output_format(fmt, as_json)
+    with flags(format="--from"):
+        outcome = ingest_into_store(list(files), published, source_format, db)
+    rows = [[clean_text(r.source_label), str(r.added), str(r.duplicates)] for r in outcome.reports]
+    table = FittingTable(["source", "added", "duplicates"], rows, f"ingested into {outcome.db}", wrap={"source"})
+    if machine == "table":
+        out_console().print(table)
+    elif verbosity() > QUIET:
+        err_console.print(table)
+    for failure in outcome.failures:
         _print_problems(failure)
-    if as_json:
+    if machine == "json":
         sys.stdout.write(json.dumps({
-            "db": str(store.path),
-            "records_in_store": total,
+            "db": str(outcome.db),
+            "records_in_store": outcome.records_in_store,
             "ingested": [{"source": r.source_label, "added": r.added, "duplicates": r.duplicates}
-                         for r in reports],
-            "failed": [{"error": str(f), "problems": getattr(f, "problems", [str(f)])} for f in failures],
+                         for r in outcome.reports],
+            "failed": [{"error": str(f), "problems": getattr(f, "problems", [str(f)])} for f in outcome.failures],
         }) + "\n")
-    if failures:
+    if outcome.failures:
         sys.exit(UserError.exit_code)
 
 
@@ -116,9 +107,9 @@ def report(fmt: str, out: Path | None, force: bool, db: Path | None) -> None:
                         "`anebench ingest FILE...` first")
     records, skipped = renderable(rows)
     for record_id, why in skipped:
-        err_console.print(f"[yellow]warning:[/yellow] record {record_id[:16]} skipped: it cannot be rendered "
-                          f"({escape(clean_text(why))}); `anebench store remove {record_id[:16]}` deletes it",
-                          highlight=False, soft_wrap=True)
+        warn(f"record {record_id[:16]} skipped: it cannot be rendered ({why}); "
+             f"`anebench store remove {record_id[:16]}` deletes it")
+    flush_warnings()
     if not records:
         raise UserError(f"--db {store.path}: no record in the store can be rendered")
     text = render_report(records, fmt, out, source, force=force, protected=[(db_path, "the results store (--db)")])
@@ -130,25 +121,34 @@ def report(fmt: str, out: Path | None, force: bool, db: Path | None) -> None:
 
 @click.command()
 @click.argument("result", type=click.Path(path_type=Path))
-@click.option("--out-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("."),
-              show_default=True, help="Where to write the submission file and the issue body.")
+@click.option("--out", "-o", "out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Directory for the submission file and the issue body [default: .].")
+@click.option("--out-dir", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              hidden=True, help="Former name of --out.")
 @click.option("--drop-host-ids", is_flag=True,
               help="Remove the host fingerprint, machine model, host and login names, paths and private "
                    "model folder names, everywhere (file names too).")
 @click.option("--force", is_flag=True, help="Replace read-only output files.")
-def submit(result: Path, out_dir: Path, drop_host_ids: bool, force: bool) -> None:
-    """Validate RESULT.json and write a submission file plus a Markdown issue body (no network)."""
+def submit(result: Path, out: Path | None, out_dir: Path | None, drop_host_ids: bool, force: bool) -> None:
+    """Validate RESULT.json and write a submission file plus a Markdown issue body to file as a new issue
+    (no network: the command says where)."""
     from ..report.submission import write_submission
 
-    if not out_dir.is_dir():
-        raise UserError(f"--out-dir {out_dir}: no such directory")
+    if out is not None and out_dir is not None and out != out_dir:
+        raise UserError(f"--out {out} and --out-dir {out_dir}: --out-dir is the former name of --out; give one")
+    flag = "--out" if out is not None or out_dir is None else "--out-dir"
+    folder = out if out is not None else out_dir if out_dir is not None else Path(".")
+    if not folder.is_dir():
+        raise UserError(f"{flag} {folder}: no such directory")
     try:
-        submission, body = write_submission(result, out_dir, drop_host_ids, force)
+        submission, body = write_submission(result, folder, drop_host_ids, force)
     except InvalidFile as exc:
         _print_problems(exc)
         sys.exit(UserError.exit_code)
     click.echo(f"submission: {clean_text(str(submission))}")
     click.echo(f"issue body: {clean_text(str(body))}")
+    say(f"to submit: open {SUBMIT_URL} (a placeholder until the project has a public tracker), paste the "
+        "issue body and attach the submission file; nothing was sent")
 
 
 @click.group()
@@ -171,7 +171,7 @@ def store_measured(records: list[ResultRecord], db: Path | None) -> None:
     """`anebench run --store`: the run's records into the store, one transaction."""
     with open_store(db) as store:
         done = store.ingest(records, "anebench run")
-        err_console.print(f"stored {done.added} record(s) in {store.path} ({done.duplicates} already there)")
+        say(f"stored {done.added} record(s) in {store.path} ({done.duplicates} already there)")
 
 
 def store_options(func):
@@ -198,32 +198,47 @@ def finish_run(records: list[ResultRecord], as_json: bool) -> None:
 
 
 def show_family_comparison(records: list[ResultRecord], console: Console) -> None:
-    """End of `anebench run`: the user's figure beside the published ones of the same chip family,
-    each published point judged against the run's between-run interval."""
-    from ..report.compare import family_comparison, versus_label
+    """End of `anebench run`: the user's figure beside the published ones of the same chip family (each
+    published point judged against the run's between-run interval) where there are any; else beside
+    the published ranges by device kind, said once for the whole run."""
+    from ..report.compare import versus_label
+    from ..report.published_context import published_context
     from ..report.tables import fmt_halfwidth
 
-    rows, notes = family_comparison(records)
-    if rows:
-        table = Table(title="your run beside published figures (same chip family, same workload fingerprint)")
-        for column in ("chip", "config", "workload", "engine:device", "GB/s", "vs run", "latency ms", "source"):
-            numeric = column in ("GB/s", "latency ms", "vs run")
-            table.add_column(column, justify="right" if numeric else "left")
-        for row in rows:
+    if verbosity() <= QUIET:
+        return
+    context = published_context(records)
+    if context.family_rows:
+        rows = []
+        for row in context.family_rows:
             gbps = f"{row.gbps:.2f}" if row.gbps else "-"
             if row.yours:
                 gbps += f" {fmt_halfwidth(row.halfwidth) or '(± unknown)'}"
-            versus = "" if row.yours else versus_label(row.versus)
-            table.add_row(clean_text(row.chip), clean_text(row.config or "-"), clean_text(row.workload),
-                          clean_text(row.engine), gbps, versus,
-                          f"{row.latency_ms:.2f} ({row.statistic})" if row.latency_ms else "-", clean_text(row.source),
-                          style="bold" if row.yours else None)
-        console.print(table)
+            rows.append([clean_text(row.chip), clean_text(row.config or "-"), clean_text(row.workload),
+                         clean_text(row.engine), gbps, "" if row.yours else versus_label(row.versus),
+                         f"{fmt_sig(row.latency_ms)} ({row.statistic})" if row.latency_ms else "-",
+                         clean_text(row.source)])
+        console.print(FittingTable(
+            ["chip", "config", "workload", "engine:dev", "GB/s", "vs run", "latency ms", "source"], rows,
+            "your run beside published figures (same chip family, same workload fingerprint)",
+            wrap={"config", "source"}))
         console.print("published figures are points (their sources give no interval); 'vs run': their GB/s "
                       "against yours, 'sig.' outside your run's between-run 95% interval, 'n.s.' inside it, "
-                      "'?' where your run has one repetition", highlight=False, markup=False, soft_wrap=True)
-    for note in notes:
-        console.print(clean_text(note), highlight=False, markup=False, soft_wrap=True)
+                      "'?' where your run has one repetition", highlight=False, markup=False)
+    if context.kind_rows:
+        rows = []
+        for kind in context.kind_rows:
+            if kind.low is None or kind.high is None:
+                figure = "-"
+            elif kind.record is not None:  # the same ± as the results table above
+                figure = f"{kind.low:.2f} {between_run_cell(kind.record).replace('unknown', '(± unknown)')}"
+            else:
+                figure = fmt_sig(kind.low) if kind.low == kind.high else f"{fmt_sig(kind.low)}-{fmt_sig(kind.high)}"
+            rows.append([kind.kind, clean_text(kind.workload), figure, kind.what])
+        console.print(FittingTable(["device kind", "workload", "GB/s", "what"], rows,
+                                   "your run beside published ranges by device kind", wrap={"what"}))
+    for note in context.notes:  # prose: wrapped between words at the console's width
+        console.print(clean_text(note), highlight=False, markup=False)
 
 
 def register(app: click.Group) -> None:
@@ -233,6 +248,7 @@ def register(app: click.Group) -> None:
 
 __all__ = [
     "LOADERS",
+    "SUBMIT_URL",
     "InvalidFile",
     "Loader",
     "db_option",

@@ -4,43 +4,45 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
 import click
-from rich.table import Table
 
 from ..engines import ENGINE_FACTORIES
 from ..errors import UserError
 from ..measure.timing import DEFAULT_REPETITIONS, DEFAULT_RUNS, split_runs
 from ..measure.warmup import WarmupPolicy
+from ..model import HostInfo
+from ..orchestration.campaign import Plan, plan_run, preflight_steps, run_campaign
 from ..orchestration.runplan import (
     Mitigations,
     PlannedStep,
-    Step,
-    check_ane_reachable,
     concurrency_hint,
     describe_plan,
-    is_default_run,
     mac_campaign_plan,
-    published_campaign,
 )
-from ..orchestration.session import RunOptions, measure_workload, preflight_memory
+from ..orchestration.session import RunOptions
 from ..system.host import busy_warning, describe_host
 from ..system.power import energy_sources
-from ..system.preflight import check_native_host
 from .common import (
+    announce_workloads,
     check_out_path,
     emit,
     err_console,
+    flush_warnings,
+    format_option,
     measuring_options,
     out_console,
+    output_format,
     progress_bar,
-    resolve_targets,
-    resolve_workloads,
+    say,
+    warn,
 )
 from .params import RUNS, TIME_BUDGET, WARMUP
 from .results import finish_run, store_options
+from .tables import FittingTable, fmt_mb
 
 
 def run_options(func):
@@ -82,17 +84,16 @@ def options_from(runs: int, time_budget: float | None, warmup: int | None, suite
                       repetitions=repetitions, fresh_processes=fresh_processes)
 
 
-def plan_table(plan: list[PlannedStep], title: str) -> Table:
-    table = Table(title=title)
-    for column in ("engine", "device", "workload", "power", "energy source"):
-        table.add_column(column)
-    for step in plan:
-        table.add_row(step.engine, step.device, step.workload, "on" if step.power else "off", step.energy_source)
-    return table
+def plan_table(plan: list[PlannedStep], title: str) -> FittingTable:
+    rows = [[step.engine, step.device, step.workload, "on" if step.power else "off", step.energy_source]
+            for step in plan]
+    return FittingTable(["engine", "device", "workload", "power", "energy source"], rows, title,
+                        wrap={"energy source"})
 
 
 def show_plan(plan: list[PlannedStep], title: str, as_json: bool) -> None:
-    if as_json:
+    fmt = click.get_current_context().meta.get("anebench.format", "json" if as_json else "table")
+    if fmt == "json":
         sys.stdout.write(json.dumps({"plan": [asdict(step) for step in plan]}, indent=1) + "\n")
         return
     out_console().print(plan_table(plan, title))
@@ -114,18 +115,12 @@ def mitigation_options(func):
     return func
 
 
-def plan_steps(engines, device, workloads, mitigations: Mitigations) -> tuple[list[Step], bool]:
-    """(steps, is_campaign): the published campaign on a Mac with no options, else engines x workloads."""
-    check_native_host()  # Rosetta: stop before any work, whatever the engine
-    check_ane_reachable(engines, device)
-    campaign = published_campaign() if is_default_run(engines, device, workloads) else None
-    if campaign is None:
-        targets, specs = resolve_targets(engines, device), resolve_workloads(workloads)
-        steps = [Step(t.engine, t.device, w) for t in targets for w in specs]
-    else:
-        steps = campaign
-    mitigations.check(steps, bool(engines))
-    return [mitigations.apply(step) for step in steps], campaign is not None
+def plan_steps(engines: tuple[str, ...], device: str | None, workloads: tuple[str, ...],
+               mitigations: Mitigations) -> Plan:
+    """The library's plan, and the CLI's part: say which real weights a checkpoint workload measures."""
+    plan = plan_run(engines, device, workloads, mitigations)
+    announce_workloads(plan.workloads)
+    return plan
 
 
 @click.command()
@@ -155,94 +150,112 @@ def run(engines, device, workloads, out: Path | None, no_save: bool, as_json: bo
         show_plan(mac_campaign_plan(power is not False), "anebench run on a Mac (every engine installed)", as_json)
         return
     if deprecated_batch is not None:
-        err_console.print("--batch is deprecated: it is --predicts-per-call (K predicts, each re-reading every "
-                          "weight)", highlight=False, soft_wrap=True)
+        say("--batch is deprecated: it is --predicts-per-call (K predicts, each re-reading every weight)")
         predicts = deprecated_batch if predicts == 1 else predicts
     mitigations = Mitigations(keep_awake, predicts, repeat)
-    steps, campaign = plan_steps(engines, device, workloads, mitigations)
-    power = campaign if power is None else power  # the Mac campaign reads energy unless --no-power
+    plan = plan_steps(engines, device, workloads, mitigations)
+    power = plan.campaign if power is None else power  # the Mac campaign reads energy unless --no-power
     if dry_run:
-        plan = describe_plan([(s.engine.name, s.device, s.workload.name) for s in steps], power, sys.platform)
-        show_plan(plan, "anebench run on this host", as_json)
+        planned = describe_plan([(s.engine.name, s.device, s.workload.name) for s in plan.steps], power,
+                                sys.platform)
+        show_plan(planned, "anebench run on this host", as_json)
         return
     check_out_path(out)
-    for step in steps:
-        preflight_memory(step.engine, step.device, step.workload)
+    preflight_steps(plan.steps)
     options = options_from(runs, time_budget, warmup, power=power, repetitions=repetitions,
                            fresh_processes=fresh_processes)
     busy = busy_warning(options.host.state(), options.host.info().cores_logical)
-    if busy:  # said before measuring, so the user can stop and retry on a quiet machine
-        err_console.print(f"warning: {busy}", highlight=False, soft_wrap=True)
-    records = []
-    interrupted = False
-    with progress_bar() as progress:  # its exit restores the cursor, however the loop ends
-        try:
-            for step in steps:
-                label = f"{step.engine.name}:{step.device} {step.workload.name}"
-                task = progress.add_task(f"{label} (loading)", total=options.runs)
+    if busy:  # said before measuring, so the user can stop and retry on a quiet machine; only once
+        warn(busy)
+        flush_warnings()
+    with progress_bar() as progress:  # its exit restores the cursor, however the campaign ends
 
-                def advance(done: int, total: int, task=task, label=label) -> None:
-                    progress.update(task, completed=done, description=label)
+        def started(label: str, total: int) -> Callable[[int, int], None]:
+            task = progress.add_task(f"{label} (loading)", total=total)
+            return lambda done, total: progress.update(task, completed=done, description=label)
 
-                with mitigations.awake() as awake:
-                    record = measure_workload(step.engine, step.device, step.workload,
-                                              mitigations.options(options, step), advance,
-                                              on_prepared=awake.on_prepared, phase=awake.phase)
-                    records.append(awake.annotate(record))
-        except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (cli.main turns it into the same)
-            if not records:
-                raise
-            interrupted = True
-    if interrupted:
-        saved = emit(records, "run", out, no_save, as_json)
+        result = run_campaign(plan.steps, options, mitigations, started)
+    if result.interrupted:
+        saved = emit(result.records, "run", out, no_save, as_json)
         where = f"saved to {saved}" if saved else "not saved (--no-save)"
-        err_console.print(f"interrupted: the {len(records)} finished step(s) of {len(steps)} are {where}",
-                          markup=False, highlight=False, soft_wrap=True)
+        say(f"interrupted: the {len(result.records)} finished step(s) of {result.planned} are {where}",
+            quiet_too=True)
         raise SystemExit(130)
-    emit(records, "run", out, no_save, as_json)
-    finish_run(records, as_json)  # --store, and the figure beside the published ones
-    hint = concurrency_hint(describe_host().chip) if campaign else None
+    emit(result.records, "run", out, no_save, as_json)
+    finish_run(result.records, as_json)  # --store, and the figure beside the published ones
+    hint = concurrency_hint(describe_host().chip) if plan.campaign else None
     if hint:
-        err_console.print(hint, highlight=False, soft_wrap=True)
+        say(hint)
 
 
 @click.command()
 def engines() -> None:
     """List engines, their devices, and why any are unavailable."""
-    table = Table(title="anebench engines")
-    for column in ("engine", "available", "version", "devices", "why not"):
-        table.add_column(column)
+    rows = []
     for name, factory in ENGINE_FACTORIES.items():
         engine = factory()
         availability = engine.available()
-        table.add_row(
-            name,
-            "yes" if availability else "no",
-            engine.version() if availability else "-",
-            ", ".join(engine.devices()) if availability else "-",
-            availability.reason or "-",
-        )
-    out_console().print(table)
+        rows.append([name, "yes" if availability else "no", engine.version() if availability else "-",
+                     ", ".join(engine.devices()) if availability else "-", availability.reason or "-"])
+    out_console().print(FittingTable(["engine", "available", "version", "devices", "why not"], rows,
+                                     "anebench engines", wrap={"devices", "why not"}))
+
+
+def _known(value: object, unknown: str = "unknown") -> str:
+    if value is None or value == "":
+        return unknown
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
+def blas_line(lib: dict) -> str:
+    """'openblas 0.3.27 (SkylakeX kernel, 16 threads, pthreads)' from one threadpoolctl entry."""
+    extras = [f"{lib['kernel']} kernel" if lib.get("kernel") else "",
+              f"{lib['threads']} threads" if lib.get("threads") else "", str(lib.get("threading") or "")]
+    details = ", ".join(e for e in extras if e)
+    name = " ".join(str(lib[k]) for k in ("library", "version") if lib.get(k)) or "unknown library"
+    return f"{name} ({details})" if details else name
+
+
+def host_rows(host: HostInfo) -> list[tuple[str, str]]:
+    """The host as (fact, value) lines a reader can take in: units stated, nothing shown as None."""
+    os_line = " ".join(p for p in (host.os, host.os_version) if p) + f" ({host.arch})"
+    cores = ", ".join(f"{n} {kind}" for n, kind in ((host.cores_physical, "physical"),
+                                                   (host.cores_logical, "logical")) if n)
+    rows = [
+        ("OS", os_line),
+        ("CPU", _known(host.cpu_model)),
+        ("Apple chip", host.chip or "none (not an Apple silicon host)"),
+        ("machine model", _known(host.machine_model, "-")),
+        ("cores", cores or "unknown"),
+        ("memory", f"{host.memory_bytes / 1e9:.1f} GB" if host.memory_bytes else "unknown"),
+        ("last-level cache", f"{fmt_mb(host.llc_bytes)} MB" if host.llc_bytes else "unknown"),
+        ("Python", _known(host.python)),
+        ("under Rosetta", _known(host.rosetta, "no" if host.os != "macOS" else "unknown")),
+    ]
+    rows += [("BLAS" if i == 0 else "", blas_line(lib)) for i, lib in enumerate(host.blas)] or [("BLAS", "none found")]
+    rows += [("power source", _known(host.power_source)), ("low-power mode", _known(host.low_power_mode)),
+             ("host fingerprint", _known(host.fingerprint, "-"))]
+    return rows
 
 
 @click.command()
-@click.option("--json", "as_json", is_flag=True, help="Print the host description as JSON.")
-def info(as_json: bool) -> None:
+@format_option("table", "json")
+@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
+def info(fmt: str | None, as_json: bool) -> None:
     """Describe this host: OS, CPU, memory, caches, BLAS, power, and the energy sources --power can read."""
     host = describe_host()
-    if as_json:
+    if output_format(fmt, as_json) == "json":
         click.echo(host.model_dump_json(indent=1))
         return
-    table = Table(title="this host", show_header=False)
-    for key, value in host.model_dump().items():
-        table.add_row(key, str(value))
-    out_console().print(table)
-    sources = Table(title="energy sources (--power)")
-    for column in ("source", "measures", "available", "why not"):
-        sources.add_column(column)
-    for source in energy_sources():
-        sources.add_row(source.name, source.covers, "yes" if source.available else "no", source.reason or "-")
-    out_console().print(sources)
+    console = out_console()
+    console.print(FittingTable(["fact", "value"], [list(row) for row in host_rows(host)], "this host",
+                               "MB = 1e6 bytes, GB = 1e9 bytes", wrap={"value"}))
+    rows = [[source.name, source.covers, "yes" if source.available else "no", source.reason or "-"]
+            for source in energy_sources()]
+    console.print(FittingTable(["source", "measures", "available", "why not"], rows, "energy sources (--power)",
+                               wrap={"measures", "why not"}))
 
 
 def register(app: click.Group) -> None:

@@ -1,0 +1,210 @@
+"""How results look in a terminal and in the machine formats: one unit system, tables that fit the
+width they are given (80 columns by default) and never wrap a number.
+
+Units, stated once: MB = 1e6 bytes, GB = 1e9 bytes; a time column is in the one unit (s, ms, µs, ns)
+in which its smallest value is at least 1, with at least 3 significant digits.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable, Iterator
+
+from rich import box
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.measure import Measurement
+from rich.table import Table
+from rich.text import Text
+
+from ..model import ResultRecord
+from ..report.escape import clean_text, csv_cell
+from ..report.tables import fmt_halfwidth
+
+TIME_UNITS = (("s", 1.0), ("ms", 1e3), ("µs", 1e6), ("ns", 1e9))
+WORKLOAD_WIDTH = 24  # longer workload names are abbreviated by ABBREVIATION_RULE
+HEAD, TAIL = 9, WORKLOAD_WIDTH - 10
+ABBREVIATION_RULE = (f"a workload name over {WORKLOAD_WIDTH} characters shows its first {HEAD} and last "
+                     f"{TAIL} (full names in the saved file and with -v)")
+HEADLINE_CAPTION = ("median: of all timed calls; ±95%: the between-run interval (the headline); "
+                    "within-run CI, device time and warnings below")
+UNITS_NOTE = "MB = 1e6 bytes, GB = 1e9 bytes"
+
+
+def time_unit(values_s: Iterable[float | None]) -> tuple[str, float]:
+    """(unit, scale) for a column of times: the largest unit in which the smallest value is >= 1."""
+    positive = [v for v in values_s if v is not None and v > 0]
+    smallest = min(positive) if positive else 1.0
+    for unit, scale in TIME_UNITS:
+        if smallest * scale >= 1:
+            return unit, scale
+    return TIME_UNITS[-1]
+
+
+def fmt_sig(value: float) -> str:
+    """At least 3 significant digits, never in exponent form below 1e6: 1.23, 12.3, 123, 1234, 0.123."""
+    if value >= 100:
+        return f"{value:.0f}"
+    if value >= 10:
+        return f"{value:.1f}"
+    if value >= 1:
+        return f"{value:.2f}"
+    return f"{value:.3g}" if value > 0 else "0"
+
+
+def fmt_time(seconds: float | None) -> str:
+    """One time in the unit that gives 3 significant digits: '5.12 ms', '12.3 µs' (never '0.00')."""
+    if seconds is None:
+        return "-"
+    unit, scale = time_unit([seconds])
+    return f"{fmt_sig(seconds * scale)} {unit}"
+
+
+def fmt_mb(n_bytes: float) -> str:
+    return fmt_sig(n_bytes / 1e6)
+
+
+def abbreviate(name: str, width: int = WORKLOAD_WIDTH) -> str:
+    """ABBREVIATION_RULE: the head (what kind of workload) and the tail (tensor, dtype) stay."""
+    if len(name) <= width:
+        return name
+    tail = width - HEAD - 1
+    return f"{name[:HEAD]}…{name[-tail:]}"
+
+
+def between_run_cell(record: ResultRecord) -> str:
+    """The headline interval as ±x.x% of the median (the larger side), or why there is none."""
+    interval, latency = record.between_run(), record.latency_s()
+    if record.provenance != "measured":
+        return "point"
+    if interval is None or latency is None:
+        return "unknown"
+    low, high = interval
+    return fmt_halfwidth(max(high / latency - 1, 1 - low / latency))
+
+
+def result_rows(records: list[ResultRecord], full_names: bool = False) -> tuple[list[str], list[list[str]]]:
+    """The results table's header and cells: units in the header, one time unit per column."""
+    unit, scale = time_unit(r.latency_s() for r in records)
+    header = ["engine:dev", "workload", "dtype", "MB", f"median {unit}", "±95%", "GB/s"]
+    rows = []
+    for record in records:
+        latency = record.latency_s()
+        name = clean_text(record.workload.name)
+        rows.append([
+            clean_text(f"{record.engine.name}:{record.engine.device}"),
+            name if full_names else abbreviate(name),
+            clean_text(record.engine.run_dtype),
+            fmt_mb(record.workload.weight_bytes),
+            "-" if latency is None else fmt_sig(latency * scale),
+            between_run_cell(record),
+            f"{record.gbps:.2f}" if record.gbps else "-",
+        ])
+    return header, rows
+
+
+NUMERIC = frozenset({"MB", "±95%", "GB/s", "ratio", "95% CI"})
+UNIT_SUFFIXES = tuple(f" {unit}" for unit, _ in TIME_UNITS) + ("GB/s", " MB")
+
+
+def is_numeric(column: str) -> bool:
+    return column in NUMERIC or column.startswith("median ") or column.endswith(UNIT_SUFFIXES)
+
+
+class FittingTable:
+    """A table that keeps every cell on one line: as columns where they fit the width it is given,
+    else one block per row ("stacked"), so a narrow terminal never wraps a number."""
+
+    def __init__(self, header: list[str], rows: list[list[str]], title: str = "", caption: str = "",
+                 wrap: Iterable[str] = ()):
+        self.header, self.rows, self.title, self.caption = header, rows, title, caption
+        self.wrap = frozenset(wrap)  # prose columns that may wrap between words (never a number)
+
+    def table(self, rows: list[list[str]] | None = None) -> Table:
+        table = Table(title=self.title or None, box=box.SIMPLE_HEAD,
+                      show_edge=False, pad_edge=False, padding=(0, 1, 0, 0))
+        for column in self.header:
+            table.add_column(column, justify="right" if is_numeric(column) else "left",
+                             no_wrap=column not in self.wrap)
+        for row in self.rows if rows is None else rows:
+            table.add_row(*row)
+        return table
+
+    def needed_width(self, console: Console, options: ConsoleOptions) -> int:
+        """The narrowest this table can be with every kept cell whole: prose cells at their longest word."""
+        def narrowest(column: str, cell: str) -> str:
+            return max(cell.split() or [""], key=cell_len) if column in self.wrap else cell
+
+        rows = [[narrowest(c, cell) for c, cell in zip(self.header, row)] for row in self.rows]
+        header = [narrowest(c, c) for c in self.header]
+        narrow = FittingTable(header, rows).table()
+        return Measurement.get(console, options.update_width(10_000), narrow).maximum
+
+    def stacked(self) -> Iterator[Text]:
+        if self.title:
+            yield Text(self.title, style="italic")
+        for row in self.rows:
+            yield Text(f"{row[0]}  {row[1]}" if len(row) > 1 else row[0], style="bold")
+            yield from (Text(f"  {column}: {cell}") for column, cell in zip(self.header[2:], row[2:]))
+        if self.caption:
+            yield Text(self.caption, style="dim")
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        if self.needed_width(console, options) <= options.max_width:
+            yield self.table()
+            if self.caption:  # as wide as the console, not the table: a narrow table keeps it readable
+                yield Text(self.caption, style="dim")
+        else:
+            yield from self.stacked()
+
+
+def results_table(records: list[ResultRecord], title: str = "anebench results",
+                  full_names: bool = False) -> FittingTable:
+    """One row per record; the full warnings, the within-run CI and device time follow the table."""
+    header, rows = result_rows(records, full_names)
+    caption = HEADLINE_CAPTION + f"; {UNITS_NOTE}"
+    if any(len(r.workload.name) > WORKLOAD_WIDTH for r in records) and not full_names:
+        caption += f"; {ABBREVIATION_RULE}"
+    return FittingTable(header, rows, title, caption)
+
+
+def markdown_table(header: list[str], rows: list[list[str]]) -> str:
+    def cell(text: str) -> str:
+        return " ".join(clean_text(text).split()).replace("|", "\\|")
+
+    lines = ["| " + " | ".join(map(cell, header)) + " |",
+             "|" + "|".join("---:" if is_numeric(c) else "---" for c in header) + "|"]
+    lines += ["| " + " | ".join(map(cell, row)) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+CSV_COLUMNS = ("engine", "device", "workload", "run_dtype", "weight_bytes", "median_s", "between_run_low_s",
+               "between_run_high_s", "gbps", "fingerprint", "id")
+
+
+def records_csv(records: list[ResultRecord]) -> str:
+    """Machine form: units in the column names, the same units as the JSON record (seconds, bytes)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for r in records:
+        interval = r.between_run()
+        writer.writerow([*(csv_cell(clean_text(text)) for text in (r.engine.name, r.engine.device, r.workload.name,
+                                                                    r.engine.run_dtype)),
+                         r.workload.weight_bytes, _num(r.latency_s()), _num(interval[0] if interval else None),
+                         _num(interval[1] if interval else None), _num(r.gbps), r.workload.fingerprint, r.id])
+    return buffer.getvalue()
+
+
+def _num(value: float | None) -> str:
+    return "" if value is None else repr(float(value))
+
+
+def records_markdown(records: list[ResultRecord]) -> str:
+    header, rows = result_rows(records, full_names=True)
+    return markdown_table(header, rows) + f"\n{HEADLINE_CAPTION}; {UNITS_NOTE}\n"
+
+
+__all__ = ["FittingTable", "abbreviate", "between_run_cell", "fmt_mb", "fmt_sig", "fmt_time", "markdown_table",
+           "records_csv", "records_markdown", "result_rows", "results_table", "time_unit"]

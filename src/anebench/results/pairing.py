@@ -1,0 +1,93 @@
+"""Comparing result files (`anebench compare A.json B.json ...`): every record of a later file is paired
+with the record of the first file (the baseline) that read the same bytes on the same engine and device
+(workload fingerprint, engine, device), and compared by ``measure.comparison.compare_results``: the ratio
+of their GB/s with a 95% CI from their between-run intervals. Nothing is paired across fingerprints."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import UserError
+from ..measure.comparison import COMPARISON_METHOD, Comparison, compare_results
+from ..model import ResultRecord
+from .validate import load_result_file
+
+Key = tuple[str, str, str]  # (workload fingerprint, engine, device)
+
+
+@dataclass(frozen=True)
+class Side:
+    file: int  # index of the file among those given (0: the baseline)
+    path: Path
+    record: ResultRecord
+
+    def describe(self) -> str:
+        r = self.record
+        return (f"{self.path} {r.engine.name}:{r.engine.device} {r.workload.name} "
+                f"(fingerprint {r.workload.fingerprint[:12]})")
+
+
+@dataclass(frozen=True)
+class Pair:
+    a: Side  # the baseline
+    b: Side
+    comparison: Comparison
+
+
+@dataclass
+class FileComparison:
+    paths: list[Path]
+    pairs: list[Pair] = field(default_factory=list)
+    unpaired: list[Side] = field(default_factory=list)  # records with no partner of the same key
+    method: str = COMPARISON_METHOD
+
+
+def key_of(record: ResultRecord) -> Key:
+    return (record.workload.fingerprint, record.engine.name, record.engine.device)
+
+
+def compare_records(files: list[tuple[Path, list[ResultRecord]]]) -> FileComparison:
+    """Pair and compare; refuses (UserError, one line naming both sides) when nothing pairs at all."""
+    if len(files) < 2:
+        raise UserError("compare: give at least two result files (the first is the baseline)")
+    result = FileComparison([path for path, _ in files])
+    base_path, base_records = files[0]
+    baseline: dict[Key, Side] = {}
+    for record in base_records:
+        baseline.setdefault(key_of(record), Side(0, base_path, record))
+    used: set[Key] = set()
+    for index, (path, records) in enumerate(files[1:], start=1):
+        for record in records:
+            side = Side(index, path, record)
+            partner = baseline.get(key_of(record))
+            if partner is None:
+                result.unpaired.append(side)
+                continue
+            used.add(key_of(record))
+            result.pairs.append(Pair(partner, side, compare_results(partner.record, record)))
+    result.unpaired = [s for k, s in baseline.items() if k not in used] + result.unpaired
+    if not result.pairs:
+        raise UserError(nothing_pairs(result.unpaired))
+    return result
+
+
+def nothing_pairs(unpaired: list[Side]) -> str:
+    first = next((s for s in unpaired if s.file == 0), None)
+    other = next((s for s in unpaired if s.file > 0), None)
+    if first is None or other is None:
+        return "compare: no records to pair (a file holds none)"
+    same_bytes = first.record.workload.fingerprint == other.record.workload.fingerprint
+    why = "another engine or device" if same_bytes else "different workload fingerprints"
+    return (f"compare: nothing pairs: {first.describe()} and {other.describe()} have {why}; compare only "
+            "results of the same workload on the same engine and device")
+
+
+def compare_files(paths: list[Path]) -> FileComparison:
+    """Load each file (every problem reported, InvalidFile) and compare its records with the first's."""
+    if len(paths) < 2:
+        raise UserError("compare: give at least two result files (the first is the baseline)")
+    return compare_records([(Path(p), load_result_file(Path(p))) for p in paths])
+
+
+__all__ = ["FileComparison", "Pair", "Side", "compare_files", "compare_records", "key_of"]

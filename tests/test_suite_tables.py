@@ -1,5 +1,5 @@
-"""Suite tables at 80 columns, warnings once with a count, latency without a hidden sweep, concurrency progress,
-one output vocabulary (issue 14, issue 10 item 4 for the suite commands)."""
+"""Suite tables at 80 columns, warnings once with a count, latency without a hidden sweep, concurrency
+progress, one output vocabulary (issue 14, issue 10 item 4 for the suite commands)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,9 @@ def saved(path) -> list[ResultRecord]:
 def assert_fits_80_and_numbers_whole(text: str, suite: str, records: list[ResultRecord]) -> None:
     """Every line within 80 columns, and every number of the suite's tables printed whole on one line."""
     lines = text.splitlines()
-    assert lines and max(len(line) for line in lines) <= 80, "\n".join(line for line in lines if len(line) > 80)
+    assert lines and max(len(line) for line in lines) <= 80, "\n".join(
+        line for line in lines if len(line) > 80
+    )
     tables = suite_tables(suite, records)
     assert all(table.rows for table in tables)
     for table in tables:
@@ -37,12 +39,18 @@ def assert_fits_80_and_numbers_whole(text: str, suite: str, records: list[Result
                     assert any(re.search(pattern, line) for line in lines), (cell, text)
 
 
-@pytest.mark.parametrize("argv, suite", [
-    (("roofline", "-w", "lm_head:64x256:fp32", "--max-batch", "4"), "roofline"),
-    (("compute", "-w", "lm_head:64x256:fp32", "--batch", "8", "--dtype", "fp32", "--dtype", "fp16"), "compute"),
-    (("latency", "--no-sweep"), "latency"),
-    (("concurrent", "-w", "lm_head:64x1024:fp32", "--copies", "2", "--threads"), "concurrency"),
-])
+@pytest.mark.parametrize(
+    "argv, suite",
+    [
+        (("roofline", "-w", "lm_head:64x256:fp32", "--max-batch", "4"), "roofline"),
+        (
+            ("compute", "-w", "lm_head:64x256:fp32", "--batch", "8", "--dtype", "fp32", "--dtype", "fp16"),
+            "compute",
+        ),
+        (("latency", "--no-sweep"), "latency"),
+        (("concurrent", "-w", "lm_head:64x1024:fp32", "--copies", "2", "--threads"), "concurrency"),
+    ],
+)
 def test_suite_tables_fit_80_columns_without_wrapped_numbers(capsys, tmp_path, monkeypatch, argv, suite):
     monkeypatch.setenv("COLUMNS", "80")
     out = tmp_path / "r.json"
@@ -108,8 +116,9 @@ def test_latency_reuses_the_stored_sweep_of_the_same_engine_and_device(capsys, t
     import anebench.orchestration.suites.sweep as sweep_suite
 
     monkeypatch.setattr(sweep_suite, "run_sweep", lambda *args, **kwargs: pytest.fail("ran a sweep"))
-    code, stdout, stderr = run_cli(capsys, "latency", "-e", "numpy", "--db", str(db), "--runs", "5", "--no-save",
-                                   "--json")
+    code, stdout, stderr = run_cli(
+        capsys, "latency", "-e", "numpy", "--db", str(db), "--runs", "5", "--no-save", "--json"
+    )
     assert code == 0, stderr
     (record,) = json.loads(stdout)["results"]
     assert record["latency"]["sweep_overhead_us"] == pytest.approx(7.0)
@@ -132,26 +141,61 @@ def test_concurrency_reports_progress_for_every_phase():
     from anebench.workloads import resolve_workload
 
     workload = resolve_workload("lm_head:64x1024:fp32")
-    run_concurrent(usable_engine("numpy"), "cpu", workload, 2, RunOptions(runs=5, time_budget_s=0.2),
-                   mode="threads", progress=factory)
+    run_concurrent(
+        usable_engine("numpy"),
+        "cpu",
+        workload,
+        2,
+        RunOptions(runs=5, time_budget_s=0.2),
+        mode="threads",
+        progress=factory,
+    )
     phases = [label.split(": ", 1)[1] for label in started]
     assert phases == ["prepare 2 copies", "copy 0 solo on cpu", "copy 1 solo on cpu", "2 copies together"]
     assert finished == started  # each phase is marked done when the next begins, the last at the end
 
 
 def test_format_vocabulary_and_conflicts(capsys, tmp_path):
-    code, stdout, stderr = run_cli(capsys, "compute", "-e", "numpy", "-w", "lm_head:64x256:fp32", "--batch", "8",
-                                   *RUNS, "--no-save", "--format", "csv")
+    code, stdout, stderr = run_cli(
+        capsys,
+        "compute",
+        "-e",
+        "numpy",
+        "-w",
+        "lm_head:64x256:fp32",
+        "--batch",
+        "8",
+        *RUNS,
+        "--no-save",
+        "--format",
+        "csv",
+    )
     assert code == 0, stderr
     header, *rows = stdout.splitlines()
-    assert header == "engine:dev,workload,dtype,batch,latency us,TFLOP/s,half TFLOP/s,bound" or \
-        header.startswith("engine:dev,workload,dtype,batch,latency ")
+    assert (
+        header == "engine:dev,workload,dtype,batch,latency us,TFLOP/s,half TFLOP/s,bound"
+        or header.startswith("engine:dev,workload,dtype,batch,latency ")
+    )
     assert len(rows) == 1 and rows[0].startswith("numpy:cpu,64x256,fp32,8,")
-    code, stdout, stderr = run_cli(capsys, "compute", "-e", "numpy", "-w", "lm_head:64x256:fp32", "--batch", "8",
-                                   *RUNS, "--no-save", "--format", "md")
+    code, stdout, stderr = run_cli(
+        capsys,
+        "compute",
+        "-e",
+        "numpy",
+        "-w",
+        "lm_head:64x256:fp32",
+        "--batch",
+        "8",
+        *RUNS,
+        "--no-save",
+        "--format",
+        "md",
+    )
     assert code == 0 and stdout.startswith("### peak matrix throughput\n\n| engine:dev | workload |")
-    for argv, expected in [(("--json", "--format", "csv"), "--json and --format csv"),
-                           (("--no-save", "--out", str(tmp_path / "x.json")), "--no-save and --out")]:
+    for argv, expected in [
+        (("--json", "--format", "csv"), "--json and --format csv"),
+        (("--no-save", "--out", str(tmp_path / "x.json")), "--no-save and --out"),
+    ]:
         code, stdout, stderr = run_cli(capsys, "roofline", "-e", "numpy", *argv)
         assert code == 2 and stdout == "" and expected in stderr and len(stderr.strip().splitlines()) == 1
     assert list(tmp_path.iterdir()) == []

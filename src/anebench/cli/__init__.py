@@ -31,13 +31,19 @@ class Commands(click.Group):
                 formatter.write_dl(rows)
 
 
-@click.group(cls=Commands, invoke_without_command=True,
-             context_settings={"help_option_names": ["-h", "--help"]},
-             epilog="Units: MB = 1e6 bytes, GB = 1e9 bytes; times in the unit that gives 3 significant digits.")
+@click.group(
+    cls=Commands,
+    invoke_without_command=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    epilog="Units: MB = 1e6 bytes, GB = 1e9 bytes; times in the unit that gives 3 significant digits.",
+)
 @click.version_option(__version__, "-V", "--version", prog_name="anebench", message="%(prog)s %(version)s")
-@click.option("-q", "--quiet", is_flag=True, help="Print only results and errors (no progress, notes or warnings).")
-@click.option("-v", "--verbose", is_flag=True,
-              help="Print more: each warning per record, full workload names.")
+@click.option(
+    "-q", "--quiet", is_flag=True, help="Print only results and errors (no progress, notes or warnings)."
+)
+@click.option(
+    "-v", "--verbose", is_flag=True, help="Print more: each warning per record, full workload names."
+)
 @click.pass_context
 def app(ctx: click.Context, quiet: bool, verbose: bool) -> None:
     """Measure how fast an accelerator streams LLM weights from memory."""
@@ -54,7 +60,13 @@ def _register_commands() -> None:
     from . import run as run_commands
 
     run_commands.register(app)
-    for module in ("build", "suites", "quant", "results", "compare"):  # each concern adds its commands when present
+    for module in (
+        "build",
+        "suites",
+        "quant",
+        "results",
+        "compare",
+    ):  # each concern adds its commands when present
         try:
             imported = __import__(f"anebench.cli.{module}", fromlist=["register"])
         except ModuleNotFoundError as exc:
@@ -93,18 +105,24 @@ def _main(argv: list[str] | None) -> None:
         sys.exit(130)
     except click.UsageError as exc:
         command = exc.ctx.command_path if exc.ctx else "anebench"
-        err_console.print(f"[red]error:[/red] {exc.format_message()} (see '{command} --help')",
-                          highlight=False, soft_wrap=True)
+        err_console.print(
+            f"[red]error:[/red] {exc.format_message()} (see '{command} --help')",
+            highlight=False,
+            soft_wrap=True,
+        )
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
     except UserError as exc:
-        err_console.print(f"[red]error:[/red] {escape(clean_text(str(exc)))}", highlight=False, soft_wrap=True)
+        err_console.print(
+            f"[red]error:[/red] {escape(clean_text(str(exc)))}", highlight=False, soft_wrap=True
+        )
         sys.exit(UserError.exit_code)
     except MeasurementError as exc:
-        err_console.print(f"[red]measurement refused:[/red] {escape(clean_text(str(exc)))}", highlight=False,
-                          soft_wrap=True)
+        err_console.print(
+            f"[red]measurement refused:[/red] {escape(clean_text(str(exc)))}", highlight=False, soft_wrap=True
+        )
         sys.exit(MeasurementError.exit_code)
     except KeyboardInterrupt:
         err_console.print("interrupted: nothing was saved", highlight=False)

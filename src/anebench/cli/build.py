@@ -20,15 +20,28 @@ def summary_table(manifest: dict, package: Path, reused: bool) -> Table:
     table = Table(title="anebench build", show_header=False)
     rows = [
         ("workload", manifest["workload"]),
-        ("quant", manifest["quant"] + (f" ({manifest['lut_mode']}, group {manifest['group_size']})"
-                                       if manifest.get("lut_mode") else "")),
-        ("splits", f"{len(manifest['splits'])} x {manifest['splits'][0]}"
-         + ("" if len(set(manifest["splits"])) == 1 else f" .. {manifest['splits'][-1]}")),
+        (
+            "quant",
+            manifest["quant"]
+            + (
+                f" ({manifest['lut_mode']}, group {manifest['group_size']})"
+                if manifest.get("lut_mode")
+                else ""
+            ),
+        ),
+        (
+            "splits",
+            f"{len(manifest['splits'])} x {manifest['splits'][0]}"
+            + ("" if len(set(manifest["splits"])) == 1 else f" .. {manifest['splits'][-1]}"),
+        ),
         ("weight sets", str(manifest["repeat"])),
         ("tokens per predict", str(manifest.get("tokens", 1))),
         ("input", ", ".join(f"{t['name']} {t['shape']} {t['dtype']}" for t in manifest["inputs"])),
         ("outputs", f"{manifest['outputs'][0]['name']} .. {manifest['outputs'][-1]['name']}"),
-        ("weight bytes", f"{manifest['weight_bytes']:,} ({manifest['weight_bytes'] / 1e6:.2f} MB, from the program)"),
+        (
+            "weight bytes",
+            f"{manifest['weight_bytes']:,} ({manifest['weight_bytes'] / 1e6:.2f} MB, from the program)",
+        ),
         ("weight.bin", f"{manifest['weight_file_bytes']:,} bytes, sha256 {manifest['weight_sha256'][:16]}…"),
         ("coremltools", manifest["coremltools"]),
         ("bundle", str(package)),
@@ -42,27 +55,70 @@ def summary_table(manifest: dict, package: Path, reused: bool) -> Table:
 
 @click.command()
 @click.argument("workload")
-@click.option("--quant", type=click.Choice(QUANTS), default=None,
-              help="Weight storage (default: the workload's own, e.g. lut6 for llama_lm_head_lut6, else fp16).")
-@click.option("--lut-mode", type=click.Choice(LUT_MODES), default="auto", show_default=True,
-              help="LUT tables: uniform (fast, for synthetic weights), kmeans (optimal 1-D k-means per "
-                   "group with kmeans1d, as coremltools' palettizer; for real weights); auto picks by the "
-                   "weights' source.")
-@click.option("--repeat", type=click.IntRange(1, MAX_REPEAT), default=1, show_default=True,
-              help="Distinct weight sets one prediction reads (longer Neural Engine tasks).")
-@click.option("--tokens", "-t", type=click.IntRange(1, MAX_TOKENS), default=1, show_default=True,
-              help="Hidden states one prediction takes (input [1, hidden, 1, T], logits for all T); "
-                   "1 is the published [1, 1, hidden] layout. The weights are the same bytes for every T.")
-@click.option("--max-split-rows", type=click.IntRange(min=1), default=MAX_SPLIT_ROWS, show_default=True,
-              help="Largest 1x1 convolution (output channels) per split.")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Also copy the .mlpackage into this directory.")
-@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Bundle cache (default: the platform cache dir, or $ANEBENCH_CACHE_DIR).")
+@click.option(
+    "--quant",
+    type=click.Choice(QUANTS),
+    default=None,
+    help="Weight storage (default: the workload's own, e.g. lut6 for llama_lm_head_lut6, else fp16).",
+)
+@click.option(
+    "--lut-mode",
+    type=click.Choice(LUT_MODES),
+    default="auto",
+    show_default=True,
+    help="LUT tables: uniform (fast, for synthetic weights), kmeans (optimal 1-D k-means per "
+    "group with kmeans1d, as coremltools' palettizer; for real weights); auto picks by the "
+    "weights' source.",
+)
+@click.option(
+    "--repeat",
+    type=click.IntRange(1, MAX_REPEAT),
+    default=1,
+    show_default=True,
+    help="Distinct weight sets one prediction reads (longer Neural Engine tasks).",
+)
+@click.option(
+    "--tokens",
+    "-t",
+    type=click.IntRange(1, MAX_TOKENS),
+    default=1,
+    show_default=True,
+    help="Hidden states one prediction takes (input [1, hidden, 1, T], logits for all T); "
+    "1 is the published [1, 1, hidden] layout. The weights are the same bytes for every T.",
+)
+@click.option(
+    "--max-split-rows",
+    type=click.IntRange(min=1),
+    default=MAX_SPLIT_ROWS,
+    show_default=True,
+    help="Largest 1x1 convolution (output channels) per split.",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Also copy the .mlpackage into this directory.",
+)
+@click.option(
+    "--cache-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Bundle cache (default: the platform cache dir, or $ANEBENCH_CACHE_DIR).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 @format_option("table", "json")
-def build(workload: str, quant: str | None, lut_mode: str, repeat: int, tokens: int, max_split_rows: int,
-          out: Path | None, cache_dir: Path | None, as_json: bool, fmt: str | None = None) -> None:
+def build(
+    workload: str,
+    quant: str | None,
+    lut_mode: str,
+    repeat: int,
+    tokens: int,
+    max_split_rows: int,
+    out: Path | None,
+    cache_dir: Path | None,
+    as_json: bool,
+    fmt: str | None = None,
+) -> None:
     """Write WORKLOAD as a Core ML .mlpackage shaped for the Neural Engine (cached; reused next time)."""
     from ..artifacts import BuildSpec, build_or_reuse
     from ..artifacts._coremltools import coremltools as require_coremltools
@@ -76,8 +132,9 @@ def build(workload: str, quant: str | None, lut_mode: str, repeat: int, tokens: 
             check_bundle_dir(out)
     # Memory and disk before anything is hashed or allocated (a checkpoint's hash reads every byte).
     check_build_resources(resolved, quant, repeat, Path(cache_dir) if cache_dir else default_cache_dir(), out)
-    spec = BuildSpec.for_workload(resolved, quant, lut_mode=lut_mode, repeat=repeat,
-                                  max_split_rows=max_split_rows)
+    spec = BuildSpec.for_workload(
+        resolved, quant, lut_mode=lut_mode, repeat=repeat, max_split_rows=max_split_rows
+    )
     require_coremltools()  # a missing install is refused before the progress bar is drawn
     with progress_bar() as progress:
         label = f"{spec.workload.name} ({spec.quant}" + (f", {tokens} tokens)" if tokens > 1 else ")")
@@ -90,8 +147,10 @@ def build(workload: str, quant: str | None, lut_mode: str, repeat: int, tokens: 
             artifact = build_or_reuse(spec, cache_dir, advance)
         except (ValueError, RuntimeError, ImportError) as exc:  # from coremltools: the cache is left clean
             first = (str(exc).strip().splitlines() or [""])[0][:300]
-            raise UserError(f"build {spec.workload.name} ({spec.quant}): coremltools failed: "
-                            f"{type(exc).__name__}: {first}") from None
+            raise UserError(
+                f"build {spec.workload.name} ({spec.quant}): coremltools failed: "
+                f"{type(exc).__name__}: {first}"
+            ) from None
         progress.update(task, description=f"{spec.workload.name} ({spec.quant}) ready")
     with flags(out="--out"):
         package = copy_bundle(artifact.package, out) if out is not None else artifact.package

@@ -96,7 +96,9 @@ class WarningLog:
 
     def add(self, text: str, subject: str = "") -> None:
         kind = re.sub(r"[0-9][0-9.,]*", "#", text)
-        if kind not in self.printed:  # e.g. the busy-machine warning, said before measuring, is in the record too
+        if (
+            kind not in self.printed
+        ):  # e.g. the busy-machine warning, said before measuring, is in the record too
             self.seen.setdefault(kind, []).append((subject, text))
 
     def lines(self, verbose: bool = False) -> list[str]:
@@ -111,8 +113,10 @@ class WarningLog:
             if len(texts) == 1:
                 out.append(f"warning (x{len(entries)}): {texts[0]}" + (f" [{who}]" if who else ""))
             else:
-                out.append(f"warning (x{len(entries)}): {texts[0]} (the first; the figures differ, -v shows "
-                           f"each) [{who}]")
+                out.append(
+                    f"warning (x{len(entries)}): {texts[0]} (the first; the figures differ, -v shows "
+                    f"each) [{who}]"
+                )
         self.printed.update(self.seen)
         self.seen.clear()
         return out
@@ -135,8 +139,9 @@ def flush_warnings() -> None:
     lines = log.lines(verbose=verbosity() >= VERBOSE)
     if verbosity() > QUIET:
         for line in lines:
-            err_console.print(f"[yellow]warning[/yellow]{escape(line[len('warning'):])}", highlight=False,
-                              soft_wrap=True)
+            err_console.print(
+                f"[yellow]warning[/yellow]{escape(line[len('warning') :])}", highlight=False, soft_wrap=True
+            )
 
 
 def add_input(path: Path) -> None:
@@ -183,8 +188,13 @@ def format_option(*choices: str) -> Callable[[Callable], Callable]:
     machine = ", ".join(c for c in allowed if c != "table")
 
     def decorate(func: Callable) -> Callable:
-        return click.option("--format", "fmt", type=click.Choice(allowed), default=None,
-                            help=f"table (default) or {machine}: one document on stdout, tables on stderr.")(func)
+        return click.option(
+            "--format",
+            "fmt",
+            type=click.Choice(allowed),
+            default=None,
+            help=f"table (default) or {machine}: one document on stdout, tables on stderr.",
+        )(func)
 
     return decorate
 
@@ -200,24 +210,53 @@ def measuring_options(func: Callable) -> Callable:
         fmt = output_format(_meta("fmt"), bool(kwargs.get("as_json")))
         click.get_current_context().meta["anebench.format"] = fmt
         if kwargs.get("no_save") and kwargs.get("out") is not None:
-            raise UserError(f"--no-save with --out {kwargs['out']}: --no-save writes no file; drop one of them")
+            raise UserError(
+                f"--no-save with --out {kwargs['out']}: --no-save writes no file; drop one of them"
+            )
         kwargs["as_json"] = fmt != "table"
         return func(*args, **kwargs)
 
     options = [
-        click.option("--engine", "-e", "engines", multiple=True, help="Engine (repeatable); default: best here."),
-        click.option("--device", "-d", default=None, help="Device of the engine, e.g. cpu, cuda:0, ane, gpu."),
-        click.option("--workload", "-w", "workloads", multiple=True,
-                     help="Catalog name, lm_head:HIDDENxVOCAB[:DTYPE] or hf:PATH[:TENSOR] (repeatable)."),
-        click.option("--out", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None,
-                     help="Where to save the results (default: a file named after host and time)."),
+        click.option(
+            "--engine", "-e", "engines", multiple=True, help="Engine (repeatable); default: best here."
+        ),
+        click.option(
+            "--device", "-d", default=None, help="Device of the engine, e.g. cpu, cuda:0, ane, gpu."
+        ),
+        click.option(
+            "--workload",
+            "-w",
+            "workloads",
+            multiple=True,
+            help="Catalog name, lm_head:HIDDENxVOCAB[:DTYPE] or hf:PATH[:TENSOR] (repeatable).",
+        ),
+        click.option(
+            "--out",
+            "-o",
+            type=click.Path(dir_okay=False, path_type=Path),
+            default=None,
+            help="Where to save the results (default: a file named after host and time).",
+        ),
         click.option("--no-save", is_flag=True, help="Do not save a results file."),
-        click.option("--force", is_flag=True, expose_value=False, callback=_remember,
-                     help="Replace a read-only --out file."),
-        click.option("--format", "fmt", type=click.Choice(FORMATS), default=None, expose_value=False,
-                     callback=_remember,
-                     help="Results on stdout as table (default), json, csv or md; tables go to stderr then."),
-        click.option("--json", "as_json", is_flag=True, help="Same as --format json: one JSON document on stdout."),
+        click.option(
+            "--force",
+            is_flag=True,
+            expose_value=False,
+            callback=_remember,
+            help="Replace a read-only --out file.",
+        ),
+        click.option(
+            "--format",
+            "fmt",
+            type=click.Choice(FORMATS),
+            default=None,
+            expose_value=False,
+            callback=_remember,
+            help="Results on stdout as table (default), json, csv or md; tables go to stderr then.",
+        ),
+        click.option(
+            "--json", "as_json", is_flag=True, help="Same as --format json: one JSON document on stdout."
+        ),
     ]
     wrapped: Callable = checked
     for option in reversed(options):
@@ -262,7 +301,8 @@ def default_out_stem(suite: str) -> str:
     """Unique per run: the time to the millisecond and the process id (parallel runs never collide;
     the file is also created only if the name is free)."""
     now = datetime.now()
-    return f"anebench-{suite}-{host_label()}-{now.strftime('%Y%m%dT%H%M%S')}.{now.microsecond // 1000:03d}-{os.getpid()}"
+    stamp = f"{now.strftime('%Y%m%dT%H%M%S')}.{now.microsecond // 1000:03d}"
+    return f"anebench-{suite}-{host_label()}-{stamp}-{os.getpid()}"
 
 
 def default_out_path(suite: str) -> Path:
@@ -296,16 +336,22 @@ def save_results(records: list[ResultRecord], suite: str, out: Path | None) -> P
         reason = str(exc) if isinstance(exc, UserError) else f"{exc.strerror or exc}"
         kept = keep_unsaved(records, suite)
         where = f"they are kept in {kept}" if kept else "and could not be kept anywhere: use --json"
-        raise UserError(f"could not save the {len(records)} measured record(s) "
-                        f"to {out or Path.cwd()}: {reason}; {where}") from None
+        raise UserError(
+            f"could not save the {len(records)} measured record(s) to {out or Path.cwd()}: {reason}; {where}"
+        ) from None
 
 
 @contextmanager
 def progress_bar() -> Iterator[Progress]:
     """The command's progress on stderr (none under -q); its exit restores the cursor however it ends."""
     progress = Progress(
-        TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=err_console, transient=False, disable=verbosity() <= QUIET,
+        TextColumn("{task.description}", markup=False),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=False,
+        disable=verbosity() <= QUIET,
     )
     with progress:
         yield progress
@@ -327,16 +373,24 @@ def uncertainty_line(record: ResultRecord) -> str | None:
         calls = f"{sizes[0]}" if len(sizes) == 1 else f"{sizes[0]}-{sizes[-1]}"
         where = "each in a fresh process" if reps.fresh_processes else "in one process"
         how = f"{reps.count} repetition{'s' if reps.count > 1 else ''} x {calls} calls, {where}"
-    return (f"{how}; between-run {between_run_cell(record)} (the headline); within-run CI {within} "
-            "(this run's samples only)")
+    return (
+        f"{how}; between-run {between_run_cell(record)} (the headline); within-run CI {within} "
+        "(this run's samples only)"
+    )
 
 
 def record_label(record: ResultRecord) -> str:
     return clean_text(f"{record.engine.name}:{record.engine.device} {record.workload.name}")
 
 
-def emit(records: list[ResultRecord], suite: str, out: Path | None, no_save: bool, as_json: bool,
-         title: str = "anebench results") -> Path | None:
+def emit(
+    records: list[ResultRecord],
+    suite: str,
+    out: Path | None,
+    no_save: bool,
+    as_json: bool,
+    title: str = "anebench results",
+) -> Path | None:
     """Print the table (stderr under a machine format), what each record adds (how it repeated, device
     time, energy), its warnings once each, save the records, then the document in the format asked."""
     fmt = _meta("format") or ("json" if as_json else "table")
@@ -352,7 +406,9 @@ def emit(records: list[ResultRecord], suite: str, out: Path | None, no_save: boo
         if uncertainty is not None and (suite == "run" or repeated):  # suites' points: the table says enough
             say(f"{label}: {uncertainty}")
         if record.device_gbps:
-            say(f"{label}: device time gives {record.device_gbps:.2f} GB/s ({clean_text(record.device_time)})")
+            say(
+                f"{label}: device time gives {record.device_gbps:.2f} GB/s ({clean_text(record.device_time)})"
+            )
         for line in ([record.engine.dtype_note] if record.engine.dtype_note else []) + record.warnings:
             warn(line, label)
         if record.energy is not None:

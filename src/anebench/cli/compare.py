@@ -18,11 +18,17 @@ from ..results.validate import InvalidFile
 from .common import QUIET, err_console, format_option, out_console, output_format, say, verbosity
 from .tables import FittingTable, abbreviate, fmt_sig, markdown_table, time_unit
 
-VERDICTS = {"b is faster": "faster", "b is slower": "slower", "no significant difference": "n.s.",
-            "unknown": "unknown"}
-LEGEND = ("ratio: GB/s of the later file / GB/s of the baseline (> 1: faster); 95% CI from both runs' "
-          "between-run intervals; 'faster'/'slower': significant (the CI excludes 1), 'n.s.': no significant "
-          "difference, 'unknown': a run of one repetition has no between-run interval")
+VERDICTS = {
+    "b is faster": "faster",
+    "b is slower": "slower",
+    "no significant difference": "n.s.",
+    "unknown": "unknown",
+}
+LEGEND = (
+    "ratio: GB/s of the later file / GB/s of the baseline (> 1: faster); 95% CI from both runs' "
+    "between-run intervals; 'faster'/'slower': significant (the CI excludes 1), 'n.s.': no significant "
+    "difference, 'unknown': a run of one repetition has no between-run interval"
+)
 
 
 def letter(index: int) -> str:
@@ -37,17 +43,29 @@ def ci_cell(pair: Pair) -> str:
 def table_rows(result: FileComparison, full_names: bool) -> tuple[list[str], list[list[str]]]:
     unit, scale = time_unit(s.record.latency_s() for p in result.pairs for s in (p.a, p.b))
     several = len(result.paths) > 2
-    header = (["pair"] if several else []) + ["engine:dev", "workload", f"A {unit}",
-                                              f"{'later' if several else 'B'} {unit}", "ratio", "95% CI",
-                                              "verdict"]
+    header = (["pair"] if several else []) + [
+        "engine:dev",
+        "workload",
+        f"A {unit}",
+        f"{'later' if several else 'B'} {unit}",
+        "ratio",
+        "95% CI",
+        "verdict",
+    ]
     rows = []
     for pair in result.pairs:
         a, b = pair.a.record, pair.b.record
         name = clean_text(a.workload.name)
         cells = [f"A-{letter(pair.b.file)}"] if several else []
-        cells += [clean_text(f"{a.engine.name}:{a.engine.device}"), name if full_names else abbreviate(name),
-                  median_cell(a.latency_s(), scale), median_cell(b.latency_s(), scale),
-                  f"{pair.comparison.ratio:.3f}", ci_cell(pair), VERDICTS[pair.comparison.verdict]]
+        cells += [
+            clean_text(f"{a.engine.name}:{a.engine.device}"),
+            name if full_names else abbreviate(name),
+            median_cell(a.latency_s(), scale),
+            median_cell(b.latency_s(), scale),
+            f"{pair.comparison.ratio:.3f}",
+            ci_cell(pair),
+            VERDICTS[pair.comparison.verdict],
+        ]
         rows.append(cells)
     return header, rows
 
@@ -58,32 +76,82 @@ def median_cell(seconds: float | None, scale: float) -> str:
 
 def document(result: FileComparison) -> dict:
     def side(s: Side) -> dict:
-        return {"file": str(s.path), "id": s.record.id, "median_s": s.record.latency_s(), "gbps": s.record.gbps}
+        return {
+            "file": str(s.path),
+            "id": s.record.id,
+            "median_s": s.record.latency_s(),
+            "gbps": s.record.gbps,
+        }
 
     return {
         "method": result.method,
         "files": [str(p) for p in result.paths],
-        "pairs": [{"engine": p.a.record.engine.name, "device": p.a.record.engine.device,
-                   "workload": p.a.record.workload.name, "fingerprint": p.a.record.workload.fingerprint,
-                   "a": side(p.a), "b": side(p.b), "ratio": p.comparison.ratio,
-                   "ci95": [p.comparison.low, p.comparison.high], "significant": p.comparison.significant,
-                   "verdict": p.comparison.verdict, "notes": p.comparison.notes} for p in result.pairs],
-        "unpaired": [{"file": str(s.path), "engine": s.record.engine.name, "device": s.record.engine.device,
-                      "workload": s.record.workload.name, "fingerprint": s.record.workload.fingerprint}
-                     for s in result.unpaired],
+        "pairs": [
+            {
+                "engine": p.a.record.engine.name,
+                "device": p.a.record.engine.device,
+                "workload": p.a.record.workload.name,
+                "fingerprint": p.a.record.workload.fingerprint,
+                "a": side(p.a),
+                "b": side(p.b),
+                "ratio": p.comparison.ratio,
+                "ci95": [p.comparison.low, p.comparison.high],
+                "significant": p.comparison.significant,
+                "verdict": p.comparison.verdict,
+                "notes": p.comparison.notes,
+            }
+            for p in result.pairs
+        ],
+        "unpaired": [
+            {
+                "file": str(s.path),
+                "engine": s.record.engine.name,
+                "device": s.record.engine.device,
+                "workload": s.record.workload.name,
+                "fingerprint": s.record.workload.fingerprint,
+            }
+            for s in result.unpaired
+        ],
     }
 
 
 def csv_text(result: FileComparison) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["engine", "device", "workload", "fingerprint", "a_file", "b_file", "a_median_s",
-                     "b_median_s", "ratio", "ci95_low", "ci95_high", "significant", "verdict"])
+    writer.writerow(
+        [
+            "engine",
+            "device",
+            "workload",
+            "fingerprint",
+            "a_file",
+            "b_file",
+            "a_median_s",
+            "b_median_s",
+            "ratio",
+            "ci95_low",
+            "ci95_high",
+            "significant",
+            "verdict",
+        ]
+    )
     for p in result.pairs:
         a, b, c = p.a.record, p.b.record, p.comparison
-        writer.writerow([csv_cell(clean_text(x)) for x in (a.engine.name, a.engine.device, a.workload.name)]
-                        + [a.workload.fingerprint, csv_cell(str(p.a.path)), csv_cell(str(p.b.path)),
-                           a.latency_s(), b.latency_s(), c.ratio, c.low, c.high, c.significant, c.verdict])
+        writer.writerow(
+            [csv_cell(clean_text(x)) for x in (a.engine.name, a.engine.device, a.workload.name)]
+            + [
+                a.workload.fingerprint,
+                csv_cell(str(p.a.path)),
+                csv_cell(str(p.b.path)),
+                a.latency_s(),
+                b.latency_s(),
+                c.ratio,
+                c.low,
+                c.high,
+                c.significant,
+                c.verdict,
+            ]
+        )
     return buffer.getvalue()
 
 
@@ -122,8 +190,10 @@ def compare(files: tuple[Path, ...], as_json: bool, fmt: str | None = None) -> N
         for note in pair.comparison.notes:
             say(f"{clean_text(pair.b.describe())}: {clean_text(note)}")
     for side in result.unpaired:
-        say(f"not paired (no result of the same workload, engine and device in the other files): "
-            f"{clean_text(side.describe())}")
+        say(
+            f"not paired (no result of the same workload, engine and device in the other files): "
+            f"{clean_text(side.describe())}"
+        )
 
 
 def register(app: click.Group) -> None:

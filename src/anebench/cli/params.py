@@ -39,7 +39,7 @@ class FiniteFloat(click.ParamType):
         self.low, self.high, self.low_open = low, high, low_open
         self.name = name  # shown in --help as the metavar: "MIB" says the unit where a flag is in MiB
 
-    def convert(self, value, param, ctx):  # type: ignore[no-untyped-def]
+    def convert(self, value, param, ctx):
         if isinstance(value, float) and math.isfinite(value):
             number = value
         else:

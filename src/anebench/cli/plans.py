@@ -16,9 +16,12 @@ from .terminal import print_table, say
 
 
 def dry_run_option(func):
-    return click.option("--dry-run", is_flag=True,
-                        help="Core ML: list the bundles (workload, quant, tokens, weight bytes, cached or to "
-                             "build) and the calls it would make; build and measure nothing (works on any OS).")(func)
+    return click.option(
+        "--dry-run",
+        is_flag=True,
+        help="Core ML: list the bundles (workload, quant, tokens, weight bytes, cached or to "
+        "build) and the calls it would make; build and measure nothing (works on any OS).",
+    )(func)
 
 
 def coreml_only_target(engines: tuple[str, ...], device: str | None, suite: str) -> tuple[CoreMLEngine, str]:
@@ -37,16 +40,30 @@ def measuring_targets(engines: tuple[str, ...], device: str | None, suite: str) 
 
 def show_plan(plan: CoreMLPlan, as_json: bool) -> None:
     if as_json:
-        document = {"suite": plan.suite, "device": plan.device, "notes": plan.notes,
-                    "bundles": [b.as_dict() for b in plan.bundles]}
+        document = {
+            "suite": plan.suite,
+            "device": plan.device,
+            "notes": plan.notes,
+            "bundles": [b.as_dict() for b in plan.bundles],
+        }
         sys.stdout.write(json.dumps(document, indent=1) + "\n")
         sys.stdout.flush()
-    table = TermTable(f"{plan.suite} -e coreml -d {plan.device}: dry run (nothing built or measured)",
-                      ["workload", "quant", "tokens", "weight MB", "bundle", "calls"],
-                      [False, False, True, True, False, False])
+    table = TermTable(
+        f"{plan.suite} -e coreml -d {plan.device}: dry run (nothing built or measured)",
+        ["workload", "quant", "tokens", "weight MB", "bundle", "calls"],
+        [False, False, True, True, False, False],
+    )
     for b in plan.bundles:
-        table.rows.append([b.workload.name, b.quant, str(b.tokens), sig(b.weight_bytes / 1e6),
-                           "cached" if b.cached else "to build", b.calls])
+        table.rows.append(
+            [
+                b.workload.name,
+                b.quant,
+                str(b.tokens),
+                sig(b.weight_bytes / 1e6),
+                "cached" if b.cached else "to build",
+                b.calls,
+            ]
+        )
     to_build = plan.to_build
     total = sum(b.weight_bytes for b in to_build) / 1e9
     print_table(table, stderr=as_json)

@@ -21,8 +21,21 @@ from .terminal import progress, say
 @timing_options(runs=100, budget=5.0)
 @power_option
 @dry_run_option
-def quant(engines, device, workloads, out: Path | None, no_save, as_json, fmt, plot_stem, runs, time_budget, warmup,
-          power, dry_run):
+def quant(
+    engines,
+    device,
+    workloads,
+    out: Path | None,
+    no_save,
+    as_json,
+    fmt,
+    plot_stem,
+    runs,
+    time_budget,
+    warmup,
+    power,
+    dry_run,
+):
     """fp16, int8, lut6 and lut4 of the same head: bytes as stored, latency, GB/s, and what is streamed."""
     from ..orchestration.suites.quant import VARIANTS, as_stored, measurable, plan_quant, run_quant
 
@@ -43,11 +56,15 @@ def quant(engines, device, workloads, out: Path | None, no_save, as_json, fmt, p
             found.append((f"{target.engine.name}:{target.device}", stored))
             variants = measurable(stored)
             if variants:
-                jobs.append((target, plan_quant(target.engine, target.device, base, variants, runs, time_budget)))
+                jobs.append(
+                    (target, plan_quant(target.engine, target.device, base, variants, runs, time_budget))
+                )
     show_tables([capability_table(found, list(VARIANTS))], "json" if fmt == "json" else fmt)
     if not jobs:
-        say("nothing measured: no engine here runs fp16 and a quantised variant as stored (Core ML does, on a "
-            f"Mac: anebench quant -e {CORE_ML})")
+        say(
+            "nothing measured: no engine here runs fp16 and a quantised variant as stored "
+            f"(Core ML does, on a Mac: anebench quant -e {CORE_ML})"
+        )
         return
     results = []
     with progress() as factory:

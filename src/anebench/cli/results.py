@@ -38,8 +38,13 @@ SUBMIT_URL = "https://github.com/anebench/anebench/issues/new?template=result.md
 
 
 def db_option(func):
-    return click.option("--db", "db", type=click.Path(dir_okay=False, path_type=Path), default=None,
-                        help="Results database (default: results.sqlite in the user data dir).")(func)
+    return click.option(
+        "--db",
+        "db",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        help="Results database (default: results.sqlite in the user data dir).",
+    )(func)
 
 
 def _print_problems(error: UserError) -> None:
@@ -51,13 +56,24 @@ def _print_problems(error: UserError) -> None:
 @click.command()
 @click.argument("files", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--published", is_flag=True, help="Import anemll-bench's published figures (package data).")
-@click.option("--from", "source_format", default=DEFAULT_FORMAT, show_default=True,
-              help="Format of FILES: anebench, anemll-bench (its JSON, pasted or in its HTML report).")
+@click.option(
+    "--from",
+    "source_format",
+    default=DEFAULT_FORMAT,
+    show_default=True,
+    help="Format of FILES: anebench, anemll-bench (its JSON, pasted or in its HTML report).",
+)
 @db_option
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 @format_option("table", "json")
-def ingest(files: tuple[Path, ...], published: bool, source_format: str, db: Path | None,
-           as_json: bool, fmt: str | None = None) -> None:
+def ingest(
+    files: tuple[Path, ...],
+    published: bool,
+    source_format: str,
+    db: Path | None,
+    as_json: bool,
+    fmt: str | None = None,
+) -> None:
     """Validate result files and store them (one transaction per file; duplicates are no-ops)."""
     if not files and not published:
         raise UserError("ingest: give result FILES and/or --published")
@@ -65,7 +81,9 @@ def ingest(files: tuple[Path, ...], published: bool, source_format: str, db: Pat
     with flags(format="--from"):
         outcome = ingest_into_store(list(files), published, source_format, db)
     rows = [[clean_text(r.source_label), str(r.added), str(r.duplicates)] for r in outcome.reports]
-    table = FittingTable(["source", "added", "duplicates"], rows, f"ingested into {outcome.db}", wrap={"source"})
+    table = FittingTable(
+        ["source", "added", "duplicates"], rows, f"ingested into {outcome.db}", wrap={"source"}
+    )
     if machine == "table":
         out_console().print(table)
     elif verbosity() > QUIET:
@@ -73,22 +91,43 @@ def ingest(files: tuple[Path, ...], published: bool, source_format: str, db: Pat
     for failure in outcome.failures:
         _print_problems(failure)
     if machine == "json":
-        sys.stdout.write(json.dumps({
-            "db": str(outcome.db),
-            "records_in_store": outcome.records_in_store,
-            "ingested": [{"source": r.source_label, "added": r.added, "duplicates": r.duplicates}
-                         for r in outcome.reports],
-            "failed": [{"error": str(f), "problems": getattr(f, "problems", [str(f)])} for f in outcome.failures],
-        }) + "\n")
+        sys.stdout.write(
+            json.dumps(
+                {
+                    "db": str(outcome.db),
+                    "records_in_store": outcome.records_in_store,
+                    "ingested": [
+                        {"source": r.source_label, "added": r.added, "duplicates": r.duplicates}
+                        for r in outcome.reports
+                    ],
+                    "failed": [
+                        {"error": str(f), "problems": getattr(f, "problems", [str(f)])}
+                        for f in outcome.failures
+                    ],
+                }
+            )
+            + "\n"
+        )
     if outcome.failures:
         sys.exit(UserError.exit_code)
 
 
 @click.command()
-@click.option("--format", "fmt", type=click.Choice(["md", "html", "csv", "json"]), default="md",
-              show_default=True, help="Output format.")
-@click.option("--out", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write the report here (Markdown also writes its chart PNGs beside it).")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["md", "html", "csv", "json"]),
+    default="md",
+    show_default=True,
+    help="Output format.",
+)
+@click.option(
+    "--out",
+    "-o",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the report here (Markdown also writes its chart PNGs beside it).",
+)
 @click.option("--force", is_flag=True, help="Replace a read-only --out file.")
 @db_option
 def report(fmt: str, out: Path | None, force: bool, db: Path | None) -> None:
@@ -103,31 +142,54 @@ def report(fmt: str, out: Path | None, force: bool, db: Path | None) -> None:
         rows = store.rows()
         source = f"store {store.path}"
     if not rows:
-        raise UserError(f"--db {store.path}: the store is empty; run `anebench ingest --published` or "
-                        "`anebench ingest FILE...` first")
+        raise UserError(
+            f"--db {store.path}: the store is empty; run `anebench ingest --published` or "
+            "`anebench ingest FILE...` first"
+        )
     records, skipped = renderable(rows)
     for record_id, why in skipped:
-        warn(f"record {record_id[:16]} skipped: it cannot be rendered ({why}); "
-             f"`anebench store remove {record_id[:16]}` deletes it")
+        warn(
+            f"record {record_id[:16]} skipped: it cannot be rendered ({why}); "
+            f"`anebench store remove {record_id[:16]}` deletes it"
+        )
     flush_warnings()
     if not records:
         raise UserError(f"--db {store.path}: no record in the store can be rendered")
-    text = render_report(records, fmt, out, source, force=force, protected=[(db_path, "the results store (--db)")])
+    text = render_report(
+        records, fmt, out, source, force=force, protected=[(db_path, "the results store (--db)")]
+    )
     if out is None:
         sys.stdout.write(text)
     else:
-        err_console.print(f"wrote {fmt} report of {len(records)} record(s) to {escape(str(out))}", highlight=False)
+        err_console.print(
+            f"wrote {fmt} report of {len(records)} record(s) to {escape(str(out))}", highlight=False
+        )
 
 
 @click.command()
 @click.argument("result", type=click.Path(path_type=Path))
-@click.option("--out", "-o", "out", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Directory for the submission file and the issue body [default: .].")
-@click.option("--out-dir", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              hidden=True, help="Former name of --out.")
-@click.option("--drop-host-ids", is_flag=True,
-              help="Remove the host fingerprint, machine model, host and login names, paths and private "
-                   "model folder names, everywhere (file names too).")
+@click.option(
+    "--out",
+    "-o",
+    "out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Directory for the submission file and the issue body [default: .].",
+)
+@click.option(
+    "--out-dir",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    hidden=True,
+    help="Former name of --out.",
+)
+@click.option(
+    "--drop-host-ids",
+    is_flag=True,
+    help="Remove the host fingerprint, machine model, host and login names, paths and private "
+    "model folder names, everywhere (file names too).",
+)
 @click.option("--force", is_flag=True, help="Replace read-only output files.")
 def submit(result: Path, out: Path | None, out_dir: Path | None, drop_host_ids: bool, force: bool) -> None:
     """Validate RESULT.json and write a submission file plus a Markdown issue body to file as a new issue
@@ -135,7 +197,9 @@ def submit(result: Path, out: Path | None, out_dir: Path | None, drop_host_ids: 
     from ..report.submission import write_submission
 
     if out is not None and out_dir is not None and out != out_dir:
-        raise UserError(f"--out {out} and --out-dir {out_dir}: --out-dir is the former name of --out; give one")
+        raise UserError(
+            f"--out {out} and --out-dir {out_dir}: --out-dir is the former name of --out; give one"
+        )
     flag = "--out" if out is not None or out_dir is None else "--out-dir"
     folder = out if out is not None else out_dir if out_dir is not None else Path(".")
     if not folder.is_dir():
@@ -147,8 +211,10 @@ def submit(result: Path, out: Path | None, out_dir: Path | None, drop_host_ids: 
         sys.exit(UserError.exit_code)
     click.echo(f"submission: {clean_text(str(submission))}")
     click.echo(f"issue body: {clean_text(str(body))}")
-    say(f"to submit: open {SUBMIT_URL} (a placeholder until the project has a public tracker), paste the "
-        "issue body and attach the submission file; nothing was sent")
+    say(
+        f"to submit: open {SUBMIT_URL} (a placeholder until the project has a public tracker), paste the "
+        "issue body and attach the submission file; nothing was sent"
+    )
 
 
 @click.group()
@@ -181,11 +247,21 @@ def store_options(func):
         ctx.meta[f"anebench.{param.name}"] = value
         return value
 
-    func = click.option("--db", type=click.Path(dir_okay=False, path_type=Path), default=None,
-                        expose_value=False, callback=remember,
-                        help="Results database for --store (default: the user data dir).")(func)
-    return click.option("--store", is_flag=True, expose_value=False, callback=remember,
-                        help="Also store the measured records in the results database.")(func)
+    func = click.option(
+        "--db",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        expose_value=False,
+        callback=remember,
+        help="Results database for --store (default: the user data dir).",
+    )(func)
+    return click.option(
+        "--store",
+        is_flag=True,
+        expose_value=False,
+        callback=remember,
+        help="Also store the measured records in the results database.",
+    )(func)
 
 
 def finish_run(records: list[ResultRecord], as_json: bool) -> None:
@@ -214,17 +290,33 @@ def show_family_comparison(records: list[ResultRecord], console: Console) -> Non
             gbps = f"{row.gbps:.2f}" if row.gbps else "-"
             if row.yours:
                 gbps += f" {fmt_halfwidth(row.halfwidth) or '(± unknown)'}"
-            rows.append([clean_text(row.chip), clean_text(row.config or "-"), clean_text(row.workload),
-                         clean_text(row.engine), gbps, "" if row.yours else versus_label(row.versus),
-                         f"{fmt_sig(row.latency_ms)} ({row.statistic})" if row.latency_ms else "-",
-                         clean_text(row.source)])
-        console.print(FittingTable(
-            ["chip", "config", "workload", "engine:dev", "GB/s", "vs run", "latency ms", "source"], rows,
-            "your run beside published figures (same chip family, same workload fingerprint)",
-            wrap={"config", "source"}))
-        console.print("published figures are points (their sources give no interval); 'vs run': their GB/s "
-                      "against yours, 'sig.' outside your run's between-run 95% interval, 'n.s.' inside it, "
-                      "'?' where your run has one repetition", highlight=False, markup=False)
+            rows.append(
+                [
+                    clean_text(row.chip),
+                    clean_text(row.config or "-"),
+                    clean_text(row.workload),
+                    clean_text(row.engine),
+                    gbps,
+                    "" if row.yours else versus_label(row.versus),
+                    f"{fmt_sig(row.latency_ms)} ({row.statistic})" if row.latency_ms else "-",
+                    clean_text(row.source),
+                ]
+            )
+        console.print(
+            FittingTable(
+                ["chip", "config", "workload", "engine:dev", "GB/s", "vs run", "latency ms", "source"],
+                rows,
+                "your run beside published figures (same chip family, same workload fingerprint)",
+                wrap={"config", "source"},
+            )
+        )
+        console.print(
+            "published figures are points (their sources give no interval); 'vs run': their GB/s "
+            "against yours, 'sig.' outside your run's between-run 95% interval, 'n.s.' inside it, "
+            "'?' where your run has one repetition",
+            highlight=False,
+            markup=False,
+        )
     if context.kind_rows:
         rows = []
         for kind in context.kind_rows:
@@ -233,10 +325,20 @@ def show_family_comparison(records: list[ResultRecord], console: Console) -> Non
             elif kind.record is not None:  # the same ± as the results table above
                 figure = f"{kind.low:.2f} {between_run_cell(kind.record).replace('unknown', '(± unknown)')}"
             else:
-                figure = fmt_sig(kind.low) if kind.low == kind.high else f"{fmt_sig(kind.low)}-{fmt_sig(kind.high)}"
+                figure = (
+                    fmt_sig(kind.low)
+                    if kind.low == kind.high
+                    else f"{fmt_sig(kind.low)}-{fmt_sig(kind.high)}"
+                )
             rows.append([kind.kind, clean_text(kind.workload), figure, kind.what])
-        console.print(FittingTable(["device kind", "workload", "GB/s", "what"], rows,
-                                   "your run beside published ranges by device kind", wrap={"what"}))
+        console.print(
+            FittingTable(
+                ["device kind", "workload", "GB/s", "what"],
+                rows,
+                "your run beside published ranges by device kind",
+                wrap={"what"},
+            )
+        )
     for note in context.notes:  # prose: wrapped between words at the console's width
         console.print(clean_text(note), highlight=False, markup=False)
 

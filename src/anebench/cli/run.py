@@ -46,49 +46,92 @@ from .tables import FittingTable, fmt_mb
 
 
 def run_options(func):
-    func = click.option("--warmup", type=WARMUP, default=None,
-                        help="Fixed warmup count (default: warm up until steady, capped).")(func)
-    func = click.option("--time-budget", type=TIME_BUDGET, default=None,
-                        help="Stop timing after this many seconds of calls (at least one run).")(func)
-    func = click.option("--runs", "-n", type=RUNS, default=DEFAULT_RUNS, show_default=True,
-                        help="Timed calls per measurement, split over the repetitions.")(func)
+    func = click.option(
+        "--warmup",
+        type=WARMUP,
+        default=None,
+        help="Fixed warmup count (default: warm up until steady, capped).",
+    )(func)
+    func = click.option(
+        "--time-budget",
+        type=TIME_BUDGET,
+        default=None,
+        help="Stop timing after this many seconds of calls (at least one run).",
+    )(func)
+    func = click.option(
+        "--runs",
+        "-n",
+        type=RUNS,
+        default=DEFAULT_RUNS,
+        show_default=True,
+        help="Timed calls per measurement, split over the repetitions.",
+    )(func)
     return func
 
 
 def repetition_options(func):
     """How a measurement repeats: R independent repetitions, optionally each in a fresh process."""
-    func = click.option("--fresh-processes", is_flag=True,
-                        help="Run each repetition in a new process (re-draws memory placement and process "
-                             "state; pyperf's workers).")(func)
-    func = click.option("--repetitions", "-r", type=click.IntRange(1, 1000), default=DEFAULT_REPETITIONS,
-                        show_default=True,
-                        help="Independent repetitions, each with its own warmup; their spread gives the "
-                             "headline (between-run) interval. 1: that interval is unknown.")(func)
+    func = click.option(
+        "--fresh-processes",
+        is_flag=True,
+        help="Run each repetition in a new process (re-draws memory placement and process "
+        "state; pyperf's workers).",
+    )(func)
+    func = click.option(
+        "--repetitions",
+        "-r",
+        type=click.IntRange(1, 1000),
+        default=DEFAULT_REPETITIONS,
+        show_default=True,
+        help="Independent repetitions, each with its own warmup; their spread gives the "
+        "headline (between-run) interval. 1: that interval is unknown.",
+    )(func)
     return func
 
 
 def power_option(func):
-    return click.option("--power/--no-power", default=None,
-                        help="Read energy (NVML, RAPL, IOReport on a Mac) around the timed calls: joules per call, "
-                             "GB/s per watt [default: off; on for the Mac campaign].")(func)
+    return click.option(
+        "--power/--no-power",
+        default=None,
+        help="Read energy (NVML, RAPL, IOReport on a Mac) around the timed calls: joules per call, "
+        "GB/s per watt [default: off; on for the Mac campaign].",
+    )(func)
 
 
-def options_from(runs: int, time_budget: float | None, warmup: int | None, suite: str = "run",
-                 power: bool | None = False, repetitions: int = 1, fresh_processes: bool = False) -> RunOptions:
+def options_from(
+    runs: int,
+    time_budget: float | None,
+    warmup: int | None,
+    suite: str = "run",
+    power: bool | None = False,
+    repetitions: int = 1,
+    fresh_processes: bool = False,
+) -> RunOptions:
     policy = WarmupPolicy(fixed=warmup) if warmup is not None else WarmupPolicy()
     split_runs(runs, repetitions)  # refuse --runs < --repetitions before any work
     if power and fresh_processes:
-        raise UserError("--power with --fresh-processes: the energy counter is read in one process; "
-                        "drop one of them")
-    return RunOptions(runs=runs, time_budget_s=time_budget, warmup=policy, suite=suite, power=bool(power),
-                      repetitions=repetitions, fresh_processes=fresh_processes)
+        raise UserError(
+            "--power with --fresh-processes: the energy counter is read in one process; drop one of them"
+        )
+    return RunOptions(
+        runs=runs,
+        time_budget_s=time_budget,
+        warmup=policy,
+        suite=suite,
+        power=bool(power),
+        repetitions=repetitions,
+        fresh_processes=fresh_processes,
+    )
 
 
 def plan_table(plan: list[PlannedStep], title: str) -> FittingTable:
-    rows = [[step.engine, step.device, step.workload, "on" if step.power else "off", step.energy_source]
-            for step in plan]
-    return FittingTable(["engine", "device", "workload", "power", "energy source"], rows, title,
-                        wrap={"energy source"})
+    rows = [
+        [step.engine, step.device, step.workload, "on" if step.power else "off", step.energy_source]
+        for step in plan
+    ]
+    return FittingTable(
+        ["engine", "device", "workload", "power", "energy source"], rows, title, wrap={"energy source"}
+    )
 
 
 def show_plan(plan: list[PlannedStep], title: str, as_json: bool) -> None:
@@ -101,22 +144,42 @@ def show_plan(plan: list[PlannedStep], title: str, as_json: bool) -> None:
 
 def mitigation_options(func):
     """The idle-state mitigations of a Core ML run; each is recorded in method.mitigations."""
-    func = click.option("--repeat", type=click.IntRange(1, 64), default=1, show_default=True,
-                        help="Core ML: the bundle reads R distinct weight sets per call (longer ANE tasks).")(func)
-    func = click.option("--batch", "deprecated_batch", type=click.IntRange(1, 4096), default=None, hidden=True,
-                        help="Deprecated name of --predicts-per-call.")(func)
-    func = click.option("--predicts-per-call", "predicts", type=click.IntRange(1, 4096), default=1,
-                        show_default=True,
-                        help="Core ML: K predicts per call, each re-reading every weight (longer calls; not "
-                             "a batch: for several tokens per weight read build with --tokens).")(func)
-    func = click.option("--keep-awake", is_flag=True,
-                        help="A separate process keeps one CPU core busy during warmup and timing; its CPU share is "
-                             "recorded.")(func)
+    func = click.option(
+        "--repeat",
+        type=click.IntRange(1, 64),
+        default=1,
+        show_default=True,
+        help="Core ML: the bundle reads R distinct weight sets per call (longer ANE tasks).",
+    )(func)
+    func = click.option(
+        "--batch",
+        "deprecated_batch",
+        type=click.IntRange(1, 4096),
+        default=None,
+        hidden=True,
+        help="Deprecated name of --predicts-per-call.",
+    )(func)
+    func = click.option(
+        "--predicts-per-call",
+        "predicts",
+        type=click.IntRange(1, 4096),
+        default=1,
+        show_default=True,
+        help="Core ML: K predicts per call, each re-reading every weight (longer calls; not "
+        "a batch: for several tokens per weight read build with --tokens).",
+    )(func)
+    func = click.option(
+        "--keep-awake",
+        is_flag=True,
+        help="A separate process keeps one CPU core busy during warmup and timing; its CPU share is "
+        "recorded.",
+    )(func)
     return func
 
 
-def plan_steps(engines: tuple[str, ...], device: str | None, workloads: tuple[str, ...],
-               mitigations: Mitigations) -> Plan:
+def plan_steps(
+    engines: tuple[str, ...], device: str | None, workloads: tuple[str, ...], mitigations: Mitigations
+) -> Plan:
     """The library's plan, and the CLI's part: say which real weights a checkpoint workload measures."""
     plan = plan_run(engines, device, workloads, mitigations)
     announce_workloads(plan.workloads)
@@ -130,24 +193,49 @@ def plan_steps(engines: tuple[str, ...], device: str | None, workloads: tuple[st
 @repetition_options
 @power_option
 @mitigation_options
-@click.option("--dry-run", is_flag=True, help="Print the plan (engine, device, workload, power) and measure nothing.")
-@click.option("--plan-for", type=click.Choice(["mac"]), default=None,
-              help="With --dry-run: the plan `anebench run` with no options follows on that host (mac: the "
-                   "campaign with every engine, power on).")
-def run(engines, device, workloads, out: Path | None, no_save: bool, as_json: bool, runs: int,
-        time_budget: float | None, warmup: int | None, repetitions: int = DEFAULT_REPETITIONS,
-        fresh_processes: bool = False, power: bool | None = None, keep_awake: bool = False,
-        predicts: int = 1, deprecated_batch: int | None = None, repeat: int = 1, dry_run: bool = False,
-        plan_for: str | None = None) -> None:
+@click.option(
+    "--dry-run", is_flag=True, help="Print the plan (engine, device, workload, power) and measure nothing."
+)
+@click.option(
+    "--plan-for",
+    type=click.Choice(["mac"]),
+    default=None,
+    help="With --dry-run: the plan `anebench run` with no options follows on that host (mac: the "
+    "campaign with every engine, power on).",
+)
+def run(
+    engines,
+    device,
+    workloads,
+    out: Path | None,
+    no_save: bool,
+    as_json: bool,
+    runs: int,
+    time_budget: float | None,
+    warmup: int | None,
+    repetitions: int = DEFAULT_REPETITIONS,
+    fresh_processes: bool = False,
+    power: bool | None = None,
+    keep_awake: bool = False,
+    predicts: int = 1,
+    deprecated_batch: int | None = None,
+    repeat: int = 1,
+    dry_run: bool = False,
+    plan_for: str | None = None,
+) -> None:
     """Measure weight-read bandwidth (default: llama_lm_head on the best engine here; on a Mac, the
     published campaign with energy: ANE heads, then the same head on GPU and CPU)."""
     if plan_for is not None:
         if not dry_run:
             raise UserError(f"--plan-for {plan_for}: only with --dry-run (this host cannot measure another)")
         if engines or device or workloads:
-            raise UserError(f"--plan-for {plan_for} shows the campaign of `anebench run` with no options; "
-                            "drop --engine, --device and --workload")
-        show_plan(mac_campaign_plan(power is not False), "anebench run on a Mac (every engine installed)", as_json)
+            raise UserError(
+                f"--plan-for {plan_for} shows the campaign of `anebench run` with no options; "
+                "drop --engine, --device and --workload"
+            )
+        show_plan(
+            mac_campaign_plan(power is not False), "anebench run on a Mac (every engine installed)", as_json
+        )
         return
     if deprecated_batch is not None:
         say("--batch is deprecated: it is --predicts-per-call (K predicts, each re-reading every weight)")
@@ -156,14 +244,16 @@ def run(engines, device, workloads, out: Path | None, no_save: bool, as_json: bo
     plan = plan_steps(engines, device, workloads, mitigations)
     power = plan.campaign if power is None else power  # the Mac campaign reads energy unless --no-power
     if dry_run:
-        planned = describe_plan([(s.engine.name, s.device, s.workload.name) for s in plan.steps], power,
-                                sys.platform)
+        planned = describe_plan(
+            [(s.engine.name, s.device, s.workload.name) for s in plan.steps], power, sys.platform
+        )
         show_plan(planned, "anebench run on this host", as_json)
         return
     check_out_path(out)
     preflight_steps(plan.steps)
-    options = options_from(runs, time_budget, warmup, power=power, repetitions=repetitions,
-                           fresh_processes=fresh_processes)
+    options = options_from(
+        runs, time_budget, warmup, power=power, repetitions=repetitions, fresh_processes=fresh_processes
+    )
     busy = busy_warning(options.host.state(), options.host.info().cores_logical)
     if busy:  # said before measuring, so the user can stop and retry on a quiet machine; only once
         warn(busy)
@@ -178,8 +268,10 @@ def run(engines, device, workloads, out: Path | None, no_save: bool, as_json: bo
     if result.interrupted:
         saved = emit(result.records, "run", out, no_save, as_json)
         where = f"saved to {saved}" if saved else "not saved (--no-save)"
-        say(f"interrupted: the {len(result.records)} finished step(s) of {result.planned} are {where}",
-            quiet_too=True)
+        say(
+            f"interrupted: the {len(result.records)} finished step(s) of {result.planned} are {where}",
+            quiet_too=True,
+        )
         raise SystemExit(130)
     emit(result.records, "run", out, no_save, as_json)
     finish_run(result.records, as_json)  # --store, and the figure beside the published ones
@@ -195,10 +287,23 @@ def engines() -> None:
     for name, factory in ENGINE_FACTORIES.items():
         engine = factory()
         availability = engine.available()
-        rows.append([name, "yes" if availability else "no", engine.version() if availability else "-",
-                     ", ".join(engine.devices()) if availability else "-", availability.reason or "-"])
-    out_console().print(FittingTable(["engine", "available", "version", "devices", "why not"], rows,
-                                     "anebench engines", wrap={"devices", "why not"}))
+        rows.append(
+            [
+                name,
+                "yes" if availability else "no",
+                engine.version() if availability else "-",
+                ", ".join(engine.devices()) if availability else "-",
+                availability.reason or "-",
+            ]
+        )
+    out_console().print(
+        FittingTable(
+            ["engine", "available", "version", "devices", "why not"],
+            rows,
+            "anebench engines",
+            wrap={"devices", "why not"},
+        )
+    )
 
 
 def _known(value: object, unknown: str = "unknown") -> str:
@@ -211,8 +316,11 @@ def _known(value: object, unknown: str = "unknown") -> str:
 
 def blas_line(lib: dict) -> str:
     """'openblas 0.3.27 (SkylakeX kernel, 16 threads, pthreads)' from one threadpoolctl entry."""
-    extras = [f"{lib['kernel']} kernel" if lib.get("kernel") else "",
-              f"{lib['threads']} threads" if lib.get("threads") else "", str(lib.get("threading") or "")]
+    extras = [
+        f"{lib['kernel']} kernel" if lib.get("kernel") else "",
+        f"{lib['threads']} threads" if lib.get("threads") else "",
+        str(lib.get("threading") or ""),
+    ]
     details = ", ".join(e for e in extras if e)
     name = " ".join(str(lib[k]) for k in ("library", "version") if lib.get(k)) or "unknown library"
     return f"{name} ({details})" if details else name
@@ -221,8 +329,9 @@ def blas_line(lib: dict) -> str:
 def host_rows(host: HostInfo) -> list[tuple[str, str]]:
     """The host as (fact, value) lines a reader can take in: units stated, nothing shown as None."""
     os_line = " ".join(p for p in (host.os, host.os_version) if p) + f" ({host.arch})"
-    cores = ", ".join(f"{n} {kind}" for n, kind in ((host.cores_physical, "physical"),
-                                                   (host.cores_logical, "logical")) if n)
+    cores = ", ".join(
+        f"{n} {kind}" for n, kind in ((host.cores_physical, "physical"), (host.cores_logical, "logical")) if n
+    )
     rows = [
         ("OS", os_line),
         ("CPU", _known(host.cpu_model)),
@@ -234,9 +343,14 @@ def host_rows(host: HostInfo) -> list[tuple[str, str]]:
         ("Python", _known(host.python)),
         ("under Rosetta", _known(host.rosetta, "no" if host.os != "macOS" else "unknown")),
     ]
-    rows += [("BLAS" if i == 0 else "", blas_line(lib)) for i, lib in enumerate(host.blas)] or [("BLAS", "none found")]
-    rows += [("power source", _known(host.power_source)), ("low-power mode", _known(host.low_power_mode)),
-             ("host fingerprint", _known(host.fingerprint, "-"))]
+    rows += [("BLAS" if i == 0 else "", blas_line(lib)) for i, lib in enumerate(host.blas)] or [
+        ("BLAS", "none found")
+    ]
+    rows += [
+        ("power source", _known(host.power_source)),
+        ("low-power mode", _known(host.low_power_mode)),
+        ("host fingerprint", _known(host.fingerprint, "-")),
+    ]
     return rows
 
 
@@ -250,12 +364,27 @@ def info(fmt: str | None, as_json: bool) -> None:
         click.echo(host.model_dump_json(indent=1))
         return
     console = out_console()
-    console.print(FittingTable(["fact", "value"], [list(row) for row in host_rows(host)], "this host",
-                               "MB = 1e6 bytes, GB = 1e9 bytes", wrap={"value"}))
-    rows = [[source.name, source.covers, "yes" if source.available else "no", source.reason or "-"]
-            for source in energy_sources()]
-    console.print(FittingTable(["source", "measures", "available", "why not"], rows, "energy sources (--power)",
-                               wrap={"measures", "why not"}))
+    console.print(
+        FittingTable(
+            ["fact", "value"],
+            [list(row) for row in host_rows(host)],
+            "this host",
+            "MB = 1e6 bytes, GB = 1e9 bytes",
+            wrap={"value"},
+        )
+    )
+    rows = [
+        [source.name, source.covers, "yes" if source.available else "no", source.reason or "-"]
+        for source in energy_sources()
+    ]
+    console.print(
+        FittingTable(
+            ["source", "measures", "available", "why not"],
+            rows,
+            "energy sources (--power)",
+            wrap={"measures", "why not"},
+        )
+    )
 
 
 def register(app: click.Group) -> None:

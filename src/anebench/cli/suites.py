@@ -31,29 +31,54 @@ def max_tokens_option(func):
     from ..artifacts.coreml import MAX_TOKENS
     from ..orchestration.suites.tokens import DEFAULT_MAX_TOKENS
 
-    return click.option("--max-tokens", type=click.IntRange(2, MAX_TOKENS), default=DEFAULT_MAX_TOKENS,
-                        show_default=True,
-                        help="Core ML: most tokens per predict (token-batched bundles; fewer when memory is "
-                             "short).")(func)
+    return click.option(
+        "--max-tokens",
+        type=click.IntRange(2, MAX_TOKENS),
+        default=DEFAULT_MAX_TOKENS,
+        show_default=True,
+        help="Core ML: most tokens per predict (token-batched bundles; fewer when memory is short).",
+    )(func)
 
 
 def timing_options(runs: int, budget: float | None, plot: bool = True):
     """--runs/--time-budget/--warmup as in `run`, with defaults that suit the suite; --format; --plot where
     the suite draws one."""
+
     def decorate(func):
-        func = click.option("--warmup", type=WARMUP, default=None,
-                            help="Fixed warmup count (default: warm up until steady, capped).")(func)
-        func = click.option("--time-budget", type=TIME_BUDGET, default=budget,
-                            show_default=True, help="Stop each measurement after this many seconds of calls.")(func)
-        func = click.option("--runs", "-n", type=RUNS, default=runs, show_default=True,
-                            help="Timed calls per measurement.")(func)
-        func = click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
-                            help="table (default), json (the records; tables on stderr), csv or md (the "
-                                 "tables). --json is --format json.")(func)
+        func = click.option(
+            "--warmup",
+            type=WARMUP,
+            default=None,
+            help="Fixed warmup count (default: warm up until steady, capped).",
+        )(func)
+        func = click.option(
+            "--time-budget",
+            type=TIME_BUDGET,
+            default=budget,
+            show_default=True,
+            help="Stop each measurement after this many seconds of calls.",
+        )(func)
+        func = click.option(
+            "--runs", "-n", type=RUNS, default=runs, show_default=True, help="Timed calls per measurement."
+        )(func)
+        func = click.option(
+            "--format",
+            "fmt",
+            type=click.Choice(FORMATS),
+            default=None,
+            help="table (default), json (the records; tables on stderr), csv or md (the "
+            "tables). --json is --format json.",
+        )(func)
         if not plot:
             return func
-        return click.option("--plot", "plot_stem", type=click.Path(dir_okay=False, path_type=Path), default=None,
-                            help="Write the plots to STEM.png and STEM.svg (default: beside the results).")(func)
+        return click.option(
+            "--plot",
+            "plot_stem",
+            type=click.Path(dir_okay=False, path_type=Path),
+            default=None,
+            help="Write the plots to STEM.png and STEM.svg (default: beside the results).",
+        )(func)
+
     return decorate
 
 
@@ -65,18 +90,48 @@ def suite_options(runs, time_budget, warmup, suite, power) -> RunOptions:
 @measuring_options
 @timing_options(runs=50, budget=2.0)
 @power_option
-@click.option("--min-mb", type=MEBIBYTES, default=None,
-              help="Smallest weight size, in MiB (2^20 bytes; tables show MB = 1e6 bytes). Default 1.")
-@click.option("--max-mb", type=MEBIBYTES, default=None,
-              help="Largest weight size, in MiB (2^20 bytes). Default 8x the device's cache, 1024 when unknown.")
+@click.option(
+    "--min-mb",
+    type=MEBIBYTES,
+    default=None,
+    help="Smallest weight size, in MiB (2^20 bytes; tables show MB = 1e6 bytes). Default 1.",
+)
+@click.option(
+    "--max-mb",
+    type=MEBIBYTES,
+    default=None,
+    help="Largest weight size, in MiB (2^20 bytes). Default 8x the device's cache, 1024 when unknown.",
+)
 @click.option("--points", type=click.IntRange(2, 1000), default=None, help="Sizes to measure (default 12).")
-@click.option("--cache-mb", type=MEBIBYTES_OR_ZERO, default=None,
-              help="The device's last-level cache, in MiB (2^20 bytes), for the knee (default: detected; 0: "
-                   "unknown, the knee is found from the data).")
+@click.option(
+    "--cache-mb",
+    type=MEBIBYTES_OR_ZERO,
+    default=None,
+    help="The device's last-level cache, in MiB (2^20 bytes), for the knee (default: detected; 0: "
+    "unknown, the knee is found from the data).",
+)
 @click.option("--quick", is_flag=True, help="7 sizes, 15 runs and 0.5 s each: a first look.")
 @dry_run_option
-def sweep(engines, device, workloads, out, no_save, as_json, fmt, plot_stem, runs, time_budget, warmup, power,
-          min_mb, max_mb, points, cache_mb, quick, dry_run):
+def sweep(
+    engines,
+    device,
+    workloads,
+    out,
+    no_save,
+    as_json,
+    fmt,
+    plot_stem,
+    runs,
+    time_budget,
+    warmup,
+    power,
+    min_mb,
+    max_mb,
+    points,
+    cache_mb,
+    quick,
+    dry_run,
+):
     """Latency and GB/s over weight sizes; fit latency = overhead + bytes / bandwidth past the cache knee.
     Core ML: heads from 4 MiB to the full head (--max-mb), one bundle per size, built or reused."""
     from ..orchestration.suites.coreml_sweep import (
@@ -91,7 +146,8 @@ def sweep(engines, device, workloads, out, no_save, as_json, fmt, plot_stem, run
     bases = resolve_workloads(workloads)
     if quick:
         runs, time_budget, points = min(runs, 15), min(time_budget or 0.5, 0.5), points or 7
-    to_bytes = (lambda mb: int(mb * MiB) if mb else None)
+    def to_bytes(mb: float | None) -> int | None:
+        return int(mb * MiB) if mb else None
     if dry_run:
         engine, device = coreml_only_target(engines, device, "sweep")
         for base in bases:
@@ -101,18 +157,32 @@ def sweep(engines, device, workloads, out, no_save, as_json, fmt, plot_stem, run
     targets = measuring_targets(engines, device, "sweep")
     check_out_path(out)
     options = suite_options(runs, time_budget, warmup, "sweep", power)
-    plans = [(target, base, plan_coreml_sweep(target.engine, target.device, base, to_bytes(min_mb),
-                                              to_bytes(max_mb), points)
-              if target.engine.name == "coreml" else
-              plan_sweep(target.engine, target.device, to_bytes(min_mb), to_bytes(max_mb),
-                         points or 12, -1 if cache_mb is None else to_bytes(cache_mb)))
-             for target in targets for base in bases]
+    plans = [
+        (
+            target,
+            base,
+            plan_coreml_sweep(target.engine, target.device, base, to_bytes(min_mb), to_bytes(max_mb), points)
+            if target.engine.name == "coreml"
+            else plan_sweep(
+                target.engine,
+                target.device,
+                to_bytes(min_mb),
+                to_bytes(max_mb),
+                points or 12,
+                -1 if cache_mb is None else to_bytes(cache_mb),
+            ),
+        )
+        for target in targets
+        for base in bases
+    ]
     for target, base, plan in plans:  # every refusal before anything is measured
         sweep_workloads(target.engine, target.device, base, plan)
     results = []
     with progress() as factory:
         for target, base, plan in plans:
-            results.append((target, base, run_sweep(target.engine, target.device, base, plan, options, factory)))
+            results.append(
+                (target, base, run_sweep(target.engine, target.device, base, plan, options, factory))
+            )
     saved = finish([r for *_, res in results for r in res.records], "sweep", out, no_save, fmt)
     if results:
         say(f"fit gates: {results[0][2].analysis.gates}")
@@ -122,16 +192,23 @@ def sweep(engines, device, workloads, out, no_save, as_json, fmt, plot_stem, run
             say(f"{target.engine.name}:{target.device}: {ORION_CONTEXT}")
         if a is None:
             continue
-        say(f"{target.engine.name}:{target.device}: knee: {a.knee.rule}"
-            + (f"; fit: {a.fit.method}" if a.fit else f"; fit failed: {result.error}"))
+        say(
+            f"{target.engine.name}:{target.device}: knee: {a.knee.rule}"
+            + (f"; fit: {a.fit.method}" if a.fit else f"; fit failed: {result.error}")
+        )
         for note in a.notes:
             say(f"{target.engine.name}:{target.device}: {note}")
         title = f"sweep {target.engine.name}:{target.device} (hidden {base.hidden}, {base.dtype})"
         label = f"{target.engine.name}-{target.device}"  # one plot per engine:device and base workload
         label = label if len(bases) == 1 else f"{i}-{label}"
-        write_plot(stem_for(plot_stem, saved, "sweep", label, len(results) > 1),
-                   plot_sweep, [r.workload.weight_bytes for r in result.records],
-                   [r.latency_s() for r in result.records], a.as_dict() | {"cache_bytes": result.cache_bytes}, title)
+        write_plot(
+            stem_for(plot_stem, saved, "sweep", label, len(results) > 1),
+            plot_sweep,
+            [r.workload.weight_bytes for r in result.records],
+            [r.latency_s() for r in result.records],
+            a.as_dict() | {"cache_bytes": result.cache_bytes},
+            title,
+        )
     failed = [f"{t.engine.name}:{t.device}: {res.error}" for t, _, res in results if res.error]
     if failed:  # the records are saved; the fit could not be made from them
         raise MeasurementError("sweep fit failed: " + "; ".join(failed))
@@ -141,12 +218,32 @@ def sweep(engines, device, workloads, out, no_save, as_json, fmt, plot_stem, run
 @measuring_options
 @timing_options(runs=30, budget=5.0)
 @power_option
-@click.option("--max-batch", type=click.IntRange(2, 1 << 20), default=1024, show_default=True,
-              help="Largest batch; the sweep stops earlier once clearly compute-bound.")
+@click.option(
+    "--max-batch",
+    type=click.IntRange(2, 1 << 20),
+    default=1024,
+    show_default=True,
+    help="Largest batch; the sweep stops earlier once clearly compute-bound.",
+)
 @max_tokens_option
 @dry_run_option
-def roofline(engines, device, workloads, out, no_save, as_json, fmt, plot_stem, runs, time_budget, warmup, power,
-             max_batch, max_tokens, dry_run):
+def roofline(
+    engines,
+    device,
+    workloads,
+    out,
+    no_save,
+    as_json,
+    fmt,
+    plot_stem,
+    runs,
+    time_budget,
+    warmup,
+    power,
+    max_batch,
+    max_tokens,
+    dry_run,
+):
     """Batch sweep of the same weights: the ridge, achieved FLOP/s and bytes/FLOP, as a roofline.
     Core ML: tokens per predict of token-batched bundles (1, 2, 4, ... --max-tokens)."""
     from ..measure.roofline import RIDGE_GATES, RIDGE_RULE
@@ -169,7 +266,9 @@ def roofline(engines, device, workloads, out, no_save, as_json, fmt, plot_stem, 
         for target in targets:
             for base in bases:
                 if target.engine.name == "coreml":
-                    plan = plan_token_roofline(target.engine, target.device, base, max_tokens, runs, time_budget)
+                    plan = plan_token_roofline(
+                        target.engine, target.device, base, max_tokens, runs, time_budget
+                    )
                     result = run_token_roofline(target.engine, target.device, plan, options, factory)
                 else:
                     result = run_roofline(target.engine, target.device, base, max_batch, options, factory)
@@ -178,39 +277,81 @@ def roofline(engines, device, workloads, out, no_save, as_json, fmt, plot_stem, 
     say(f"rule: {RIDGE_RULE}; {RIDGE_GATES}")
     for i, (target, base, result) in enumerate(results):
         a = result.analysis
-        note = alignment_note([(p.batch, p.latency_s) for p in a.points]) if target.engine.name == "coreml" else None
+        note = (
+            alignment_note([(p.batch, p.latency_s) for p in a.points])
+            if target.engine.name == "coreml"
+            else None
+        )
         if note:
             say(f"{target.engine.name}:{target.device} {base.name}: {note}")
-        model = (f"; the baseline meets the compute slope at batch {a.model_ridge_batch:.1f}"
-                 if a.model_ridge_batch else "")
+        model = (
+            f"; the baseline meets the compute slope at batch {a.model_ridge_batch:.1f}"
+            if a.model_ridge_batch
+            else ""
+        )
         ridge = f"ridge at batch {a.ridge_batch}" if a.ridge_batch else f"ridge failed: {a.ridge_error}"
-        say(f"{target.engine.name}:{target.device} {base.name}: {ridge}"
+        say(
+            f"{target.engine.name}:{target.device} {base.name}: {ridge}"
             f"{model}; peak {a.peak_flop_per_s / 1e12:.4g} TFLOP/s; batch-1 {a.memory_gbps:.3g} GB/s"
-            + ("" if a.compute_bound else "; not clearly compute-bound: raise --max-batch"))
+            + ("" if a.compute_bound else "; not clearly compute-bound: raise --max-batch")
+        )
         title = f"roofline {target.engine.name}:{target.device} {base.name}"
-        write_plot(stem_for(plot_stem, saved, "roofline", f"{i}-{target.engine.name}-{target.device}",
-                            len(results) > 1), plot_roofline, a.as_dict(), title)
+        write_plot(
+            stem_for(
+                plot_stem, saved, "roofline", f"{i}-{target.engine.name}-{target.device}", len(results) > 1
+            ),
+            plot_roofline,
+            a.as_dict(),
+            title,
+        )
 
 
 @click.command()
 @measuring_options
 @timing_options(runs=1000, budget=2.0, plot=False)
 @power_option
-@click.option("--sweep", "sweep_file", type=click.Path(dir_okay=False, exists=True, path_type=Path),
-              default=None, help="Show the fitted overhead of this saved sweep.")
-@click.option("--db", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Results store to take the newest sweep of the same engine and device on this host from "
-                   "(default: the default store, where one exists).")
-@click.option("--no-sweep", is_flag=True, help="Do not look for a sweep or run a small one: no overhead column.")
-def latency(engines, device, workloads, out, no_save, as_json, fmt, runs, time_budget, warmup, power,
-            sweep_file, db, no_sweep):
+@click.option(
+    "--sweep",
+    "sweep_file",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="Show the fitted overhead of this saved sweep.",
+)
+@click.option(
+    "--db",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Results store to take the newest sweep of the same engine and device on this host from "
+    "(default: the default store, where one exists).",
+)
+@click.option(
+    "--no-sweep", is_flag=True, help="Do not look for a sweep or run a small one: no overhead column."
+)
+def latency(
+    engines,
+    device,
+    workloads,
+    out,
+    no_save,
+    as_json,
+    fmt,
+    runs,
+    time_budget,
+    warmup,
+    power,
+    sweep_file,
+    db,
+    no_sweep,
+):
     """Dispatch cost: the smallest workload the engine accepts, median and p95, beside a sweep's fitted
     overhead (from --sweep, else the results store, else a small sweep of a few seconds, said so)."""
     from ..orchestration.suites.latency import LatencyTarget, run_latency_suite
 
     fmt = output_format(as_json, fmt, out, no_save)
     if sum(bool(x) for x in (sweep_file, db, no_sweep)) > 1:
-        raise UserError("--sweep, --db and --no-sweep: give at most one (each says where the overhead comes from)")
+        raise UserError(
+            "--sweep, --db and --no-sweep: give at most one (each says where the overhead comes from)"
+        )
     targets = [LatencyTarget(t.engine, t.device) for t in resolve_targets(engines, device)]
     specs = resolve_workloads(workloads) if workloads else [None]  # None: the smallest the engine accepts
     options = suite_options(runs, time_budget, warmup, "latency", power)
@@ -224,8 +365,16 @@ def latency(engines, device, workloads, out, no_save, as_json, fmt, runs, time_b
         saved, saved_from = stored_sweeps(db)
         host_fingerprint = options.host.info().fingerprint
     with progress() as factory:
-        suite = run_latency_suite(targets, specs, options, saved, saved_from, host_fingerprint,
-                                  sweep_if_missing=not (no_sweep or sweep_file), progress=factory)
+        suite = run_latency_suite(
+            targets,
+            specs,
+            options,
+            saved,
+            saved_from,
+            host_fingerprint,
+            sweep_if_missing=not (no_sweep or sweep_file),
+            progress=factory,
+        )
     for note in suite.notes:  # after the progress bars: none of them is left on screen
         say(note)
     finish(suite.records, "latency", out, no_save, fmt)
@@ -249,14 +398,40 @@ def stored_sweeps(db: Path | None) -> tuple[list[ResultRecord], str | None]:
 @measuring_options
 @timing_options(runs=20, budget=3.0, plot=False)
 @power_option
-@click.option("--batch", "-b", type=click.IntRange(2, 1 << 20), default=512, show_default=True,
-              help="Input vectors per call (a matmul batch): large enough to be compute-bound.")
-@click.option("--dtype", "dtypes", multiple=True, type=click.Choice(["fp32", "fp16", "bf16"]),
-              help="Weight dtype (repeatable; default: the workload's).")
+@click.option(
+    "--batch",
+    "-b",
+    type=click.IntRange(2, 1 << 20),
+    default=512,
+    show_default=True,
+    help="Input vectors per call (a matmul batch): large enough to be compute-bound.",
+)
+@click.option(
+    "--dtype",
+    "dtypes",
+    multiple=True,
+    type=click.Choice(["fp32", "fp16", "bf16"]),
+    help="Weight dtype (repeatable; default: the workload's).",
+)
 @max_tokens_option
 @dry_run_option
-def compute(engines, device, workloads, out, no_save, as_json, fmt, runs, time_budget, warmup, power,
-            batch, dtypes, max_tokens, dry_run):
+def compute(
+    engines,
+    device,
+    workloads,
+    out,
+    no_save,
+    as_json,
+    fmt,
+    runs,
+    time_budget,
+    warmup,
+    power,
+    batch,
+    dtypes,
+    max_tokens,
+    dry_run,
+):
     """Peak matrix throughput (TFLOP/s) per engine, device and dtype (default workload lm_head:4096x4096).
     Core ML: at the largest tokens per predict that fits (up to --max-tokens), against half of it."""
     from ..orchestration.suites.roofline import run_compute
@@ -277,7 +452,9 @@ def compute(engines, device, workloads, out, no_save, as_json, fmt, runs, time_b
         for target in targets:
             for base in bases:
                 if target.engine.name == "coreml":
-                    plan = plan_token_compute(target.engine, target.device, base, max_tokens, runs, time_budget)
+                    plan = plan_token_compute(
+                        target.engine, target.device, base, max_tokens, runs, time_budget
+                    )
                     records.append(run_token_compute(target.engine, target.device, plan, options, factory))
                     continue
                 for dtype in dtypes or (base.dtype,):
@@ -290,19 +467,56 @@ def compute(engines, device, workloads, out, no_save, as_json, fmt, runs, time_b
 @measuring_options
 @timing_options(runs=50, budget=10.0)
 @power_option
-@click.option("--copies", type=click.IntRange(2, 256), default=None,
-              help="Copies to run at once (default 2, or one per device with --devices).")
-@click.option("--processes", "mode", flag_value="processes", default=None,
-              help="Run the copies as spawned processes (the default where threads cannot overlap).")
-@click.option("--threads", "mode", flag_value="threads",
-              help="Run the copies as threads of one process (only for engines whose call releases the GIL).")
-@click.option("--threads-per-copy", type=click.IntRange(min=1), default=None,
-              help="CPU threads each copy's calls use (default for CPU copies: cores / copies, at least 1).")
-@click.option("--devices", default=None,
-              help="Place copy i on device i, each in its own process: cuda:0,cuda:1,... or all.")
+@click.option(
+    "--copies",
+    type=click.IntRange(2, 256),
+    default=None,
+    help="Copies to run at once (default 2, or one per device with --devices).",
+)
+@click.option(
+    "--processes",
+    "mode",
+    flag_value="processes",
+    default=None,
+    help="Run the copies as spawned processes (the default where threads cannot overlap).",
+)
+@click.option(
+    "--threads",
+    "mode",
+    flag_value="threads",
+    help="Run the copies as threads of one process (only for engines whose call releases the GIL).",
+)
+@click.option(
+    "--threads-per-copy",
+    type=click.IntRange(min=1),
+    default=None,
+    help="CPU threads each copy's calls use (default for CPU copies: cores / copies, at least 1).",
+)
+@click.option(
+    "--devices",
+    default=None,
+    help="Place copy i on device i, each in its own process: cuda:0,cuda:1,... or all.",
+)
 @click.option("--dry-run", is_flag=True, help="Show the plan (placement, mode, threads, memory) and stop.")
-def concurrent(engines, device, workloads, out, no_save, as_json, fmt, plot_stem, runs, time_budget, warmup, power,
-               copies, mode, threads_per_copy, devices, dry_run):
+def concurrent(
+    engines,
+    device,
+    workloads,
+    out,
+    no_save,
+    as_json,
+    fmt,
+    plot_stem,
+    runs,
+    time_budget,
+    warmup,
+    power,
+    copies,
+    mode,
+    threads_per_copy,
+    devices,
+    dry_run,
+):
     """N copies solo, then together from a common start: combined GB/s, scaling and the verdict."""
     from ..measure.concurrency import COMBINED_DEFINITION, TOGETHER_DEFINITION
     from ..orchestration.concurrency_plan import describe_plan, plan_concurrent
@@ -315,9 +529,15 @@ def concurrent(engines, device, workloads, out, no_save, as_json, fmt, plot_stem
     targets, bases = resolve_targets(engines, device), resolve_workloads(workloads)
     check_out_path(out)
     options = suite_options(runs, time_budget, warmup, "concurrency", power)
-    plans = [(target, base, plan_concurrent(target.engine, target.device, base, copies, mode, devices,
-                                            threads_per_copy))
-             for target in targets for base in bases]  # every refusal before anything is loaded
+    plans = [
+        (
+            target,
+            base,
+            plan_concurrent(target.engine, target.device, base, copies, mode, devices, threads_per_copy),
+        )
+        for target in targets
+        for base in bases
+    ]  # every refusal before anything is loaded
     if dry_run:
         out_console = console()
         for _, _, plan in plans:
@@ -326,12 +546,20 @@ def concurrent(engines, device, workloads, out, no_save, as_json, fmt, plot_stem
         return
     results = []
     for target, base, plan in plans:
-        say(f"concurrent {target.engine.name} {base.name}: {plan.copies} copies on {', '.join(plan.devices)} "
-            f"({plan.mode}: {plan.why}), each solo then together")
+        say(
+            f"concurrent {target.engine.name} {base.name}: {plan.copies} copies on {', '.join(plan.devices)} "
+            f"({plan.mode}: {plan.why}), each solo then together"
+        )
         with progress() as factory:
             results.append((target, base, run_plan(plan, options, factory)))
-    saved = finish([r for *_, res in results for r in res.records], "concurrency", out, no_save, fmt,
-                   file_label="concurrent")
+    saved = finish(
+        [r for *_, res in results for r in res.records],
+        "concurrency",
+        out,
+        no_save,
+        fmt,
+        file_label="concurrent",
+    )
     if results:
         say(f"verdict rule: {results[0][2].analysis.verdict.rule}")
         say(COMBINED_DEFINITION)
@@ -339,8 +567,14 @@ def concurrent(engines, device, workloads, out, no_save, as_json, fmt, plot_stem
         say(f"copies: {SEED_NOTE}")
     for i, (target, base, result) in enumerate(results):
         title = f"concurrent {target.engine.name} {base.name} x{result.plan.copies} ({result.plan.mode})"
-        write_plot(stem_for(plot_stem, saved, "concurrent", f"{i}-{target.engine.name}-{target.device}",
-                            len(results) > 1), plot_concurrency, result.analysis.as_dict(), title)
+        write_plot(
+            stem_for(
+                plot_stem, saved, "concurrent", f"{i}-{target.engine.name}-{target.device}", len(results) > 1
+            ),
+            plot_concurrency,
+            result.analysis.as_dict(),
+            title,
+        )
 
 
 def load_saved_sweep(path: Path) -> list[ResultRecord]:
@@ -348,7 +582,9 @@ def load_saved_sweep(path: Path) -> list[ResultRecord]:
     try:
         return load_records(path)
     except UserError as exc:
-        raise UserError(f"--sweep {path}: malformed sweep file; give one saved by `anebench sweep` ({exc})") from None
+        raise UserError(
+            f"--sweep {path}: malformed sweep file; give one saved by `anebench sweep` ({exc})"
+        ) from None
 
 
 def register(app: click.Group) -> None:

@@ -25,10 +25,14 @@ from ..report.tables import fmt_halfwidth
 TIME_UNITS = (("s", 1.0), ("ms", 1e3), ("µs", 1e6), ("ns", 1e9))
 WORKLOAD_WIDTH = 24  # longer workload names are abbreviated by ABBREVIATION_RULE
 HEAD, TAIL = 9, WORKLOAD_WIDTH - 10
-ABBREVIATION_RULE = (f"a workload name over {WORKLOAD_WIDTH} characters shows its first {HEAD} and last "
-                     f"{TAIL} (full names in the saved file and with -v)")
-HEADLINE_CAPTION = ("median: of all timed calls; ±95%: the between-run interval (the headline); "
-                    "within-run CI, device time and warnings below")
+ABBREVIATION_RULE = (
+    f"a workload name over {WORKLOAD_WIDTH} characters shows its first {HEAD} and last "
+    f"{TAIL} (full names in the saved file and with -v)"
+)
+HEADLINE_CAPTION = (
+    "median: of all timed calls; ±95%: the between-run interval (the headline); "
+    "within-run CI, device time and warnings below"
+)
 UNITS_NOTE = "MB = 1e6 bytes, GB = 1e9 bytes"
 
 
@@ -92,15 +96,17 @@ def result_rows(records: list[ResultRecord], full_names: bool = False) -> tuple[
     for record in records:
         latency = record.latency_s()
         name = clean_text(record.workload.name)
-        rows.append([
-            clean_text(f"{record.engine.name}:{record.engine.device}"),
-            name if full_names else abbreviate(name),
-            clean_text(record.engine.run_dtype),
-            fmt_mb(record.workload.weight_bytes),
-            "-" if latency is None else fmt_sig(latency * scale),
-            between_run_cell(record),
-            f"{record.gbps:.2f}" if record.gbps else "-",
-        ])
+        rows.append(
+            [
+                clean_text(f"{record.engine.name}:{record.engine.device}"),
+                name if full_names else abbreviate(name),
+                clean_text(record.engine.run_dtype),
+                fmt_mb(record.workload.weight_bytes),
+                "-" if latency is None else fmt_sig(latency * scale),
+                between_run_cell(record),
+                f"{record.gbps:.2f}" if record.gbps else "-",
+            ]
+        )
     return header, rows
 
 
@@ -116,23 +122,36 @@ class FittingTable:
     """A table that keeps every cell on one line: as columns where they fit the width it is given,
     else one block per row ("stacked"), so a narrow terminal never wraps a number."""
 
-    def __init__(self, header: list[str], rows: list[list[str]], title: str = "", caption: str = "",
-                 wrap: Iterable[str] = ()):
+    def __init__(
+        self,
+        header: list[str],
+        rows: list[list[str]],
+        title: str = "",
+        caption: str = "",
+        wrap: Iterable[str] = (),
+    ):
         self.header, self.rows, self.title, self.caption = header, rows, title, caption
         self.wrap = frozenset(wrap)  # prose columns that may wrap between words (never a number)
 
     def table(self, rows: list[list[str]] | None = None) -> Table:
-        table = Table(title=self.title or None, box=box.SIMPLE_HEAD,
-                      show_edge=False, pad_edge=False, padding=(0, 1, 0, 0))
+        table = Table(
+            title=self.title or None,
+            box=box.SIMPLE_HEAD,
+            show_edge=False,
+            pad_edge=False,
+            padding=(0, 1, 0, 0),
+        )
         for column in self.header:
-            table.add_column(column, justify="right" if is_numeric(column) else "left",
-                             no_wrap=column not in self.wrap)
+            table.add_column(
+                column, justify="right" if is_numeric(column) else "left", no_wrap=column not in self.wrap
+            )
         for row in self.rows if rows is None else rows:
             table.add_row(*row)
         return table
 
     def needed_width(self, console: Console, options: ConsoleOptions) -> int:
         """The narrowest this table can be with every kept cell whole: prose cells at their longest word."""
+
         def narrowest(column: str, cell: str) -> str:
             return max(cell.split() or [""], key=cell_len) if column in self.wrap else cell
 
@@ -159,8 +178,9 @@ class FittingTable:
             yield from self.stacked()
 
 
-def results_table(records: list[ResultRecord], title: str = "anebench results",
-                  full_names: bool = False) -> FittingTable:
+def results_table(
+    records: list[ResultRecord], title: str = "anebench results", full_names: bool = False
+) -> FittingTable:
     """One row per record; the full warnings, the within-run CI and device time follow the table."""
     header, rows = result_rows(records, full_names)
     caption = HEADLINE_CAPTION + f"; {UNITS_NOTE}"
@@ -173,14 +193,27 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
     def cell(text: str) -> str:
         return " ".join(clean_text(text).split()).replace("|", "\\|")
 
-    lines = ["| " + " | ".join(map(cell, header)) + " |",
-             "|" + "|".join("---:" if is_numeric(c) else "---" for c in header) + "|"]
+    lines = [
+        "| " + " | ".join(map(cell, header)) + " |",
+        "|" + "|".join("---:" if is_numeric(c) else "---" for c in header) + "|",
+    ]
     lines += ["| " + " | ".join(map(cell, row)) + " |" for row in rows]
     return "\n".join(lines) + "\n"
 
 
-CSV_COLUMNS = ("engine", "device", "workload", "run_dtype", "weight_bytes", "median_s", "between_run_low_s",
-               "between_run_high_s", "gbps", "fingerprint", "id")
+CSV_COLUMNS = (
+    "engine",
+    "device",
+    "workload",
+    "run_dtype",
+    "weight_bytes",
+    "median_s",
+    "between_run_low_s",
+    "between_run_high_s",
+    "gbps",
+    "fingerprint",
+    "id",
+)
 
 
 def records_csv(records: list[ResultRecord]) -> str:
@@ -190,10 +223,21 @@ def records_csv(records: list[ResultRecord]) -> str:
     writer.writerow(CSV_COLUMNS)
     for r in records:
         interval = r.between_run()
-        writer.writerow([*(csv_cell(clean_text(text)) for text in (r.engine.name, r.engine.device, r.workload.name,
-                                                                    r.engine.run_dtype)),
-                         r.workload.weight_bytes, _num(r.latency_s()), _num(interval[0] if interval else None),
-                         _num(interval[1] if interval else None), _num(r.gbps), r.workload.fingerprint, r.id])
+        writer.writerow(
+            [
+                *(
+                    csv_cell(clean_text(text))
+                    for text in (r.engine.name, r.engine.device, r.workload.name, r.engine.run_dtype)
+                ),
+                r.workload.weight_bytes,
+                _num(r.latency_s()),
+                _num(interval[0] if interval else None),
+                _num(interval[1] if interval else None),
+                _num(r.gbps),
+                r.workload.fingerprint,
+                r.id,
+            ]
+        )
     return buffer.getvalue()
 
 
@@ -206,5 +250,17 @@ def records_markdown(records: list[ResultRecord]) -> str:
     return markdown_table(header, rows) + f"\n{HEADLINE_CAPTION}; {UNITS_NOTE}\n"
 
 
-__all__ = ["FittingTable", "abbreviate", "between_run_cell", "fmt_mb", "fmt_sig", "fmt_time", "markdown_table",
-           "records_csv", "records_markdown", "result_rows", "results_table", "time_unit"]
+__all__ = [
+    "FittingTable",
+    "abbreviate",
+    "between_run_cell",
+    "fmt_mb",
+    "fmt_sig",
+    "fmt_time",
+    "markdown_table",
+    "records_csv",
+    "records_markdown",
+    "result_rows",
+    "results_table",
+    "time_unit",
+]

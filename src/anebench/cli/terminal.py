@@ -46,11 +46,13 @@ def console(stderr: bool = False) -> Console:
 def rich_table(table: TermTable) -> Table:
     """One space between columns and no outer border, so that a table of 8-9 columns fits 80; numeric
     columns never wrap (text columns fold where they must)."""
-    rendered = Table(title=escape(table.title), box=box.SIMPLE_HEAD, show_edge=False, padding=0,
-                     title_justify="left")
+    rendered = Table(
+        title=escape(table.title), box=box.SIMPLE_HEAD, show_edge=False, padding=0, title_justify="left"
+    )
     for name, numeric in zip(table.columns, table.numeric):
-        rendered.add_column(escape(name), justify="right" if numeric else "left", no_wrap=numeric,
-                            overflow="fold")
+        rendered.add_column(
+            escape(name), justify="right" if numeric else "left", no_wrap=numeric, overflow="fold"
+        )
     for row in table.rows:
         rendered.add_row(*(escape(clean_text(cell)) for cell in row))
     return rendered
@@ -74,10 +76,16 @@ def progress() -> Iterator[ProgressFactory]:
     when the next starts (a refused measurement leaves no stale 0/N bar), and nothing left at the end."""
     err = console(stderr=True)
     if not err.is_terminal:  # piped: no bars (a log gets the results, not redraws)
-        yield lambda _label, _total: (lambda _done, _total_: None)
+        yield lambda _label, _total: lambda _done, _total_: None
         return
-    bar = Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
-                   TimeElapsedColumn(), console=err, transient=True)
+    bar = Progress(
+        TextColumn("{task.description}", markup=False),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    )
     tasks: list[TaskID] = []
 
     def factory(label: str, total: int) -> ProgressCallback:
@@ -124,7 +132,11 @@ class Warnings:
                 head, rest = "", text
             targets = ", ".join(dict.fromkeys(f"{r.engine.name}:{r.engine.device}" for r, _ in items))
             sizes = sorted({r.workload.weight_bytes for r, _ in items})
-            span = f"{sizes[0] / 1e6:.3g} MB" if len(sizes) == 1 else f"{sizes[0] / 1e6:.3g}-{sizes[-1] / 1e6:.3g} MB"
+            span = (
+                f"{sizes[0] / 1e6:.3g} MB"
+                if len(sizes) == 1
+                else f"{sizes[0] / 1e6:.3g}-{sizes[-1] / 1e6:.3g} MB"
+            )
             who = f"{len(items)} of {self.total} records, {targets}, {span}"
             found.append(f"{head} ({who}): {rest}" if head else f"{who}: {rest}")
         return found

@@ -62,8 +62,12 @@ def resolve_workloads(specs: tuple[str, ...], default: str = DEFAULT_WORKLOAD) -
     return [resolve_workload(s) for s in (specs or (default,))]
 
 
-def plan_run(engine_names: tuple[str, ...], device: str | None, workload_specs: tuple[str, ...],
-             mitigations: Mitigations) -> Plan:
+def plan_run(
+    engine_names: tuple[str, ...],
+    device: str | None,
+    workload_specs: tuple[str, ...],
+    mitigations: Mitigations,
+) -> Plan:
     """The published campaign on a Mac with no engine, device or workload; else engines x workloads.
     Everything that can be refused is refused here, before any work."""
     check_native_host()  # Rosetta: stop before any work, whatever the engine
@@ -89,8 +93,9 @@ def step_label(step: Step) -> str:
     return f"{step.engine.name}:{step.device} {step.workload.name}"
 
 
-def run_campaign(steps: list[Step], options: RunOptions, mitigations: Mitigations,
-                 started: StepStarted | None = None) -> CampaignResult:
+def run_campaign(
+    steps: list[Step], options: RunOptions, mitigations: Mitigations, started: StepStarted | None = None
+) -> CampaignResult:
     """Measure each step in turn (keep-awake around each); an interrupt after a finished step returns
     what finished with ``interrupted`` set, and one before any step finished propagates."""
     records: list[ResultRecord] = []
@@ -98,9 +103,15 @@ def run_campaign(steps: list[Step], options: RunOptions, mitigations: Mitigation
         for step in steps:
             advance = started(step_label(step), options.runs) if started is not None else None
             with mitigations.awake() as awake:
-                record = measure_workload(step.engine, step.device, step.workload,
-                                          mitigations.options(options, step), advance,
-                                          on_prepared=awake.on_prepared, phase=awake.phase)
+                record = measure_workload(
+                    step.engine,
+                    step.device,
+                    step.workload,
+                    mitigations.options(options, step),
+                    advance,
+                    on_prepared=awake.on_prepared,
+                    phase=awake.phase,
+                )
                 records.append(awake.annotate(record))
     except KeyboardInterrupt:  # Ctrl-C, or SIGTERM turned into it by the caller
         if not records:
@@ -109,5 +120,15 @@ def run_campaign(steps: list[Step], options: RunOptions, mitigations: Mitigation
     return CampaignResult(records, len(steps), False)
 
 
-__all__ = ["CampaignResult", "Plan", "StepStarted", "Target", "plan_run", "preflight_steps", "resolve_targets",
-           "resolve_workloads", "run_campaign", "step_label"]
+__all__ = [
+    "CampaignResult",
+    "Plan",
+    "StepStarted",
+    "Target",
+    "plan_run",
+    "preflight_steps",
+    "resolve_targets",
+    "resolve_workloads",
+    "run_campaign",
+    "step_label",
+]

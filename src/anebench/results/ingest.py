@@ -30,11 +30,15 @@ class IngestOutcome:
 
 def loader_for(source_format: str) -> Loader:
     if source_format not in LOADERS:
-        raise SettingError("format", f"{source_format!r} is not a known format; valid: {', '.join(sorted(LOADERS))}")
+        raise SettingError(
+            "format", f"{source_format!r} is not a known format; valid: {', '.join(sorted(LOADERS))}"
+        )
     return LOADERS[source_format]
 
 
-def ingest_files(store: Store, paths: list[Path], loader: Loader) -> tuple[list[IngestReport], list[UserError]]:
+def ingest_files(
+    store: Store, paths: list[Path], loader: Loader
+) -> tuple[list[IngestReport], list[UserError]]:
     """Each file in its own transaction: a bad file stores nothing and does not stop the others."""
     reports, failures = [], []
     for path in paths:
@@ -45,8 +49,9 @@ def ingest_files(store: Store, paths: list[Path], loader: Loader) -> tuple[list[
     return reports, failures
 
 
-def ingest(paths: list[Path], published: bool = False, source_format: str = DEFAULT_FORMAT,
-           db: Path | None = None) -> IngestOutcome:
+def ingest(
+    paths: list[Path], published: bool = False, source_format: str = DEFAULT_FORMAT, db: Path | None = None
+) -> IngestOutcome:
     """Store the files' records (and anemll-bench's published figures when ``published``)."""
     if not paths and not published:
         raise UserError("ingest: give result files and/or the published figures")

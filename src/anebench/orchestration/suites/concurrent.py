@@ -34,9 +34,17 @@ class ConcurrentResult:
     plan: ConcurrencyPlan
 
 
-def run_concurrent(engine: Engine, device: str, workload: Workload, copies: int | None, options: RunOptions,
-                   mode: str | None = None, devices: str | None = None, threads_per_copy: int | None = None,
-                   progress: ProgressFactory = no_progress) -> ConcurrentResult:
+def run_concurrent(
+    engine: Engine,
+    device: str,
+    workload: Workload,
+    copies: int | None,
+    options: RunOptions,
+    mode: str | None = None,
+    devices: str | None = None,
+    threads_per_copy: int | None = None,
+    progress: ProgressFactory = no_progress,
+) -> ConcurrentResult:
     plan = plan_concurrent(engine, device, workload, copies, mode, devices, threads_per_copy, options.host)
     return run_plan(plan, options, progress)
 
@@ -62,9 +70,18 @@ class PhaseProgress:
             self.current = lambda _done, _total: None
 
 
-def run_plan(plan: ConcurrencyPlan, options: RunOptions, progress: ProgressFactory = no_progress) -> ConcurrentResult:
-    run = run_copies(plan.engine, plan.devices, plan.workload, options, plan.mode == "processes",
-                     plan.threads_per_copy, PhaseProgress(plan, progress))
+def run_plan(
+    plan: ConcurrencyPlan, options: RunOptions, progress: ProgressFactory = no_progress
+) -> ConcurrentResult:
+    run = run_copies(
+        plan.engine,
+        plan.devices,
+        plan.workload,
+        options,
+        plan.mode == "processes",
+        plan.threads_per_copy,
+        PhaseProgress(plan, progress),
+    )
     analysis = analyse_concurrency(run.solo, run.together, run.window_s, run.calls_in_window)
     a = analysis.as_dict()
     shared = {
@@ -90,13 +107,17 @@ def run_plan(plan: ConcurrencyPlan, options: RunOptions, progress: ProgressFacto
                 update["energy"] = energy.get((phase, copy), Energy(available=False, reason="not measured"))
             warnings = list(record.warnings)
             if phase == "together" and sum(analysis.together_gbps) > IDLE_GAP * analysis.combined_gbps:
-                warnings.append(f"the copies' own GB/s sum to {sum(analysis.together_gbps):.1f} but together they "
-                                f"moved {analysis.combined_gbps:.1f} GB/s: they spent most of the window between "
-                                "calls (more threads than cores? give each copy fewer threads)")
+                warnings.append(
+                    f"the copies' own GB/s sum to {sum(analysis.together_gbps):.1f} but together they "
+                    f"moved {analysis.combined_gbps:.1f} GB/s: they spent most of the window between "
+                    "calls (more threads than cores? give each copy fewer threads)"
+                )
             whole = section.whole_calls_in_window
             if phase == "together" and whole is not None and whole < MIN_CALLS_IN_WINDOW:
-                warnings.append(f"only {whole} whole call(s) inside the common window: the copies barely "
-                                "overlapped (time more calls per copy)")
+                warnings.append(
+                    f"only {whole} whole call(s) inside the common window: the copies barely "
+                    "overlapped (time more calls per copy)"
+                )
             if update.get("energy") is not None:
                 warnings += energy_warnings(update["energy"])
             update["warnings"] = warnings
@@ -125,14 +146,21 @@ def energy_by_record(run, analysis: ConcurrencyAnalysis) -> dict[tuple[str, int]
     together = run.energy.get("together")
     if together is not None:
         # Every call from the common start to the last copy's end, not only those kept inside the window.
-        calls = sum((r.concurrency.calls if r.concurrency and r.concurrency.calls is not None
-                     else len(r.samples_s)) for r in run.together)
+        calls = sum(
+            (r.concurrency.calls if r.concurrency and r.concurrency.calls is not None else len(r.samples_s))
+            for r in run.together
+        )
         weight_bytes = run.together[0].workload.weight_bytes
         # GB/s per watt of the whole machine: combined GB/s over the window's power.
         median_s = weight_bytes / (analysis.combined_gbps * 1e9)
-        shared = phase_energy(together, calls, weight_bytes, median_s,
-                               "every copy's calls together; GB/s per watt uses combined GB/s",
-                               run.together[0].engine.device)
+        shared = phase_energy(
+            together,
+            calls,
+            weight_bytes,
+            median_s,
+            "every copy's calls together; GB/s per watt uses combined GB/s",
+            run.together[0].engine.device,
+        )
         for i in range(len(run.together)):
             found[("together", i)] = shared
     return found

@@ -44,56 +44,94 @@ class LatencySuite:
     swept_bytes: dict[str, list[int]] = field(default_factory=dict)  # engine:device -> sizes swept here
 
 
-def newest_sweep_fit(records: Sequence[ResultRecord], engine: str, device: str,
-                     host_fingerprint: str | None = None) -> ResultRecord | None:
+def newest_sweep_fit(
+    records: Sequence[ResultRecord], engine: str, device: str, host_fingerprint: str | None = None
+) -> ResultRecord | None:
     """The newest sweep record of ``engine:device`` with a fit (on ``host_fingerprint`` where given)."""
-    found = [r for r in records
-             if r.suite == "sweep" and r.sweep is not None and r.sweep.fit is not None
-             and r.engine.name == engine and r.engine.device == device
-             and (host_fingerprint is None or r.host.fingerprint == host_fingerprint)]
+    found = [
+        r
+        for r in records
+        if r.suite == "sweep"
+        and r.sweep is not None
+        and r.sweep.fit is not None
+        and r.engine.name == engine
+        and r.engine.device == device
+        and (host_fingerprint is None or r.host.fingerprint == host_fingerprint)
+    ]
     return max(found, key=lambda r: r.created) if found else None
 
 
 def with_overhead(record: ResultRecord, fit: LineFitInfo) -> ResultRecord:
     assert record.latency is not None  # run_latency always fills it
-    latency = record.latency.model_copy(update={
-        "sweep_overhead_us": fit.overhead_s * 1e6,
-        "sweep_overhead_se_us": fit.overhead_se_s * 1e6 if fit.overhead_se_s is not None else None,
-        "sweep_overhead_resolved": fit.overhead_resolved,
-        "sweep_bandwidth_gbps": fit.bandwidth_gbps})
+    latency = record.latency.model_copy(
+        update={
+            "sweep_overhead_us": fit.overhead_s * 1e6,
+            "sweep_overhead_se_us": fit.overhead_se_s * 1e6 if fit.overhead_se_s is not None else None,
+            "sweep_overhead_resolved": fit.overhead_resolved,
+            "sweep_bandwidth_gbps": fit.bandwidth_gbps,
+        }
+    )
     return record.model_copy(update={"latency": latency}).with_id()
 
 
-def small_sweep(engine: Engine, device: str, options: RunOptions, progress: ProgressFactory,
-                base: Workload | None = None) -> tuple[LineFitInfo | None, str, list[int]]:
+def small_sweep(
+    engine: Engine, device: str, options: RunOptions, progress: ProgressFactory, base: Workload | None = None
+) -> tuple[LineFitInfo | None, str, list[int]]:
     """(fit or None, what to say, the sizes measured) of a sweep that costs seconds: up to 8x the device's
     cache where that is at most SMALL_SWEEP_CAP_BYTES (the fit past 4x the cache, STREAM's rule), else
     1-32 MiB with the knee found from the data."""
     cache = engine.cache_bytes(device)
     if cache and DEFAULT_MAX_CACHE_FACTOR * cache <= SMALL_SWEEP_CAP_BYTES:
-        plan = sweep_suite.plan_sweep(engine, device, SMALL_SWEEP_MIN_BYTES, DEFAULT_MAX_CACHE_FACTOR * cache,
-                                      SMALL_SWEEP_POINTS, cache, options.host)
+        plan = sweep_suite.plan_sweep(
+            engine,
+            device,
+            SMALL_SWEEP_MIN_BYTES,
+            DEFAULT_MAX_CACHE_FACTOR * cache,
+            SMALL_SWEEP_POINTS,
+            cache,
+            options.host,
+        )
     else:
-        plan = sweep_suite.plan_sweep(engine, device, SMALL_SWEEP_MIN_BYTES, SMALL_SWEEP_MAX_BYTES,
-                                      SMALL_SWEEP_POINTS, None, options.host)
-    quick = dc_replace(options, runs=SMALL_SWEEP_RUNS, time_budget_s=SMALL_SWEEP_BUDGET_S, suite="latency-sweep",
-                       power=False)
-    swept = sweep_suite.run_sweep(engine, device, base or resolve_workload("llama_lm_head"), plan, quick, progress)
+        plan = sweep_suite.plan_sweep(
+            engine,
+            device,
+            SMALL_SWEEP_MIN_BYTES,
+            SMALL_SWEEP_MAX_BYTES,
+            SMALL_SWEEP_POINTS,
+            None,
+            options.host,
+        )
+    quick = dc_replace(
+        options, runs=SMALL_SWEEP_RUNS, time_budget_s=SMALL_SWEEP_BUDGET_S, suite="latency-sweep", power=False
+    )
+    swept = sweep_suite.run_sweep(
+        engine, device, base or resolve_workload("llama_lm_head"), plan, quick, progress
+    )
     label = f"{engine.name}:{device}"
     sizes = [r.workload.weight_bytes for r in swept.records] or list(plan.sizes)
     span = f"{len(sizes)} sizes, {min(sizes) / 1e6:.3g}-{max(sizes) / 1e6:.3g} MB"
     full = "`anebench sweep` measures the full one and stores it for next time"
     if swept.analysis.fit is None:  # the dispatch cost still stands; only the overhead column is empty
-        return None, f"{label}: no sweep-fitted overhead ({swept.error}); from a small sweep ({span}); {full}", sizes
+        return (
+            None,
+            f"{label}: no sweep-fitted overhead ({swept.error}); from a small sweep ({span}); {full}",
+            sizes,
+        )
     fit = sweep_suite.sweep_from_records(swept.records, engine.name, device)
     return fit, f"{label}: no stored sweep; ran a small one ({span}) for the overhead; {full}", sizes
 
 
-def run_latency_suite(targets: Sequence[LatencyTarget], workloads: Sequence[Workload | None], options: RunOptions,
-                      saved: Sequence[ResultRecord] = (), saved_from: str | None = None,
-                      host_fingerprint: str | None = None, sweep_if_missing: bool = True,
-                      progress: ProgressFactory = no_progress,
-                      on_note: Callable[[str], None] | None = None) -> LatencySuite:
+def run_latency_suite(
+    targets: Sequence[LatencyTarget],
+    workloads: Sequence[Workload | None],
+    options: RunOptions,
+    saved: Sequence[ResultRecord] = (),
+    saved_from: str | None = None,
+    host_fingerprint: str | None = None,
+    sweep_if_missing: bool = True,
+    progress: ProgressFactory = no_progress,
+    on_note: Callable[[str], None] | None = None,
+) -> LatencySuite:
     """Dispatch cost of each workload (None: the smallest the engine times) on each target, with the fitted
     overhead of a saved sweep (``saved``, described by ``saved_from``), or of a small sweep run here."""
     suite = LatencySuite([])
@@ -108,7 +146,10 @@ def run_latency_suite(targets: Sequence[LatencyTarget], workloads: Sequence[Work
         found = newest_sweep_fit(saved, engine.name, device, host_fingerprint)
         fit = found.sweep.fit if found is not None and found.sweep is not None else None
         if found is not None and saved_from:
-            note(f"{engine.name}:{device}: overhead from the sweep of {found.created:%Y-%m-%d %H:%M} in {saved_from}")
+            note(
+                f"{engine.name}:{device}: overhead from the sweep of {found.created:%Y-%m-%d %H:%M} "
+                f"in {saved_from}"
+            )
         if fit is None and sweep_if_missing:
             fit, line, sizes = small_sweep(engine, device, options, progress)
             suite.swept_bytes[f"{engine.name}:{device}"] = sizes

@@ -50,13 +50,21 @@ def check_activations_fit(engine: Engine, device: str, workload: Workload, host:
     needed = (engine.bytes_for(workload, device) + activation_bytes(workload, run_dtype)) * MEMORY_HEADROOM
     free = host.available_memory_bytes()
     if needed > free:
-        raise UserError(f"batch {workload.batch} of {workload.name!r} needs {needed / 1e9:.2f} GB with its "
-                        f"inputs and outputs; only {free / 1e9:.2f} GB is free: "
-                        "lower the batch (the roofline's largest, or compute's)")
+        raise UserError(
+            f"batch {workload.batch} of {workload.name!r} needs {needed / 1e9:.2f} GB with its "
+            f"inputs and outputs; only {free / 1e9:.2f} GB is free: "
+            "lower the batch (the roofline's largest, or compute's)"
+        )
 
 
-def run_roofline(engine: Engine, device: str, base: Workload, max_batch: int, options: RunOptions,
-                 progress: ProgressFactory = no_progress) -> RooflineResult:
+def run_roofline(
+    engine: Engine,
+    device: str,
+    base: Workload,
+    max_batch: int,
+    options: RunOptions,
+    progress: ProgressFactory = no_progress,
+) -> RooflineResult:
     """Batches 1, 2, 4, ... up to ``max_batch``, stopping once clearly compute-bound."""
     synthetic_only(base, "roofline")
     records: list[ResultRecord] = []
@@ -82,7 +90,7 @@ def run_roofline(engine: Engine, device: str, base: Workload, max_batch: int, op
     )
     updated = with_roofline_sections(records, analysis)
     if not analysis.compute_bound:
-        note = (f"not clearly compute-bound by batch {batches[-1]} ({RIDGE_RULE}); raise the largest batch")
+        note = f"not clearly compute-bound by batch {batches[-1]} ({RIDGE_RULE}); raise the largest batch"
         updated[-1] = updated[-1].model_copy(update={"warnings": [*updated[-1].warnings, note]}).with_id()
     return RooflineResult(updated, analysis)
 
@@ -108,8 +116,9 @@ def with_roofline_sections(records: list[ResultRecord], analysis: RooflineAnalys
     return updated
 
 
-def compute_result(vocab: int, hidden: int, count: int, half_count: int, full_s: float, half_s: float,
-                   unit: str = "batch") -> ComputeResult:
+def compute_result(
+    vocab: int, hidden: int, count: int, half_count: int, full_s: float, half_s: float, unit: str = "batch"
+) -> ComputeResult:
     """Peak FLOP/s at ``count`` vectors per call, checked against half as many (doubling must cost)."""
     flops = flops_per_call(vocab, hidden, count)
     growth = full_s / half_s * (half_count * 2 / count)
@@ -124,13 +133,20 @@ def compute_result(vocab: int, hidden: int, count: int, half_count: int, full_s:
     )
 
 
-def run_compute(engine: Engine, device: str, workload: Workload, options: RunOptions,
-                progress: ProgressFactory = no_progress) -> ResultRecord:
+def run_compute(
+    engine: Engine,
+    device: str,
+    workload: Workload,
+    options: RunOptions,
+    progress: ProgressFactory = no_progress,
+) -> ResultRecord:
     """Peak matrix throughput at ``workload.batch``; also times half the batch to check it is
     compute-bound."""
     synthetic_only(workload, "compute")
     if workload.batch < 2:
-        raise UserError("compute: the batch must be at least 2 (the suite compares the batch with half of it)")
+        raise UserError(
+            "compute: the batch must be at least 2 (the suite compares the batch with half of it)"
+        )
     half_workload = workload.with_batch(workload.batch // 2)
     check_activations_fit(engine, device, workload, options.host)
     half = measure_workload(
@@ -140,14 +156,27 @@ def run_compute(engine: Engine, device: str, workload: Workload, options: RunOpt
         options,
         progress(f"compute {engine.name}:{device} batch {half_workload.batch}", options.runs),
     )
-    full = measure_workload(engine, device, workload, options,
-                            progress(f"compute {engine.name}:{device} batch {workload.batch}", options.runs))
-    compute = compute_result(workload.vocab, workload.hidden, workload.batch, half_workload.batch,
-                             latency_of(full), latency_of(half))
+    full = measure_workload(
+        engine,
+        device,
+        workload,
+        options,
+        progress(f"compute {engine.name}:{device} batch {workload.batch}", options.runs),
+    )
+    compute = compute_result(
+        workload.vocab,
+        workload.hidden,
+        workload.batch,
+        half_workload.batch,
+        latency_of(full),
+        latency_of(half),
+    )
     warnings = list(full.warnings)
     if not compute.compute_bound:
-        warnings.append(f"not clearly compute-bound: latency grew only {compute.growth_from_half:.2f}x from batch "
-                        f"{half_workload.batch} to {workload.batch}; raise the batch")
+        warnings.append(
+            f"not clearly compute-bound: latency grew only {compute.growth_from_half:.2f}x from batch "
+            f"{half_workload.batch} to {workload.batch}; raise the batch"
+        )
     return full.model_copy(update={"compute": compute, "warnings": warnings}).with_id()
 
 
@@ -156,8 +185,13 @@ LATENCY_GROWTH = 4
 LATENCY_TRIES = 8
 
 
-def run_latency(engine: Engine, device: str, workload: Workload | None, options: RunOptions,
-                progress: ProgressFactory = no_progress) -> ResultRecord:
+def run_latency(
+    engine: Engine,
+    device: str,
+    workload: Workload | None,
+    options: RunOptions,
+    progress: ProgressFactory = no_progress,
+) -> ResultRecord:
     """Dispatch cost: the smallest workload the engine accepts, growing it when a call is too short to
     time."""
     if workload is not None:
@@ -180,7 +214,10 @@ def run_latency(engine: Engine, device: str, workload: Workload | None, options:
                 raise
             refused.append(candidate.name)
             continue
-        latency = LatencyResult(median_us=latency_of(record) * 1e6, p95_us=(record.summary.p95 or 0.0) * 1e6,
-                                refused_as_too_short=refused)
+        latency = LatencyResult(
+            median_us=latency_of(record) * 1e6,
+            p95_us=(record.summary.p95 or 0.0) * 1e6,
+            refused_as_too_short=refused,
+        )
         return record.model_copy(update={"latency": latency}).with_id()
     raise MeasurementError(f"every latency workload up to {candidates[-1].name} was too short for the timer")

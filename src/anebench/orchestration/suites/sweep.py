@@ -34,8 +34,15 @@ class SweepResult:
     error: str | None = None
 
 
-def plan_sweep(engine: Engine, device: str, min_bytes: int | None, max_bytes: int | None,
-               points: int, cache_bytes: int | None = -1, host: Host = SYSTEM_HOST) -> SweepPlan:
+def plan_sweep(
+    engine: Engine,
+    device: str,
+    min_bytes: int | None,
+    max_bytes: int | None,
+    points: int,
+    cache_bytes: int | None = -1,
+    host: Host = SYSTEM_HOST,
+) -> SweepPlan:
     """Default sizes: 1 MiB to 8x the device's cache (1 GiB when unknown), capped by free memory.
 
     ``cache_bytes``: -1 detects the device's cache, None treats it as unknown (knee from the data).
@@ -56,27 +63,38 @@ def plan_sweep(engine: Engine, device: str, min_bytes: int | None, max_bytes: in
     return SweepPlan(sizes, cache)
 
 
-def sweep_workloads(engine: Engine, device: str, base: Workload, plan: SweepPlan,
-                    host: Host = SYSTEM_HOST) -> list[Workload]:
+def sweep_workloads(
+    engine: Engine, device: str, base: Workload, plan: SweepPlan, host: Host = SYSTEM_HOST
+) -> list[Workload]:
     """The sweep's workloads, refused up front when the base cannot be resized or the largest won't fit."""
     synthetic_only(base, "sweep")
     if base.quant:
-        raise UserError(f"sweep: workload {base.name!r} is quantized ({base.quant}); the sweep resizes plain "
-                        "heads, so give an unquantized one (a catalog name or lm_head:HIDDENxVOCAB)")
+        raise UserError(
+            f"sweep: workload {base.name!r} is quantized ({base.quant}); the sweep resizes plain "
+            "heads, so give an unquantized one (a catalog name or lm_head:HIDDENxVOCAB)"
+        )
     run_dtype = engine.dtype_for(base, device).run_dtype
     workloads = [resized(base, size, run_dtype) for size in plan.sizes]
     preflight_memory(engine, device, workloads[-1], host)
     return workloads
 
 
-def run_sweep(engine: Engine, device: str, base: Workload, plan: SweepPlan, options: RunOptions,
-              progress: ProgressFactory = no_progress) -> SweepResult:
+def run_sweep(
+    engine: Engine,
+    device: str,
+    base: Workload,
+    plan: SweepPlan,
+    options: RunOptions,
+    progress: ProgressFactory = no_progress,
+) -> SweepResult:
     workloads = sweep_workloads(engine, device, base, plan, options.host)
     records = []
     for i, workload in enumerate(workloads):
-        # the bytes one call reads as the engine runs it (fp32 where fp16 is widened), as the table counts them
-        label = (f"sweep {engine.name}:{device} {engine.bytes_for(workload, device) / 1e6:.3g} MB "
-                 f"({i + 1}/{len(workloads)})")
+        # the bytes one call reads as the engine runs it (fp32 where fp16 is widened), as the table counts
+        label = (
+            f"sweep {engine.name}:{device} {engine.bytes_for(workload, device) / 1e6:.3g} MB "
+            f"({i + 1}/{len(workloads)})"
+        )
         records.append(measure_workload(engine, device, workload, options, progress(label, options.runs)))
     return finish_sweep(records, plan.cache_bytes)
 
@@ -99,8 +117,9 @@ def finish_sweep(records: list[ResultRecord], cache_bytes: int | None) -> SweepR
     return SweepResult(updated, analysis, cache_bytes, error)
 
 
-def sweep_point(analysis: SweepAnalysis, index: int, points: int, in_fit: bool,
-                cache_bytes: int | None) -> SweepPoint:
+def sweep_point(
+    analysis: SweepAnalysis, index: int, points: int, in_fit: bool, cache_bytes: int | None
+) -> SweepPoint:
     fit = analysis.fit
     return SweepPoint(
         point=index,

@@ -19,7 +19,8 @@ def table_md(section: Section) -> str:
 def render_markdown(header: list[str], sections: list[Section], charts: dict[tuple, str]) -> str:
     """``charts`` maps a matrix group to the relative path of its PNG (absent: no chart written)."""
     parts = ["# anebench results by chip", ""]
-    parts += [md_text(line) for line in header] + [""]
+    for line in header:  # a paragraph each: consecutive lines would run together
+        parts += [md_text(line), ""]
     for section in sections:
         parts += [f"## {md_cell(section.title)}", ""]
         if section.group in charts:

@@ -86,7 +86,8 @@ def test_markdown_escapes_pipes_backticks_brackets_and_html(records):
         if line.startswith("| ") and "\\" in line:
             assert len(re.split(r"(?<!\\)\|", line)) <= columns  # no injected cell boundaries
     row = next(line for line in text.splitlines() if "HYPERLINK" in line and line.startswith("| "))
-    assert "\\|" in row and "\\`code\\`" in row and "\\[link\\]" in row and "&lt;script&gt;" in row
+    # escaped for Markdown, not HTML (issue 14): a backslash before each bracket, no entity
+    assert "\\|" in row and "\\`code\\`" in row and "\\[link\\]" in row and "\\<script\\>" in row
     assert md_cell("a\nb|c") == "a b\\|c"
 
 
@@ -123,10 +124,12 @@ def test_json_report_round_trips_hostile_strings(records):
 def test_markdown_writes_its_charts_beside_it(tmp_path, records):
     out = tmp_path / "report.md"
     text = render_report(records, "md", out, "test")
-    pngs = sorted(p.name for p in tmp_path.glob("report-*.png"))
+    # issue 14: the figures go in a folder beside the report (report.md + report_files/), not loose beside it
+    pngs = sorted(p.name for p in (tmp_path / "report_files").glob("*.png"))
     assert out.read_text() == text and pngs
-    assert all(f"]({name})" in text for name in pngs)
-    assert all((tmp_path / name).read_bytes().startswith(b"\x89PNG") for name in pngs)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.md", "report_files"]
+    assert all(f"](report_files/{name})" in text for name in pngs)
+    assert all((tmp_path / "report_files" / name).read_bytes().startswith(b"\x89PNG") for name in pngs)
 
 
 def test_cli_report_from_the_store(tmp_path, capsys):
@@ -216,7 +219,7 @@ def test_a_batched_run_is_its_own_section_never_a_matrix_row_or_a_verdict():
     assert len(titles) == 1 and "(fingerprint " not in titles[0]
     matrix = text.split(titles[0])[1].split("## ")[0]
     assert "300.00" not in matrix and "148.40" in matrix  # the batch-4 figure is not a matrix figure
-    section = text.split("## Runs with batch or tokens &gt; 1: llama\\_lm\\_head on coreml:ane, M5 Max")[1]
+    section = text.split("## Runs with batch or tokens \\> 1: llama\\_lm\\_head on coreml:ane, M5 Max")[1]
     assert "300.00" in section.split("## ")[0]
 
 

@@ -25,7 +25,8 @@ def test_submit_writes_a_valid_document_and_issue_body(tmp_path, capsys):
     assert submitted.id == record.id and submitted.host.machine_model == "Mac16,1"
     body = (tmp_path / "run.issue.md").read_text()
     assert "| Apple M4 Pro | M4 Pro | mlx:gpu | llama\\_lm\\_head | 101.50 |" in body
-    assert "<script>" not in body and "&lt;script&gt;x&lt;/script&gt; \\| y" in body
+    # Markdown escaping, not HTML entities (issue 14): the brackets are backslash-escaped
+    assert "<script>" not in body and "\\<script\\>x\\</script\\> \\| y" in body
 
 
 def test_drop_host_ids_removes_identifiers_and_keeps_the_record_valid(tmp_path):

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from urllib.parse import quote
 
 from ..errors import UserError
 from ..model import ResultRecord, utc_now
 from ..results.aggregate import Aggregate, aggregate
 from ..results.files import atomic_write_bytes, atomic_write_text
-from ..util.outputs import Protected
+from ..util.outputs import Protected, check_target
 from .csvjson import render_csv, render_json
 from .energy import energy_sections
 from .html import render_html
@@ -25,7 +27,9 @@ def _header(agg: Aggregate, source: str) -> list[str]:
             f"{len(agg.rows)} chip x workload x engine row(s) of single-call bandwidth, "
             f"{len(agg.suites)} suite group(s) (sweeps, rooflines, latency, compute, concurrency) in their "
             "own sections."),
-            "Figures are medians over contributors; flags say how much each figure can be trusted."]
+            "Figures are medians over contributors; flags say how much each figure can be trusted.",
+            ("Units: MB = 10^6 bytes, GB = 10^9 bytes, GB/s = 10^9 bytes per second; each latency column "
+            "names its unit.")]
 
 
 def charts(agg: Aggregate) -> dict[tuple, bytes]:
@@ -46,6 +50,39 @@ def _slug(key: tuple) -> str:
     workload, engine, device, fingerprint = key
     parts = (workload, engine, device, fingerprint[:12])
     return "-".join("".join(ch if ch.isalnum() else "_" for ch in str(part))[:40] for part in parts)
+
+
+def figures_folder(out: Path) -> Path:
+    """Where a Markdown report's figures go: ``report.md`` -> ``report_files/`` beside it."""
+    return out.parent / f"{out.stem}_files"
+
+
+def _chart_files(keys: list[tuple]) -> dict[tuple, str]:
+    """A distinct file name per chart (two slugs can agree once names are cut to 40 characters)."""
+    names: dict[tuple, str] = {}
+    for key in keys:
+        slug, n = _slug(key), 1
+        while (name := f"{slug}{'' if n == 1 else f'-{n}'}.png") in names.values():
+            n += 1
+        names[key] = name
+    return names
+
+
+def _write_markdown_figures(out: Path, pngs: dict[tuple, bytes], force: bool,
+                            protected: Protected) -> dict[tuple, str]:
+    """Every target checked under the output policy before the first byte is written; then the PNGs.
+    Returns each chart's link, relative to the report."""
+    protected = list(protected)
+    check_target(out, "--out", force, protected)
+    folder = figures_folder(out)
+    if os.path.lexists(folder) and not folder.is_dir():  # a file, a device, a dangling link
+        raise UserError(f"--out {out}: the figures' folder {folder} exists and is not a directory")
+    names = _chart_files(list(pngs))
+    for name in names.values():
+        check_target(folder / name, "--out figure", force, protected, need_parent=False)
+    for key, name in names.items():
+        atomic_write_bytes(folder / name, pngs[key], "--out figure", force, protected)
+    return {key: quote(f"{folder.name}/{name}") for key, name in names.items()}
 
 
 def renderable(rows: list[tuple[str, str]]) -> tuple[list[ResultRecord], list[tuple[str, str]]]:
@@ -74,9 +111,10 @@ def renderable(rows: list[tuple[str, str]]) -> tuple[list[ResultRecord], list[tu
 
 def render_report(records: list[ResultRecord], fmt: str, out: Path | None, source: str, force: bool = False,
                   protected: Protected = ()) -> str:
-    """The report text; with ``out``, also writes it (and Markdown's chart PNGs beside it)."""
+    """The report text; with ``out``, also writes it (Markdown: and its charts in ``STEM_files/`` beside it)."""
     if fmt not in FORMATS:
         raise UserError(f"--format {fmt!r} is not supported; valid: {', '.join(FORMATS)}")
+    protected = list(protected)  # read more than once
     agg = aggregate(records)
     header = _header(agg, source)
     if fmt == "csv":
@@ -88,12 +126,10 @@ def render_report(records: list[ResultRecord], fmt: str, out: Path | None, sourc
     else:
         links: dict[tuple, str] = {}
         if out is not None:
-            for key, png in charts(agg).items():
-                name = f"{out.stem}-{_slug(key)}.png"
-                atomic_write_bytes(out.parent / name, png, "--out chart", force, protected)
-                links[key] = name
+            links = _write_markdown_figures(out, charts(agg), force, protected)
         else:
-            header.append("Charts: give --out PATH to write them beside the report, or use --format html.")
+            header.append("Charts: give --out PATH.md to write them in PATH_files/ beside the report, or use "
+                          "--format html.")
         text = render_markdown(header, all_sections(agg, records), links)
     if out is not None:
         atomic_write_text(out, text, "--out", force, protected)

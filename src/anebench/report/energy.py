@@ -12,7 +12,7 @@ from statistics import median
 
 from ..model import Energy, ResultRecord
 from ..results.store import record_chip
-from .tables import Section
+from .tables import Section, natural_key
 
 COLUMNS = ["engine:device", "workload", "GB/s", "J/token (scope)", "J/token (work)", "GB/s per W (work)",
            "GB/s per W (scope)", "DRAM GB/s (weights GB/s)", "source", "records"]
@@ -73,8 +73,9 @@ def energy_sections(records: list[ResultRecord]) -> list[Section]:
         key = (record.engine.name, record.engine.device, record.workload.fingerprint)
         by_chip[record_chip(record) or "unknown chip"][key].append((record, energy))
     sections = []
-    for chip in sorted(by_chip):
+    for chip in sorted(by_chip, key=natural_key):
         groups = by_chip[chip]
-        rows = [_row(groups[key]) for key in sorted(groups, key=lambda k: (groups[k][0][0].workload.name, k))]
-        sections.append(Section(f"Energy: {chip}", COLUMNS, rows, note=NOTE))
+        order = sorted(groups, key=lambda k: (natural_key(groups[k][0][0].workload.name), k))
+        rows = [_row(groups[key]) for key in order]
+        sections.append(Section(f"Energy: {chip}", COLUMNS, rows, note=NOTE, kind="energy"))
     return sections

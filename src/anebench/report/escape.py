@@ -6,7 +6,12 @@ import html
 import re
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
+# Markdown's inline syntax (emphasis, code, links, tables, strikethrough, math) and raw HTML's brackets:
+# CommonMark shows any backslash-escaped ASCII punctuation as itself, so no HTML entity is ever needed.
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]|~<>$])")
+_MD_ENTITY = re.compile(r"&(?=#?[A-Za-z0-9]+;)")  # "&amp;" would be read as "&": "\&amp;" stays as written
+# What opens a block at the start of a paragraph: a heading, quote, list item or thematic break.
+_MD_BLOCK_START = re.compile(r"^(\s*)(?:([#+=-])|(\d+)([.)]))")
 # C0 controls but tab and newline, DEL, C1 controls, and the bidirectional overrides, embeddings and
 # isolates (U+202A-U+202E, U+2066-U+2069) and marks that can make text read differently than it is.
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
@@ -24,8 +29,14 @@ def clean_text(value: object, keep_newlines: bool = True) -> str:
 def md_cell(value: object) -> str:
     """One Markdown table cell: no pipes, backticks, brackets or raw HTML can take effect."""
     text = " ".join(clean_text(value).split())  # a newline would end the table row
-    text = html.escape(text, quote=True)  # <script> becomes text; & stays literal
-    return _MD_SPECIAL.sub(r"\\\1", text)
+    return _MD_ENTITY.sub(r"\\&", _MD_SPECIAL.sub(r"\\\1", text))  # <script> is text; no entities
+
+
+def md_text(value: object) -> str:
+    """A Markdown paragraph of one line: a cell's escaping, and no heading, list or rule can start it
+    (a table cell or a heading's text is inline, so ``md_cell`` is enough there)."""
+    return _MD_BLOCK_START.sub(lambda m: (f"{m.group(1)}\\{m.group(2)}" if m.group(2)
+                                          else f"{m.group(1)}{m.group(3)}\\{m.group(4)}"), md_cell(value), count=1)
 
 
 def html_text(value: object) -> str:

@@ -1,8 +1,9 @@
-"""The Markdown report: every cell escaped, charts linked as PNG files written beside it."""
+"""The Markdown report: every cell escaped for Markdown (never with HTML entities), charts linked as PNG
+files in the folder beside it (``report.md`` + ``report_files/``)."""
 
 from __future__ import annotations
 
-from .escape import md_cell
+from .escape import md_cell, md_text
 from .tables import Section
 
 
@@ -18,12 +19,14 @@ def table_md(section: Section) -> str:
 def render_markdown(header: list[str], sections: list[Section], charts: dict[tuple, str]) -> str:
     """``charts`` maps a matrix group to the relative path of its PNG (absent: no chart written)."""
     parts = ["# anebench results by chip", ""]
-    parts += [md_cell(line) for line in header] + [""]
+    for line in header:  # a paragraph each: consecutive lines would run together
+        parts += [md_text(line), ""]
     for section in sections:
         parts += [f"## {md_cell(section.title)}", ""]
         if section.group in charts:
-            parts += [f"![GB/s by chip]({charts[section.group]})", ""]
+            # the path is ours (a slug of letters, digits, - and _); the alt text is the section's, escaped
+            parts += [f"![{md_cell('GB/s by chip: ' + section.title)}]({charts[section.group]})", ""]
         parts += [table_md(section), ""]
         if section.note:
-            parts += [md_cell(section.note), ""]
+            parts += [md_text(section.note), ""]
     return "\n".join(parts)

@@ -1,20 +1,59 @@
-"""The bar chart: median GB/s by chip, coloured by tier, with the chip's memory bandwidth marked."""
+"""The bar chart of a results table (median GB/s by chip, the chip's memory bandwidth marked) and what
+every plot shares: one colour per engine, labels with three significant digits, legends outside the data.
+"""
 
 from __future__ import annotations
 
 import io
+import zlib
 
 import matplotlib
 
 matplotlib.use("Agg")  # no display; the chart is rendered to bytes
 import matplotlib.pyplot as plt
+from matplotlib.artist import Artist
+from matplotlib.colors import to_hex, to_rgb
+from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from ..results.aggregate import MatrixRow
+from .tables import sig3
 
-TIER_COLOURS = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02"]
-HEADROOM = 1.6  # bandwidth marks far above the bars are drawn at the top edge with their value
+# One colour per engine in every plot (Okabe-Ito: distinct for colour-blind readers, and in greyscale).
+ENGINE_COLOURS = {"coreml": "#0072B2", "mlx": "#D55E00", "torch": "#009E73", "numpy": "#CC79A7"}
+SPARE_COLOURS = ["#E69F00", "#56B4E9", "#000000", "#882255", "#44AA99", "#999933"]
+HEADROOM = 1.6  # bandwidth marks far beyond the bars are drawn at the edge with their value
+CHART_DPI = 200  # the HTML page shows the PNG at half its pixels: sharp on high-density screens
+CHART_WIDTH_IN = 5.8  # 580 CSS pixels: at 420 px wide the text keeps about 70% of its size
+
+
+def engine_colour(engine: str | None) -> str:
+    """The engine's colour; an engine outside the palette gets a spare one chosen by its name (stable)."""
+    name = (engine or "").lower()
+    if name in ENGINE_COLOURS:
+        return ENGINE_COLOURS[name]
+    return SPARE_COLOURS[zlib.crc32(name.encode()) % len(SPARE_COLOURS)]
+
+
+def engine_in(title: str) -> str | None:
+    """The engine a plot's title names ("sweep numpy:cpu (...)" -> "numpy"), when no record says it."""
+    for word in title.replace(":", " ").split():
+        if word.lower() in ENGINE_COLOURS:
+            return word.lower()
+    return None
+
+
+def tint(colour: str, amount: float) -> str:
+    """The colour mixed with white: 0 is the colour, 1 is white."""
+    r, g, b = (c + (1 - c) * amount for c in to_rgb(colour))
+    return to_hex((r, g, b))
+
+
+def ink_on(colour: str) -> str:
+    """Black or white, whichever reads on the colour."""
+    r, g, b = to_rgb(colour)
+    return "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.55 else "white"
 
 
 def plain(text: str, limit: int = 40) -> str:
@@ -23,41 +62,65 @@ def plain(text: str, limit: int = 40) -> str:
     return text.replace("$", r"\$")
 
 
-def tier_colour(tier: int | None) -> str:
-    return "#999999" if tier is None else TIER_COLOURS[(tier - 1) % len(TIER_COLOURS)]
+def tier_colour(engine: str | None, tier: int | None) -> str:
+    """The engine's colour, lighter for each tier after the first (tier 1: the engine's own colour)."""
+    if tier is None:
+        return "#bbbbbb"
+    return tint(engine_colour(engine), min(0.7, 0.28 * (tier - 1)))
 
 
-def bar_chart_png(rows: list[MatrixRow], title: str) -> bytes:
-    """A PNG of one results table: a bar per chip, a black dash at its bandwidth (two for a range)."""
-    fig, ax = plt.subplots(figsize=(max(7.0, 0.55 * len(rows) + 4), 4.6), dpi=100)
+def bar_chart(rows: list[MatrixRow], title: str) -> Figure:
+    """One results table as a figure: a horizontal bar per chip in the engine's colour (lighter by tier),
+    its value at the bar's end, and a black mark at the chip's memory bandwidth (two for a range)."""
+    engine = rows[0].engine if rows else None
+    height = 1.3 + 0.34 * len(rows)
+    fig, ax = plt.subplots(figsize=(CHART_WIDTH_IN, height), dpi=100, layout="constrained")
     try:
-        x = range(len(rows))
-        ax.bar(x, [r.median_gbps for r in rows], color=[tier_colour(r.tier) for r in rows], width=0.7)
+        y = list(range(len(rows)))
+        colours = [tier_colour(r.engine, r.tier) for r in rows]
+        ax.barh(y, [r.median_gbps for r in rows], color=colours, height=0.7)
         top = max(r.median_gbps for r in rows) * HEADROOM
         for i, r in enumerate(rows):
-            ax.text(i, r.median_gbps, f"{r.median_gbps:.0f}", ha="center", va="bottom", fontsize=7)
+            inside = r.median_gbps > 0.18 * top  # long bars carry their value inside, clear of the marks
+            ax.text(r.median_gbps - 0.01 * top if inside else r.median_gbps + 0.01 * top, i, sig3(r.median_gbps),
+                    ha="right" if inside else "left", va="center", fontsize=9,
+                    color=ink_on(colours[i]) if inside else "black")
             if r.bandwidth_gbps is None:
                 continue
             low, high = r.bandwidth_gbps
             shown = [v for v in sorted({low, high}) if v <= top]
             for value in shown:
-                ax.hlines(value, i - 0.4, i + 0.4, colors="black", linewidth=2)
-            if high > top:  # off the scale: an arrow at the top edge, labelled with the figure(s)
-                label = f"{high:g}" if low in shown or low == high else f"{low:g}-\n{high:g}"
-                ax.annotate(label, (i, top), xytext=(i, top * 0.90), ha="center", fontsize=7,
+                ax.vlines(value, i - 0.42, i + 0.42, colors="black", linewidth=2)
+            if high > top:  # off the scale: an arrow at the edge, labelled with the figure(s)
+                label = f"{high:g}" if low in shown or low == high else f"{low:g}-{high:g}"
+                ax.annotate(label, (top, i), xytext=(top * 0.86, i), ha="right", va="center", fontsize=8,
                             arrowprops={"arrowstyle": "->", "lw": 1})
-        ax.set_ylim(0, top)
-        ax.set_xticks(list(x), [plain(r.chip) for r in rows], rotation=45, ha="right", fontsize=8)
-        ax.set_ylabel("median GB/s")
-        fig.suptitle(plain(title, 120), fontsize=10)  # over the figure: a narrow axis would clip it
+        ax.set_xlim(0, top)
+        ax.set_ylim(len(rows) - 0.5, -0.5)  # the table's order, top to bottom
+        ax.set_yticks(y, [plain(r.chip + (f" ({r.config})" if r.config else "")) for r in rows], fontsize=10)
+        ax.tick_params(axis="x", labelsize=9)
+        ax.set_xlabel("median GB/s (GB = 10⁹ bytes)", fontsize=10)
+        ax.grid(True, axis="x", alpha=0.3)
+        ax.set_axisbelow(True)
+        fig.suptitle(plain(title, 90), fontsize=10)
         tiers = sorted({r.tier for r in rows if r.tier is not None})
-        handles = [Patch(color=tier_colour(t), label=f"tier {t}") for t in tiers]
+        handles: list[Artist] = [Patch(color=tier_colour(engine, t), label=f"tier {t}") for t in tiers]
         handles.append(Line2D([], [], color="black", linewidth=2,
-                              label="memory bandwidth (arrow: above the scale; none: not published)"))
-        ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-        fig.tight_layout()
+                              label="memory bandwidth (arrow: beyond the scale; none: not published)"))
+        fig.legend(handles=handles, loc="outside lower center", ncol=min(len(tiers), 4) or 1, fontsize=8,
+                   frameon=False)
+    except BaseException:
+        plt.close(fig)
+        raise
+    return fig
+
+
+def bar_chart_png(rows: list[MatrixRow], title: str) -> bytes:
+    """The PNG of ``bar_chart``."""
+    fig = bar_chart(rows, title)
+    try:
         buffer = io.BytesIO()
-        fig.savefig(buffer, format="png", metadata={"Software": None})
+        fig.savefig(buffer, format="png", dpi=CHART_DPI, metadata={"Software": None})
         return buffer.getvalue()
     finally:
         plt.close(fig)

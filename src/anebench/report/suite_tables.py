@@ -1,15 +1,15 @@
 """The suites' report sections: one table per sweep, roofline, concurrency run; latency and compute tables.
 
 Only groups with data make sections: a store holding published figures and one `run` has none of these.
+Sizes are in MB (10^6 bytes); each latency column is in the unit that gives its smallest figure three
+significant digits.
 """
 
 from __future__ import annotations
 
 from ..results.aggregate import Aggregate
-from ..results.suite_groups import SuiteGroup, SuitePoint
-from .tables import Section
-
-MiB = 1024**2
+from ..results.suite_groups import SUITE_TITLES, SuiteGroup, SuitePoint
+from .tables import Section, natural_key, sig3, time_unit
 
 
 def _num(value: float | None, spec: str, scale: float = 1.0) -> str:
@@ -20,43 +20,55 @@ def _opt(value: object) -> str:
     return "-" if value is None else str(value)
 
 
-def _latency_ms(p: SuitePoint) -> str:
-    return "-" if p.latency_s is None else f"{p.latency_s * 1e3:.4f} ({p.statistic})"
+def _latency(points: list[SuitePoint]) -> tuple[str, list[str]]:
+    """The column's header and cells: one unit for the column; a statistic other than the median is named."""
+    unit, scale = time_unit([p.latency_s for p in points])
+    cells = ["-" if p.latency_s is None else sig3(p.latency_s / scale)
+             + ("" if p.statistic == "median" else f" ({p.statistic})") for p in points]
+    return f"latency {unit}", cells
 
 
 def _rows(group: SuiteGroup) -> tuple[list[str], list[list[str]]]:
     points = group.points
+    latency, lat = _latency(points)
     if group.kind == "sweep":
         knee = group.figures.get("knee_bytes")
-        return (["size MiB", "latency ms", "GB/s", "past the knee", "threads"],
-                [[f"{p.weight_bytes / MiB:.2f}", _latency_ms(p), _num(p.gbps, ".2f"),
+        return (["size MB", latency, "GB/s", "past the knee", "threads"],
+                [[sig3(p.weight_bytes / 1e6), lat[i], _num(p.gbps, ".2f"),
                   "yes" if isinstance(knee, int) and p.weight_bytes >= knee else "no", _opt(p.threads)]
-                 for p in points])
+                 for i, p in enumerate(points)])
     if group.kind == "roofline":
-        return (["batch", "latency ms", "GFLOP/s", "weight GB/s", "threads"],
-                [[str(p.batch), _latency_ms(p), _num(p.flop_per_s, ".2f", 1e-9), _num(p.gbps, ".2f"),
-                  _opt(p.threads)] for p in points])
+        return (["batch", latency, "GFLOP/s", "weight GB/s", "threads"],
+                [[str(p.batch), lat[i], _num(p.flop_per_s, ".2f", 1e-9), _num(p.gbps, ".2f"),
+                  _opt(p.threads)] for i, p in enumerate(points)])
     if group.kind == "latency":
-        return (["workload", "KB", "latency us", "threads"],
-                [[p.workload, f"{p.weight_bytes / 1e3:.1f}", _num(p.latency_s, ".2f", 1e6), _opt(p.threads)]
-                 for p in points])
+        return (["workload", "KB", latency, "threads"],
+                [[p.workload, f"{p.weight_bytes / 1e3:.1f}", lat[i], _opt(p.threads)]
+                 for i, p in enumerate(points)])
     if group.kind == "compute":
-        return (["batch", "latency ms", "TFLOP/s", "threads"],
-                [[str(p.batch), _latency_ms(p), _num(p.flop_per_s, ".4f", 1e-12), _opt(p.threads)]
-                 for p in points])
+        return (["batch", latency, "TFLOP/s", "threads"],
+                [[str(p.batch), lat[i], _num(p.flop_per_s, ".4f", 1e-12), _opt(p.threads)]
+                 for i, p in enumerate(points)])
     if group.kind == "concurrency":
-        return (["copy", "phase", "threads", "GB/s", "latency ms", "provenance"],
-                [[_opt(p.copy), _opt(p.phase), _opt(p.threads), _num(p.gbps, ".2f"), _latency_ms(p), p.provenance]
-                 for p in points])
-    return (["batch", "tokens", "MB", "latency ms", "GB/s", "provenance"],
-            [[str(p.batch), str(p.tokens), f"{p.weight_bytes / 1e6:.2f}", _latency_ms(p), _num(p.gbps, ".2f"),
-              p.provenance] for p in points])
+        return (["copy", "phase", "threads", "GB/s", latency, "provenance"],
+                [[_opt(p.copy), _opt(p.phase), _opt(p.threads), _num(p.gbps, ".2f"), lat[i], p.provenance]
+                 for i, p in enumerate(points)])
+    return (["batch", "tokens", "MB", latency, "GB/s", "provenance"],
+            [[str(p.batch), str(p.tokens), f"{p.weight_bytes / 1e6:.2f}", lat[i], _num(p.gbps, ".2f"),
+              p.provenance] for i, p in enumerate(points)])
+
+
+def _order(group: SuiteGroup) -> tuple:
+    kinds = list(SUITE_TITLES)
+    return (kinds.index(group.kind) if group.kind in kinds else len(kinds), natural_key(group.workload),
+            natural_key(group.chip), natural_key(group.engine), natural_key(group.device))
 
 
 def suite_sections(agg: Aggregate) -> list[Section]:
+    """One section per suite group, suites in the report's order and names in natural order within each."""
     sections = []
-    for group in agg.suites:
+    for group in sorted(agg.suites, key=_order):
         columns, rows = _rows(group)
         note = group.result + (f". Rule: {group.rule}" if group.rule else "")
-        sections.append(Section(group.title, columns, rows, note=note))
+        sections.append(Section(group.title, columns, rows, note=note, kind=group.kind))
     return sections

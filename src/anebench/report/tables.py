@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -15,6 +16,38 @@ class Section:
     rows: list[list[str]]
     note: str = ""
     group: tuple | None = None  # (workload, engine, device, fingerprint) for the matrix sections: the chart's key
+    kind: str = ""  # what the section is, for the contents: results, tiers, verdicts, a suite's kind, energy, ...
+
+
+def natural_key(text: object) -> tuple:
+    """Sorts numbers inside names by value: lm_head:4096x12221 before lm_head:4096x116055."""
+    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part.casefold())
+                 for part in re.split(r"(\d+)", str(text)) if part)
+
+
+TIME_UNITS = (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9))
+
+
+def sig3(value: float) -> str:
+    """Three significant digits without an exponent: 2.80, 60.9, 148, 1051 (never 2.8 -> "3")."""
+    if value == 0:
+        return "0"
+    digits = 2
+    magnitude = abs(value)
+    while magnitude >= 10 and digits > 0:
+        magnitude /= 10
+        digits -= 1
+    while magnitude < 1:
+        magnitude *= 10
+        digits += 1
+    return f"{value:.{digits}f}"
+
+
+def time_unit(values_s: list[float | None]) -> tuple[str, float]:
+    """(unit, seconds per unit): the largest unit in which the smallest figure is at least 1."""
+    known = [v for v in values_s if v]
+    smallest = min(known) if known else 1.0
+    return next(((name, scale) for name, scale in TIME_UNITS if smallest >= scale), TIME_UNITS[-1])
 
 
 def fmt_gbps(value: float | None) -> str:
@@ -63,7 +96,7 @@ def matrix_groups(agg: Aggregate) -> dict[tuple, list[MatrixRow]]:
     for row in agg.rows:
         groups[(row.workload, row.engine, row.device, row.fingerprint)].append(row)
     # the table with the most chips first: that is the comparison a reader came for
-    return dict(sorted(groups.items(), key=lambda item: (-len(item[1]), item[0])))
+    return dict(sorted(groups.items(), key=lambda item: (-len(item[1]), *map(natural_key, item[0]))))
 
 
 def group_label(key: tuple, groups: dict[tuple, list[MatrixRow]]) -> str:
@@ -98,7 +131,7 @@ def sections(agg: Aggregate, suites: list[Section] | None = None) -> list[Sectio
              for r in rows],
             note=f"workload fingerprint {key[3][:16]}…; every figure in this table shares it "
                  f"(single-call results: batch 1, one token, solo). {POINTS_NOTE}",
-            group=key,
+            group=key, kind="results",
         ))
         tiers: dict[int, list[MatrixRow]] = defaultdict(list)
         for r in rows:
@@ -111,6 +144,7 @@ def sections(agg: Aggregate, suites: list[Section] | None = None) -> list[Sectio
                         for r in sorted(m, key=lambda r: -r.median_gbps)),
               f"{key[0]} ({key[3][:12]})"]
              for t, m in sorted(tiers.items())],
+            kind="tiers",
         ))
     if agg.concurrency:  # published dual-model rows and the concurrency suite; no empty section
         out.append(Section(
@@ -122,18 +156,18 @@ def sections(agg: Aggregate, suites: list[Section] | None = None) -> list[Sectio
               ", ".join(fmt_gbps(v) for v in c.parallel_gbps) or "-", fmt_gbps(c.combined_gbps),
               f"{c.scaling:.3f} {fmt_halfwidth(c.scaling_halfwidth)}".strip(), c.verdict,
               "; ".join(c.flags) or "-"] for c in agg.concurrency],
-            note=agg.rules["concurrency"],
+            note=agg.rules["concurrency"], kind="verdicts",
         ))
     out.extend(suites)
     out.append(Section(
         "Coverage: catalog chips with no data",
         ["chip", "vendor", "family", "memory bandwidth GB/s"],
-        [[c.key, c.vendor, c.family, c.bandwidth_label()] for c in agg.missing_chips],
+        [[c.key, c.vendor, c.family, c.bandwidth_label()] for c in agg.missing_chips], kind="coverage",
     ))
     out.append(Section(
         "Excluded from every comparison",
         ["chip", "workload", "figure as published", "reason"],
-        [[e.chip, e.workload, e.figure, e.reason] for e in agg.excluded],
+        [[e.chip, e.workload, e.figure, e.reason] for e in agg.excluded], kind="excluded",
     ))
-    out.append(Section("Rules", ["what", "rule"], [[k, v] for k, v in agg.rules.items()]))
+    out.append(Section("Rules", ["what", "rule"], [[k, v] for k, v in agg.rules.items()], kind="rules"))
     return out

@@ -44,10 +44,13 @@ def test_run_at_80_columns_fits_wraps_no_number_and_says_each_warning_once(capsy
     scale = {"s": 1, "ms": 1e3, "µs": 1e6, "ns": 1e9}[unit]
     median = record["summary"]["median"] * scale
     assert median >= 1 and f" {fmt_sig(median)} " in f" {row} "  # 3 significant digits, never 0.00
+
     def kind(text: str) -> str:  # a warning's kind: its text without its figures (as the CLI groups them)
         return re.sub(r"[0-9][0-9.,]*", "#", text)
 
-    for warning in record["warnings"]:  # e.g. "busy machine" is said before measuring, with that moment's load
+    for warning in record[
+        "warnings"
+    ]:  # e.g. "busy machine" is said before measuring, with that moment's load
         assert kind(stderr).count(kind(warning)) == 1
     warning_lines = [line for line in stderr.splitlines() if line.startswith("warning")]
     assert len(warning_lines) == len(set(warning_lines))
@@ -170,7 +173,7 @@ def test_info_is_a_readable_table(capsys, monkeypatch):
     [
         (
             ("run", "-e", "numpy", "-w", "lm_head:64x256:fp32", "--no-save", "--out", "x.json"),
-            "--no-save with --out",
+            "--no-save and --out",
         ),
         (
             ("run", "-e", "numpy", "-w", "lm_head:64x256:fp32", "--json", "--format", "csv"),

@@ -37,14 +37,20 @@ SMALL, LARGE = "lm_head:64x12221:fp32", "lm_head:64x116055:fp32"
 @pytest.fixture(scope="module")
 def records():
     hostile = make_record(chip=HOSTILE_CHIP, engine="@SUM(1+1)|<b>bold</b> &amp; &#x27;", gbps=77)
-    hostile = hostile.model_copy(update={"warnings": [f"note {SCRIPT} > 1 & 2", "# not a heading"],
-                                         "id": None}).with_id()
+    hostile = hostile.model_copy(
+        update={"warnings": [f"note {SCRIPT} > 1 & 2", "# not a heading"], "id": None}
+    ).with_id()
     named = [make_record(chip=None, engine="numpy", device="cpu", workload=w, gbps=5) for w in (LARGE, SMALL)]
-    suites = [r for name in ("sweep", "roofline", "compute", "concurrent") for r in load_records(V1 / f"{name}.json")]
+    suites = [
+        r
+        for name in ("sweep", "roofline", "compute", "concurrent")
+        for r in load_records(V1 / f"{name}.json")
+    ]
     return published_records() + [hostile, *named, *suites]
 
 
 # --- Markdown: escaped for Markdown, figures in a folder ------------------------------------------------
+
 
 def test_markdown_has_no_html_entities_and_nothing_hostile_takes_effect(records):
     text = render_report(records, "md", None, "test")
@@ -88,6 +94,7 @@ def test_a_refused_markdown_report_writes_no_figure(tmp_path, records):
 
 # --- natural order ---------------------------------------------------------------------------------
 
+
 def test_sections_sort_numbers_by_value(records):
     assert sorted(["x116055", "x12221", "x9"], key=natural_key) == ["x9", "x12221", "x116055"]
     for fmt, marker in (("md", "## Results: lm\\_head:64x"), ("html", "<h2>Results: lm_head:64x")):
@@ -101,6 +108,7 @@ def test_sections_sort_numbers_by_value(records):
 
 # --- the HTML page -----------------------------------------------------------------------------------
 
+
 def test_the_html_page_has_contents_viewport_themes_and_scrolling_tables(records):
     page = render_report(records, "html", None, "test")
     assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in page
@@ -109,8 +117,17 @@ def test_the_html_page_has_contents_viewport_themes_and_scrolling_tables(records
     anchors = re.findall(r'href="#([^"]+)"', toc)
     ids = re.findall(r'<section id="([^"]+)">', page)
     assert set(anchors) == set(ids) and len(ids) == page.count("<h2>")  # every section listed, no dead link
-    for heading in ("Results by workload", "Suites", "Sweeps", "Rooflines", "Compute", "Concurrency runs",
-                    "Concurrency verdicts", "Coverage: catalog chips with no data", "Rules"):
+    for heading in (
+        "Results by workload",
+        "Suites",
+        "Sweeps",
+        "Rooflines",
+        "Compute",
+        "Concurrency runs",
+        "Concurrency verdicts",
+        "Coverage: catalog chips with no data",
+        "Rules",
+    ):
         assert f">{heading}<" in toc, heading
     assert page.count("<table>") == page.count('<div class="scroll"')  # every table scrolls in its own box
     assert SCRIPT not in page and "<script" not in page
@@ -125,7 +142,8 @@ document.getElementById('page').addEventListener('load', () => {
   const out = {scrollWidth: d.scrollWidth, clientWidth: d.clientWidth, scrollHeight: d.scrollHeight,
     innerWidth: w.innerWidth, toc: doc.querySelectorAll('nav.toc a').length,
     tocVisible: !!toc && toc.getBoundingClientRect().width > 0,
-    chartShown: img ? img.getBoundingClientRect().width : 0, chartNatural: img ? +img.getAttribute('width') : 0,
+    chartShown: img ? img.getBoundingClientRect().width : 0,
+    chartNatural: img ? +img.getAttribute('width') : 0,
     wideTables: [...doc.querySelectorAll('.scroll')].filter(e => e.scrollWidth > e.clientWidth).length};
   document.getElementById('measured').textContent = JSON.stringify(out);
 });</script></body></html>"""
@@ -136,18 +154,30 @@ def _measure(page: Path, width: int, tmp_path: Path, name: str) -> dict:
     500 px; the report itself, unchanged, runs no script), and a screenshot of the frame."""
     harness = page.parent / f"{name}-harness.html"
     harness.write_text(HARNESS.replace("PAGE", page.name).replace("WIDTH", str(width)))
-    common = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-              "--disable-component-update", "--disable-sync", "--no-first-run", "--virtual-time-budget=5000",
-              "--allow-file-access-from-files", f"--user-data-dir={tmp_path / 'profile'}",
-              f"--window-size={max(width, 500)},900"]
-    result = subprocess.run([*common, "--dump-dom", harness.as_uri()], check=False, capture_output=True,
-                            text=True, timeout=120)
+    common = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--virtual-time-budget=5000",
+        "--allow-file-access-from-files",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        f"--window-size={max(width, 500)},900",
+    ]
+    result = subprocess.run(
+        [*common, "--dump-dom", harness.as_uri()], check=False, capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     found = re.search(r'<pre id="measured">(.+?)</pre>', result.stdout, re.DOTALL)
     assert found, result.stdout[-2000:]
     shot = tmp_path / f"{name}.png"
-    subprocess.run([*common, f"--screenshot={shot}", harness.as_uri()], check=False, capture_output=True,
-                   timeout=120)
+    subprocess.run(
+        [*common, f"--screenshot={shot}", harness.as_uri()], check=False, capture_output=True, timeout=120
+    )
     plt.imsave(shot, plt.imread(shot)[:, :width])  # the frame alone
     keep = os.environ.get("ANEBENCH_SCREENSHOTS")  # a folder to keep the screenshots in, for a reader
     if keep:
@@ -174,24 +204,30 @@ def test_the_html_report_fits_1400_and_420_px_with_its_contents(tmp_path, record
 
 # --- units in machine formats ------------------------------------------------------------------------
 
+
 def test_csv_and_json_name_each_unit_and_agree(records):
     rows = list(csv.DictReader(io.StringIO(render_report(records, "csv", None, "test"))))
     assert not [c for c in rows[0] if c.endswith("_ms")]
     document = json.loads(render_report(records, "json", None, "test"))
     assert document["schema"] == "anebench.report/3" and document["units"]["_s"] == "seconds"
-    by_csv = {(r["chip"], r["workload"], r["engine"], r["config"]): r for r in rows if r["section"] == "matrix"}
+    by_csv = {
+        (r["chip"], r["workload"], r["engine"], r["config"]): r for r in rows if r["section"] == "matrix"
+    }
     compared = 0
     for row in document["matrix"]:
         cells = by_csv[tuple(csv_cell(row[k]) for k in ("chip", "workload", "engine", "config"))]
         if row["median_latency_s"] is not None:
-            assert float(cells["median_latency_s"]) == row["median_latency_s"]  # the same unit, the same figure
+            assert (
+                float(cells["median_latency_s"]) == row["median_latency_s"]
+            )  # the same unit, the same figure
             compared += 1
         assert cells["memory_bandwidth_gbps"] == row["memory_bandwidth_gbps_text"]
     assert compared > 10
     points = [p for groups in document["suites"].values() for g in groups for p in g["points"]]
     suite_rows = [r for r in rows if r["section"] not in ("matrix", "coverage")]
     assert sorted(p["latency_s"] for p in points if p["latency_s"]) == sorted(
-        float(r["median_latency_s"]) for r in suite_rows if r["median_latency_s"])
+        float(r["median_latency_s"]) for r in suite_rows if r["median_latency_s"]
+    )
 
 
 def test_report_tables_use_mb_and_three_significant_digits(records):
@@ -199,14 +235,23 @@ def test_report_tables_use_mb_and_three_significant_digits(records):
     sweep = text.split("## Sweep:")[1].split("## ")[0]
     table = "\n".join(line for line in sweep.splitlines() if line.startswith("|"))
     assert table.startswith("| size MB | latency ") and "MiB" not in table
-    assert [sig3(v) for v in (2.8, 148.4, 60.87, 0.0123, 1050.67)] == ["2.80", "148", "60.9", "0.0123", "1051"]
+    assert [sig3(v) for v in (2.8, 148.4, 60.87, 0.0123, 1050.67)] == [
+        "2.80",
+        "148",
+        "60.9",
+        "0.0123",
+        "1051",
+    ]
     assert time_unit([3.5e-6, 1e-3]) == ("µs", 1e-6) and time_unit([0.016]) == ("ms", 1e-3)
 
 
 # --- plots ---------------------------------------------------------------------------------------------
 
+
 def _overlap(a, b) -> bool:
-    return a.overlaps(b) and min(a.x1, b.x1) - max(a.x0, b.x0) > 0.5 and min(a.y1, b.y1) - max(a.y0, b.y0) > 0.5
+    return (
+        a.overlaps(b) and min(a.x1, b.x1) - max(a.x0, b.x0) > 0.5 and min(a.y1, b.y1) - max(a.y0, b.y0) > 0.5
+    )
 
 
 def _legends_clear_of_axes(fig) -> None:
@@ -232,11 +277,25 @@ def _roofline() -> dict:
     points = []
     for batch in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024):
         latency = max(weights / 120e9, flops1 * batch / 4e12)
-        points.append({"batch": batch, "latency_s": latency, "flop_per_s": flops1 * batch / latency,
-                       "bytes_per_flop": weights / (flops1 * batch), "gbps": weights / latency / 1e9,
-                       "flops": flops1 * batch, "bytes": weights})
-    return {"points": points, "memory_gbps": 120.0, "peak_flop_per_s": 4e12, "ridge_batch": 32,
-            "baseline_batch": 1, "ridge_error": None}
+        points.append(
+            {
+                "batch": batch,
+                "latency_s": latency,
+                "flop_per_s": flops1 * batch / latency,
+                "bytes_per_flop": weights / (flops1 * batch),
+                "gbps": weights / latency / 1e9,
+                "flops": flops1 * batch,
+                "bytes": weights,
+            }
+        )
+    return {
+        "points": points,
+        "memory_gbps": 120.0,
+        "peak_flop_per_s": 4e12,
+        "ridge_batch": 32,
+        "baseline_batch": 1,
+        "ridge_error": None,
+    }
 
 
 def _clustered() -> dict:
@@ -248,11 +307,25 @@ def _clustered() -> dict:
     for batch in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024):
         moved, flops = weights + batch * activation, 2 * hidden * vocab * batch
         latency = max(moved / 20e9, 5e-6)
-        points.append({"batch": batch, "latency_s": latency, "flop_per_s": flops / latency,
-                       "bytes_per_flop": moved / flops, "gbps": weights / latency / 1e9, "flops": flops,
-                       "bytes": moved})
-    return {"points": points, "memory_gbps": 13.0, "peak_flop_per_s": max(p["flop_per_s"] for p in points),
-            "ridge_batch": None, "baseline_batch": 1, "ridge_error": "latency never stayed above 1.2x"}
+        points.append(
+            {
+                "batch": batch,
+                "latency_s": latency,
+                "flop_per_s": flops / latency,
+                "bytes_per_flop": moved / flops,
+                "gbps": weights / latency / 1e9,
+                "flops": flops,
+                "bytes": moved,
+            }
+        )
+    return {
+        "points": points,
+        "memory_gbps": 13.0,
+        "peak_flop_per_s": max(p["flop_per_s"] for p in points),
+        "ridge_batch": None,
+        "baseline_batch": 1,
+        "ridge_error": "latency never stayed above 1.2x",
+    }
 
 
 @pytest.mark.parametrize("analysis", [_roofline(), _clustered()], ids=["published shape", "clustered"])
@@ -266,12 +339,18 @@ def test_roofline_labels_never_collide_and_legends_sit_outside(monkeypatch, anal
     labels = [t for t in ax.texts if t.get_text().startswith("B=")]
     assert len(labels) >= 8  # most points keep their label
     boxes = [t.get_window_extent(renderer) for t in labels]
-    assert not [(labels[i].get_text(), labels[j].get_text()) for i in range(len(boxes))
-                for j in range(i + 1, len(boxes)) if _overlap(boxes[i], boxes[j])]
+    assert not [
+        (labels[i].get_text(), labels[j].get_text())
+        for i in range(len(boxes))
+        for j in range(i + 1, len(boxes))
+        if _overlap(boxes[i], boxes[j])
+    ]
     (measured,) = [line for line in ax.get_lines() if line.get_label().startswith("measured")]
     assert to_hex(measured.get_color()) == to_hex(ENGINE_COLOURS["mlx"])
-    assert not [line for line in fig.axes[1].get_lines() if line.get_label().startswith("ridge")] or \
-        analysis["ridge_batch"]  # a failed ridge draws no line
+    assert (
+        not [line for line in fig.axes[1].get_lines() if line.get_label().startswith("ridge")]
+        or analysis["ridge_batch"]
+    )  # a failed ridge draws no line
     plt.close(fig)
 
 
@@ -284,8 +363,9 @@ def test_sweep_title_says_what_was_read_and_colours_follow_the_engine(monkeypatc
     latencies = [40e-6 + s / 20e9 for s in sizes]
     analysis = analyse_sweep(sizes, latencies, cache_bytes=2**20).as_dict()
     seen = _captured(monkeypatch)
-    suite_plots.plot_sweep(sizes, latencies, analysis, "sweep numpy:cpu (hidden 64, fp16)", "unused",
-                           records=[streamed])
+    suite_plots.plot_sweep(
+        sizes, latencies, analysis, "sweep numpy:cpu (hidden 64, fp16)", "unused", records=[streamed]
+    )
     fig = seen["fig"]
     title = fig._suptitle.get_text()
     assert "fp32 weights (workload fp16, streamed as fp32)" in title and "(hidden 64, fp16)" not in title
@@ -303,21 +383,35 @@ def test_sweep_title_says_what_was_read_and_colours_follow_the_engine(monkeypatc
 
 def test_concurrency_bars_keep_three_digits_and_the_engine_colour(monkeypatch):
     seen = _captured(monkeypatch)
-    analysis = {"solo_gbps": [2.8, 3.1], "together_gbps": [1.45, 1.5], "combined_gbps": 2.95, "scaling": 1.05,
-                "verdict": "shared ceiling", "rule": "r", "combined_definition": "c", "together_definition": "t"}
+    analysis = {
+        "solo_gbps": [2.8, 3.1],
+        "together_gbps": [1.45, 1.5],
+        "combined_gbps": 2.95,
+        "scaling": 1.05,
+        "verdict": "shared ceiling",
+        "rule": "r",
+        "combined_definition": "c",
+        "together_definition": "t",
+    }
     suite_plots.plot_concurrency(analysis, "concurrent torch lm_head x2 (processes)", "unused")
     fig = seen["fig"]
     texts = {t.get_text() for t in fig.axes[0].texts}
     assert {"2.80", "3.10", "1.45", "2.95"} <= texts and "3" not in texts
     _legends_clear_of_axes(fig)
-    together = [p for p in fig.axes[0].patches if to_hex(p.get_facecolor()) == to_hex(ENGINE_COLOURS["torch"])]
+    together = [
+        p for p in fig.axes[0].patches if to_hex(p.get_facecolor()) == to_hex(ENGINE_COLOURS["torch"])
+    ]
     assert len(together) == 2
     plt.close(fig)
 
 
 def test_bar_chart_labels_three_digits_in_the_engine_colour_with_the_legend_outside():
-    rows = aggregate([make_record(chip="Apple M4 Pro", engine="mlx", gbps=2.8),
-                      make_record(chip="Apple M1", engine="mlx", gbps=60.87)]).rows
+    rows = aggregate(
+        [
+            make_record(chip="Apple M4 Pro", engine="mlx", gbps=2.8),
+            make_record(chip="Apple M1", engine="mlx", gbps=60.87),
+        ]
+    ).rows
     fig = bar_chart(rows, "t")
     texts = {t.get_text() for t in fig.axes[0].texts}
     assert {"2.80", "60.9"} <= texts and "3" not in texts
@@ -325,4 +419,6 @@ def test_bar_chart_labels_three_digits_in_the_engine_colour_with_the_legend_outs
     assert to_hex(engine_colour("mlx")) in colours
     _legends_clear_of_axes(fig)
     plt.close(fig)
-    assert engine_colour("mystery") == engine_colour("mystery") and engine_colour("MLX") == ENGINE_COLOURS["mlx"]
+    assert (
+        engine_colour("mystery") == engine_colour("mystery") and engine_colour("MLX") == ENGINE_COLOURS["mlx"]
+    )

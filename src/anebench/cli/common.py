@@ -178,7 +178,7 @@ def flags(**mapping: str) -> Iterator[None]:
 def output_format(fmt: str | None, as_json: bool) -> str:
     """--format, with --json as its alias; both given and different is refused in one line."""
     if as_json and fmt not in (None, "json"):
-        raise UserError(f"--json is --format json; it conflicts with --format {fmt}: drop one of them")
+        raise UserError(f"--json and --format {fmt}: give one (--json is --format json)")
     return "json" if as_json else fmt or "table"
 
 
@@ -210,9 +210,7 @@ def measuring_options(func: Callable) -> Callable:
         fmt = output_format(_meta("fmt"), bool(kwargs.get("as_json")))
         click.get_current_context().meta["anebench.format"] = fmt
         if kwargs.get("no_save") and kwargs.get("out") is not None:
-            raise UserError(
-                f"--no-save with --out {kwargs['out']}: --no-save writes no file; drop one of them"
-            )
+            raise UserError(f"--no-save and --out {kwargs['out']}: give one (--out saves the results there)")
         kwargs["as_json"] = fmt != "table"
         return func(*args, **kwargs)
 

@@ -19,6 +19,12 @@ FORMATS = ("table", "json", "csv", "md")
 
 def output_format(as_json: bool, fmt: str | None, out: Path | None = None, no_save: bool = False) -> str:
     """The one output format; conflicting options refused in one line before anything runs."""
+    ctx = click.get_current_context(silent=True)
+    resolved = ctx.meta.get("anebench.format") if ctx is not None else None
+    if resolved is not None:  # the shared measuring options already resolved --format/--json and checked them
+        if no_save and out is not None:
+            raise UserError(f"--no-save and --out {out}: give one (--out saves the results there)")
+        return str(resolved)
     if as_json and fmt not in (None, "json"):
         raise UserError(f"--json and --format {fmt}: give one (--json is --format json)")
     if no_save and out is not None:

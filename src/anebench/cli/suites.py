@@ -9,6 +9,7 @@ the records, so the store renders the same ones), and writes its plots beside th
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import click
@@ -203,7 +204,7 @@ def sweep(
         label = label if len(bases) == 1 else f"{i}-{label}"
         write_plot(
             stem_for(plot_stem, saved, "sweep", label, len(results) > 1),
-            plot_sweep,
+            functools.partial(plot_sweep, records=result.records),  # the title says what was read
             [r.workload.weight_bytes for r in result.records],
             [r.latency_s() for r in result.records],
             a.as_dict() | {"cache_bytes": result.cache_bytes},
@@ -300,7 +301,7 @@ def roofline(
             stem_for(
                 plot_stem, saved, "roofline", f"{i}-{target.engine.name}-{target.device}", len(results) > 1
             ),
-            plot_roofline,
+            functools.partial(plot_roofline, records=result.records),
             a.as_dict(),
             title,
         )
@@ -571,7 +572,7 @@ def concurrent(
             stem_for(
                 plot_stem, saved, "concurrent", f"{i}-{target.engine.name}-{target.device}", len(results) > 1
             ),
-            plot_concurrency,
+            functools.partial(plot_concurrency, records=result.records),
             result.analysis.as_dict(),
             title,
         )

@@ -23,19 +23,27 @@ FORMATS = ("md", "html", "csv", "json")
 
 
 def _header(agg: Aggregate, source: str) -> list[str]:
-    return [(f"Generated {utc_now().isoformat()} from {source}: {agg.records} record(s), "
+    return [
+        (
+            f"Generated {utc_now().isoformat()} from {source}: {agg.records} record(s), "
             f"{len(agg.rows)} chip x workload x engine row(s) of single-call bandwidth, "
             f"{len(agg.suites)} suite group(s) (sweeps, rooflines, latency, compute, concurrency) in their "
-            "own sections."),
-            "Figures are medians over contributors; flags say how much each figure can be trusted.",
-            ("Units: MB = 10^6 bytes, GB = 10^9 bytes, GB/s = 10^9 bytes per second; each latency column "
-            "names its unit.")]
+            "own sections."
+        ),
+        "Figures are medians over contributors; flags say how much each figure can be trusted.",
+        (
+            "Units: MB = 10^6 bytes, GB = 10^9 bytes, GB/s = 10^9 bytes per second; each latency column "
+            "names its unit."
+        ),
+    ]
 
 
 def charts(agg: Aggregate) -> dict[tuple, bytes]:
     groups = matrix_groups(agg)
-    return {key: bar_chart_png(rows, f"{group_label(key, groups)}: median GB/s by chip")
-            for key, rows in groups.items()}
+    return {
+        key: bar_chart_png(rows, f"{group_label(key, groups)}: median GB/s by chip")
+        for key, rows in groups.items()
+    }
 
 
 def all_sections(agg: Aggregate, records: list[ResultRecord]) -> list:
@@ -68,8 +76,9 @@ def _chart_files(keys: list[tuple]) -> dict[tuple, str]:
     return names
 
 
-def _write_markdown_figures(out: Path, pngs: dict[tuple, bytes], force: bool,
-                            protected: Protected) -> dict[tuple, str]:
+def _write_markdown_figures(
+    out: Path, pngs: dict[tuple, bytes], force: bool, protected: Protected
+) -> dict[tuple, str]:
     """Every target checked under the output policy before the first byte is written; then the PNGs.
     Returns each chart's link, relative to the report."""
     protected = list(protected)
@@ -109,9 +118,16 @@ def renderable(rows: list[tuple[str, str]]) -> tuple[list[ResultRecord], list[tu
     return good, skipped
 
 
-def render_report(records: list[ResultRecord], fmt: str, out: Path | None, source: str, force: bool = False,
-                  protected: Protected = ()) -> str:
-    """The report text; with ``out``, also writes it (Markdown: and its charts in ``STEM_files/`` beside it)."""
+def render_report(
+    records: list[ResultRecord],
+    fmt: str,
+    out: Path | None,
+    source: str,
+    force: bool = False,
+    protected: Protected = (),
+) -> str:
+    """The report text; with ``out``, also writes it (Markdown: and its charts in ``STEM_files/``
+    beside it)."""
     if fmt not in FORMATS:
         raise UserError(f"--format {fmt!r} is not supported; valid: {', '.join(FORMATS)}")
     protected = list(protected)  # read more than once
@@ -128,8 +144,10 @@ def render_report(records: list[ResultRecord], fmt: str, out: Path | None, sourc
         if out is not None:
             links = _write_markdown_figures(out, charts(agg), force, protected)
         else:
-            header.append("Charts: give --out PATH.md to write them in PATH_files/ beside the report, or use "
-                          "--format html.")
+            header.append(
+                "Charts: give --out PATH.md to write them in PATH_files/ beside the report, or use "
+                "--format html."
+            )
         text = render_markdown(header, all_sections(agg, records), links)
     if out is not None:
         atomic_write_text(out, text, "--out", force, protected)

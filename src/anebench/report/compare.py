@@ -40,8 +40,9 @@ def versus_label(comparison: Comparison | None) -> str:
     return f"{change} {'sig.' if comparison.significant else 'n.s.'}"
 
 
-def family_comparison(records: list[ResultRecord],
-                      published: list[ResultRecord] | None = None) -> tuple[list[ComparisonRow], list[str]]:
+def family_comparison(
+    records: list[ResultRecord], published: list[ResultRecord] | None = None
+) -> tuple[list[ComparisonRow], list[str]]:
     """(rows, notes): the user's records first, then published solo figures of the same family and
     workload fingerprint; notes say why a record has nothing to compare with."""
     published = published_records() if published is None else published
@@ -50,29 +51,61 @@ def family_comparison(records: list[ResultRecord],
         name = record_chip(record)
         chip = lookup_chip(name)
         if chip is None:
-            notes.append(f"{record.workload.name}: this host's chip ({name or 'not detected'}) is not in the "
-                         "chip catalog; no published figures to compare with")
+            notes.append(
+                f"{record.workload.name}: this host's chip ({name or 'not detected'}) is not in the "
+                "chip catalog; no published figures to compare with"
+            )
             continue
-        peers = [p for p in published
-                 if p.workload.fingerprint == record.workload.fingerprint
-                 and p.is_single_call_bandwidth
-                 and (peer := lookup_chip(p.host.chip)) is not None and peer.family == chip.family]
+        peers = [
+            p
+            for p in published
+            if p.workload.fingerprint == record.workload.fingerprint
+            and p.is_single_call_bandwidth
+            and (peer := lookup_chip(p.host.chip)) is not None
+            and peer.family == chip.family
+        ]
         latency = record.latency_s()
-        rows.append(ComparisonRow(chip.key, "this run", record.workload.name,
-                                  f"{record.engine.name}:{record.engine.device}",
-                                  record.gbps, latency * 1e3 if latency else None, "your run", True,
-                                  record.method.statistic, relative_halfwidth(record)))
+        rows.append(
+            ComparisonRow(
+                chip.key,
+                "this run",
+                record.workload.name,
+                f"{record.engine.name}:{record.engine.device}",
+                record.gbps,
+                latency * 1e3 if latency else None,
+                "your run",
+                True,
+                record.method.statistic,
+                relative_halfwidth(record),
+            )
+        )
         if not peers:
-            notes.append(f"{record.workload.name} on {record.engine.name}:{record.engine.device}: no published "
-                         f"figure of the same fingerprint (the same bytes read the same way) for the "
-                         f"{chip.family} family")
+            notes.append(
+                f"{record.workload.name} on {record.engine.name}:{record.engine.device}: no published "
+                f"figure of the same fingerprint (the same bytes read the same way) for the "
+                f"{chip.family} family"
+            )
         for p in sorted(peers, key=lambda p: (p.host.chip or "", -(p.gbps or 0))):
             p_latency = p.latency_s()
-            rows.append(ComparisonRow(
-                lookup_chip(p.host.chip).key, p.facts.chip_config or "", p.workload.name,
-                f"{p.engine.name}:{p.engine.device}", p.gbps, p_latency * 1e3 if p_latency else None,
-                p.provenance_note.split(";")[0] + (" (GB/s derived)" if p.facts.gbps_derived else ""),
-                False, p.method.statistic, None,
-                compare_results(record, p) if p.gbps and record.gbps else None,
-            ))
+            rows.append(
+                ComparisonRow(
+                    peer_chip_key(p.host.chip),
+                    p.facts.chip_config or "",
+                    p.workload.name,
+                    f"{p.engine.name}:{p.engine.device}",
+                    p.gbps,
+                    p_latency * 1e3 if p_latency else None,
+                    p.provenance_note.split(";")[0] + (" (GB/s derived)" if p.facts.gbps_derived else ""),
+                    False,
+                    p.method.statistic,
+                    None,
+                    compare_results(record, p) if p.gbps and record.gbps else None,
+                )
+            )
     return rows, notes
+
+
+def peer_chip_key(chip: str | None) -> str:
+    """A published peer's catalog key (every published chip is in the catalog; the name otherwise)."""
+    entry = lookup_chip(chip)
+    return entry.key if entry is not None else (chip or "unknown")

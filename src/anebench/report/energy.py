@@ -14,15 +14,27 @@ from ..model import Energy, ResultRecord
 from ..results.store import record_chip
 from .tables import Section, natural_key
 
-COLUMNS = ["engine:device", "workload", "GB/s", "J/token (scope)", "J/token (work)", "GB/s per W (work)",
-           "GB/s per W (scope)", "DRAM GB/s (weights GB/s)", "source", "records"]
-NOTE = ("J/token = joules per call / batch (one LM-head read is one token's head cost). 'work' is the "
-        "component that did the work (IOReport: ane for Core ML's ANE, gpu for the GPU and MPS, cpu for the "
-        "CPU); 'scope' is the counter's whole scope (IOReport: the SoC package; RAPL: the CPU packages; NVML: "
-        "the board). DRAM GB/s is read+write from the memory controllers' histograms over the timed window, "
-        "beside the weight bytes the calls streamed in that window; they agree within the stated resolution "
-        "(one bucket width per die), and a record whose two views disagree carries a warning. Medians over "
-        "records; the counters see every process on the machine.")
+COLUMNS = [
+    "engine:device",
+    "workload",
+    "GB/s",
+    "J/token (scope)",
+    "J/token (work)",
+    "GB/s per W (work)",
+    "GB/s per W (scope)",
+    "DRAM GB/s (weights GB/s)",
+    "source",
+    "records",
+]
+NOTE = (
+    "J/token = joules per call / batch (one LM-head read is one token's head cost). 'work' is the "
+    "component that did the work (IOReport: ane for Core ML's ANE, gpu for the GPU and MPS, cpu for the "
+    "CPU); 'scope' is the counter's whole scope (IOReport: the SoC package; RAPL: the CPU packages; NVML: "
+    "the board). DRAM GB/s is read+write from the memory controllers' histograms over the timed window, "
+    "beside the weight bytes the calls streamed in that window; they agree within the stated resolution "
+    "(one bucket width per die), and a record whose two views disagree carries a warning. Medians over "
+    "records; the counters see every process on the machine."
+)
 
 
 def record_energy(record: ResultRecord) -> Energy | None:
@@ -41,31 +53,41 @@ def _median(values: list[float | None]) -> float | None:
 
 def _row(records: list[tuple[ResultRecord, Energy]]) -> list[str]:
     first, energy = records[0]
-    per_token = [e.joules_per_call / r.workload.batch if e.joules_per_call is not None else None
-                 for r, e in records]
+    per_token = [
+        e.joules_per_call / r.workload.batch if e.joules_per_call is not None else None for r, e in records
+    ]
     work = [e.component(e.work_component) if e.work_component else None for _, e in records]
-    work_per_token = [c.joules_per_call / r.workload.batch if c and c.available and c.joules_per_call is not None
-                      else None for (r, _), c in zip(records, work)]
+    work_per_token = [
+        c.joules_per_call / r.workload.batch if c and c.available and c.joules_per_call is not None else None
+        for (r, _), c in zip(records, work)
+    ]
     drams = [e.dram_traffic for _, e in records if e.dram_traffic and e.dram_traffic.available]
     dram = "-"
     if drams:
-        dram = (f"{_fmt(_median([d.gbps for d in drams]), 1)} ({_fmt(_median([d.weight_gbps for d in drams]), 1)}"
-                f"; resolution {_fmt(_median([d.resolution_gbps for d in drams]), 0)})")
+        dram = (
+            f"{_fmt(_median([d.gbps for d in drams]), 1)} ({_fmt(_median([d.weight_gbps for d in drams]), 1)}"
+            f"; resolution {_fmt(_median([d.resolution_gbps for d in drams]), 0)})"
+        )
     label = energy.work_component or "-"
     return [
-        f"{first.engine.name}:{first.engine.device}", first.workload.name,
+        f"{first.engine.name}:{first.engine.device}",
+        first.workload.name,
         _fmt(_median([r.gbps for r, _ in records])),
-        _fmt(_median(per_token), 4), (f"{_fmt(_median(work_per_token), 4)} ({label})"
-                                      if _median(work_per_token) is not None else "-"),
+        _fmt(_median(per_token), 4),
+        (f"{_fmt(_median(work_per_token), 4)} ({label})" if _median(work_per_token) is not None else "-"),
         _fmt(_median([e.work_gbps_per_watt for _, e in records])),
         _fmt(_median([e.gbps_per_watt for _, e in records])),
-        dram, energy.source or "-", str(len(records)),
+        dram,
+        energy.source or "-",
+        str(len(records)),
     ]
 
 
 def energy_sections(records: list[ResultRecord]) -> list[Section]:
     """One section per chip that has `run` records with energy; none when there are none."""
-    by_chip: dict[str, dict[tuple, list[tuple[ResultRecord, Energy]]]] = defaultdict(lambda: defaultdict(list))
+    by_chip: dict[str, dict[tuple, list[tuple[ResultRecord, Energy]]]] = defaultdict(
+        lambda: defaultdict(list)
+    )
     for record in records:
         energy = record_energy(record)
         if record.suite != "run" or energy is None or not energy.available or record.gbps is None:

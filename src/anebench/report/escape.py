@@ -35,8 +35,11 @@ def md_cell(value: object) -> str:
 def md_text(value: object) -> str:
     """A Markdown paragraph of one line: a cell's escaping, and no heading, list or rule can start it
     (a table cell or a heading's text is inline, so ``md_cell`` is enough there)."""
-    return _MD_BLOCK_START.sub(lambda m: (f"{m.group(1)}\\{m.group(2)}" if m.group(2)
-                                          else f"{m.group(1)}{m.group(3)}\\{m.group(4)}"), md_cell(value), count=1)
+    return _MD_BLOCK_START.sub(
+        lambda m: f"{m.group(1)}\\{m.group(2)}" if m.group(2) else f"{m.group(1)}{m.group(3)}\\{m.group(4)}",
+        md_cell(value),
+        count=1,
+    )
 
 
 def html_text(value: object) -> str:

@@ -18,7 +18,8 @@ STYLE = """
 --head:#222831;--link:#8ab4f8;--stripe:#1a1e24;--card:#f4f4f4}}
 *,*::before,*::after{box-sizing:border-box}
 html{-webkit-text-size-adjust:100%;text-size-adjust:100%}
-body{margin:0;background:var(--bg);color:var(--fg);font:15px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif}
+body{margin:0;background:var(--bg);color:var(--fg);
+font:15px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif}
 a{color:var(--link)}
 .page{max-width:1600px;margin:0 auto;padding:12px}
 main{min-width:0}
@@ -33,7 +34,8 @@ nav.toc>details>ul{padding-left:0}
 nav.toc li{margin:.15em 0}
 nav.toc .group{font-weight:600;margin-top:.5em}
 nav.toc .aside{color:var(--muted)}
-.scroll{overflow-x:auto;width:fit-content;max-width:100%;margin:.5em 0 1.2em;border:1px solid var(--line);border-radius:4px}
+.scroll{overflow-x:auto;width:fit-content;max-width:100%;margin:.5em 0 1.2em;
+border:1px solid var(--line);border-radius:4px}
 table{border-collapse:collapse;font-size:13px;overflow-wrap:normal}
 th,td{border-bottom:1px solid var(--line);border-right:1px solid var(--line);padding:3px 7px;text-align:left;
 vertical-align:top}
@@ -53,14 +55,43 @@ nav.toc{position:sticky;top:12px;max-height:calc(100vh - 24px);overflow-y:auto;m
 }
 @media (max-width:600px){body{font-size:14px}.page{padding:8px}}
 """
-NUMERIC = {"GB/s (median ± between-run)", "contributors", "latency ms (median)", "utilisation", "tier",
-           "scaling", "combined GB/s", "GB/s", "J/token (scope)", "GB/s per W (work)", "GB/s per W (scope)",
-           "records", "GFLOP/s", "TFLOP/s", "weight GB/s", "size MB", "MB", "KB", "batch", "tokens"}
+NUMERIC = {
+    "GB/s (median ± between-run)",
+    "contributors",
+    "latency ms (median)",
+    "utilisation",
+    "tier",
+    "scaling",
+    "combined GB/s",
+    "GB/s",
+    "J/token (scope)",
+    "GB/s per W (work)",
+    "GB/s per W (scope)",
+    "records",
+    "GFLOP/s",
+    "TFLOP/s",
+    "weight GB/s",
+    "size MB",
+    "MB",
+    "KB",
+    "batch",
+    "tokens",
+}
 # The contents, in the report's order: (kind, heading); a kind absent from the report is left out.
-CONTENTS = [("results", "Results by workload"), ("energy", "Energy"), ("verdicts", "Concurrency verdicts"),
-            ("sweep", "Sweeps"), ("roofline", "Rooflines"), ("latency", "Latency"), ("compute", "Compute"),
-            ("concurrency", "Concurrency runs"), ("batched", "Runs with batch or tokens > 1"),
-            ("coverage", "Coverage"), ("excluded", "Excluded"), ("rules", "Rules")]
+CONTENTS = [
+    ("results", "Results by workload"),
+    ("energy", "Energy"),
+    ("verdicts", "Concurrency verdicts"),
+    ("sweep", "Sweeps"),
+    ("roofline", "Rooflines"),
+    ("latency", "Latency"),
+    ("compute", "Compute"),
+    ("concurrency", "Concurrency runs"),
+    ("batched", "Runs with batch or tokens > 1"),
+    ("coverage", "Coverage"),
+    ("excluded", "Excluded"),
+    ("rules", "Rules"),
+]
 SUITES = {"sweep", "roofline", "latency", "compute", "concurrency", "batched"}
 # The charts are drawn at 200 dpi: half their pixels are CSS pixels, sharp on a high-density screen.
 CHART_PIXEL_RATIO = 2
@@ -78,21 +109,27 @@ def table_html(section: Section) -> str:
     body = []
     for row in section.rows:
         cells = "".join(
-            f'<td class="num">{html_text(v)}</td>' if _numeric(c)
-            else f'<td class="long">{html_text(v)}</td>' if len(str(v)) > LONG_CELL  # a few lines, not fifty
+            f'<td class="num">{html_text(v)}</td>'
+            if _numeric(c)
+            else f'<td class="long">{html_text(v)}</td>'
+            if len(str(v)) > LONG_CELL  # a few lines, not fifty
             else f"<td>{html_text(v)}</td>"
             for c, v in zip(section.columns, row)
         )
         body.append(f"<tr>{cells}</tr>")
     # the table scrolls inside its own box: a wide table never widens the page
-    return (f'<div class="scroll" role="region" tabindex="0" aria-label="{html_text("table: " + section.title)}">'
-            f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>")
+    return (
+        f'<div class="scroll" role="region" tabindex="0" aria-label="{html_text("table: " + section.title)}">'
+        f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
+    )
 
 
 def section_ids(sections: list[Section]) -> list[str]:
     """A unique anchor per section: its position and a readable slug of its title."""
-    return [f"s{i}-" + re.sub(r"[^a-z0-9]+", "-", s.title.lower()).strip("-")[:48]
-            for i, s in enumerate(sections, 1)]
+    return [
+        f"s{i}-" + re.sub(r"[^a-z0-9]+", "-", s.title.lower()).strip("-")[:48]
+        for i, s in enumerate(sections, 1)
+    ]
 
 
 def _entry(section: Section) -> str:
@@ -134,8 +171,10 @@ def contents_html(sections: list[Section], ids: list[str]) -> str:
             items.append(_group("Suites", [blocks[k] for k, _ in CONTENTS if k in SUITES and k in blocks]))
         if kind not in SUITES and kind in blocks:
             items.append(blocks[kind])
-    return ('<nav class="toc" aria-label="Contents"><details open><summary>Contents</summary>'
-            f"<ul>{''.join(items)}</ul></details></nav>")
+    return (
+        '<nav class="toc" aria-label="Contents"><details open><summary>Contents</summary>'
+        f"<ul>{''.join(items)}</ul></details></nav>"
+    )
 
 
 def png_size(png: bytes) -> tuple[int, int] | None:
@@ -150,20 +189,30 @@ def chart_html(section: Section, png: bytes) -> str:
     data = base64.b64encode(png).decode("ascii")
     size = png_size(png)
     dims = f' width="{size[0] // CHART_PIXEL_RATIO}" height="{size[1] // CHART_PIXEL_RATIO}"' if size else ""
-    return (f'<figure class="chart"><img alt="{html_text("GB/s by chip: " + section.title)}"{dims} '
-            f'src="data:image/png;base64,{data}"></figure>')
+    return (
+        f'<figure class="chart"><img alt="{html_text("GB/s by chip: " + section.title)}"{dims} '
+        f'src="data:image/png;base64,{data}"></figure>'
+    )
 
 
 def render_html(header: list[str], sections: list[Section], charts: dict[tuple, bytes]) -> str:
     ids = section_ids(sections)
-    parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-             '<meta name="viewport" content="width=device-width, initial-scale=1">',
-             '<meta name="color-scheme" content="light dark">',
-             ("<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-             "img-src data:; style-src 'unsafe-inline'\">"),
-             "<title>anebench results by chip</title>", f"<style>{STYLE}</style></head><body>",
-             '<div class="page">', contents_html(sections, ids), "<main>",
-             "<h1>anebench results by chip</h1>"]
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        '<meta name="color-scheme" content="light dark">',
+        (
+            '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+            "img-src data:; style-src 'unsafe-inline'\">"
+        ),
+        "<title>anebench results by chip</title>",
+        f"<style>{STYLE}</style></head><body>",
+        '<div class="page">',
+        contents_html(sections, ids),
+        "<main>",
+        "<h1>anebench results by chip</h1>",
+    ]
     parts += [f"<p>{html_text(line)}</p>" for line in header]
     for section, anchor in zip(sections, ids):
         parts.append(f'<section id="{anchor}">')

@@ -82,9 +82,15 @@ def bar_chart(rows: list[MatrixRow], title: str) -> Figure:
         top = max(r.median_gbps for r in rows) * HEADROOM
         for i, r in enumerate(rows):
             inside = r.median_gbps > 0.18 * top  # long bars carry their value inside, clear of the marks
-            ax.text(r.median_gbps - 0.01 * top if inside else r.median_gbps + 0.01 * top, i, sig3(r.median_gbps),
-                    ha="right" if inside else "left", va="center", fontsize=9,
-                    color=ink_on(colours[i]) if inside else "black")
+            ax.text(
+                r.median_gbps - 0.01 * top if inside else r.median_gbps + 0.01 * top,
+                i,
+                sig3(r.median_gbps),
+                ha="right" if inside else "left",
+                va="center",
+                fontsize=9,
+                color=ink_on(colours[i]) if inside else "black",
+            )
             if r.bandwidth_gbps is None:
                 continue
             low, high = r.bandwidth_gbps
@@ -93,8 +99,15 @@ def bar_chart(rows: list[MatrixRow], title: str) -> Figure:
                 ax.vlines(value, i - 0.42, i + 0.42, colors="black", linewidth=2)
             if high > top:  # off the scale: an arrow at the edge, labelled with the figure(s)
                 label = f"{high:g}" if low in shown or low == high else f"{low:g}-{high:g}"
-                ax.annotate(label, (top, i), xytext=(top * 0.86, i), ha="right", va="center", fontsize=8,
-                            arrowprops={"arrowstyle": "->", "lw": 1})
+                ax.annotate(
+                    label,
+                    (top, i),
+                    xytext=(top * 0.86, i),
+                    ha="right",
+                    va="center",
+                    fontsize=8,
+                    arrowprops={"arrowstyle": "->", "lw": 1},
+                )
         ax.set_xlim(0, top)
         ax.set_ylim(len(rows) - 0.5, -0.5)  # the table's order, top to bottom
         ax.set_yticks(y, [plain(r.chip + (f" ({r.config})" if r.config else "")) for r in rows], fontsize=10)
@@ -105,10 +118,22 @@ def bar_chart(rows: list[MatrixRow], title: str) -> Figure:
         fig.suptitle(plain(title, 90), fontsize=10)
         tiers = sorted({r.tier for r in rows if r.tier is not None})
         handles: list[Artist] = [Patch(color=tier_colour(engine, t), label=f"tier {t}") for t in tiers]
-        handles.append(Line2D([], [], color="black", linewidth=2,
-                              label="memory bandwidth (arrow: beyond the scale; none: not published)"))
-        fig.legend(handles=handles, loc="outside lower center", ncol=min(len(tiers), 4) or 1, fontsize=8,
-                   frameon=False)
+        handles.append(
+            Line2D(
+                [],
+                [],
+                color="black",
+                linewidth=2,
+                label="memory bandwidth (arrow: beyond the scale; none: not published)",
+            )
+        )
+        fig.legend(
+            handles=handles,
+            loc="outside lower center",
+            ncol=min(len(tiers), 4) or 1,
+            fontsize=8,
+            frameon=False,
+        )
     except BaseException:
         plt.close(fig)
         raise

@@ -56,19 +56,34 @@ def kind_ranges(published: list[ResultRecord]) -> list[KindRow]:
         if p.is_single_call_bandwidth and p.gbps and p.engine.device == "ane":
             by_workload.setdefault(p.workload.name, []).append(p.gbps)
     for workload, figures in sorted(by_workload.items(), key=lambda item: -len(item[1])):
-        rows.append(KindRow(ANE, workload, min(figures), max(figures),
-                            f"anemll-bench: {len(figures)} figure{'s' if len(figures) > 1 else ''}"))
+        rows.append(
+            KindRow(
+                ANE,
+                workload,
+                min(figures),
+                max(figures),
+                f"anemll-bench: {len(figures)} figure{'s' if len(figures) > 1 else ''}",
+            )
+        )
     for kind, vendor, kind_key in ((APPLE_GPU, "Apple", "soc"), (NVIDIA, "NVIDIA", "gpu")):
         chips = [c for c in catalog() if c.vendor == vendor and c.kind == kind_key and c.bandwidth_known]
         if chips:
-            rows.append(KindRow(kind, MEMORY_PEAK, min(c.bandwidth_gbps_min or 0 for c in chips),
-                                max(c.bandwidth_gbps_max or 0 for c in chips),
-                                f"datasheets: {len(chips)} chips"))
+            rows.append(
+                KindRow(
+                    kind,
+                    MEMORY_PEAK,
+                    min(c.bandwidth_gbps_min or 0 for c in chips),
+                    max(c.bandwidth_gbps_max or 0 for c in chips),
+                    f"datasheets: {len(chips)} chips",
+                )
+            )
     rows.append(KindRow(CPU, "-", None, None, "none published"))
     return rows
 
 
-def published_context(records: list[ResultRecord], published: list[ResultRecord] | None = None) -> PublishedContext:
+def published_context(
+    records: list[ResultRecord], published: list[ResultRecord] | None = None
+) -> PublishedContext:
     """Each record beside its chip family's published figures where there are any, else beside the
     published ranges of every device kind (its own kind first)."""
     published = published_records() if published is None else published
@@ -85,8 +100,17 @@ def published_context(records: list[ResultRecord], published: list[ResultRecord]
     ranges = kind_ranges(published)
     kinds = list(dict.fromkeys(device_kind(r) for r in alone))
     for record in alone:
-        context.kind_rows.append(KindRow(device_kind(record), record.workload.name, record.gbps, record.gbps,
-                                         f"your run ({record.engine.name}:{record.engine.device})", True, record))
+        context.kind_rows.append(
+            KindRow(
+                device_kind(record),
+                record.workload.name,
+                record.gbps,
+                record.gbps,
+                f"your run ({record.engine.name}:{record.engine.device})",
+                True,
+                record,
+            )
+        )
     order = {kind: i for i, kind in enumerate(kinds + [k for k in KINDS if k not in kinds])}
     context.kind_rows += sorted(ranges, key=lambda row: order[row.kind])
     chips = sorted({r.host.chip or r.host.cpu_model or "not detected" for r in alone})
@@ -94,7 +118,8 @@ def published_context(records: list[ResultRecord], published: list[ResultRecord]
         f"no published figure of the same chip family and workload for this host ({', '.join(chips)}): "
         "published ranges by device kind shown for context (ANE: anemll-bench's measured figures; GPUs: the "
         "datasheet memory bandwidth, no measured GPU figure is published); they read other workloads or "
-        "state peaks, so they are not a comparison")
+        "state peaks, so they are not a comparison"
+    )
     return context
 
 

@@ -21,8 +21,10 @@ from .tables import fmt_gbps_pm
 
 DROPPED = "<dropped>"
 # Absolute paths under a home or a private folder, with or without a user name in them.
-_PATH = re.compile(r"(?<![\w.])(?:[A-Za-z]:)?(?:/|\\)(?:Users|home|root|private|var|tmp|mnt|media|Volumes|opt|srv|data|work)"
-                   r"(?:[/\\][^\s\"'`|,;:]*)?")
+_PATH = re.compile(
+    r"(?<![\w.])(?:[A-Za-z]:)?(?:/|\\)(?:Users|home|root|private|var|tmp|mnt|media|Volumes|opt|srv|data|work)"
+    r"(?:[/\\][^\s\"'`|,;:]*)?"
+)
 
 
 def _identifying_strings(record: ResultRecord) -> list[str]:
@@ -43,9 +45,38 @@ def _identifying_strings(record: ResultRecord) -> list[str]:
     return sorted((s for s in found if s and len(s) >= 2 and s not in COMMON_WORDS), key=len, reverse=True)
 
 
-COMMON_WORDS = {"root", "user", "home", "model", "models", "anebench", "localhost", "snapshots", "hub", "cache",
-                "huggingface", "Users", "work", "data", "tmp", "var", "private", "lm_head", "weight", "fp16",
-                "fp32", "bf16", "coreml", "numpy", "torch", "mlx", "cpu", "gpu", "ane", "run"}
+COMMON_WORDS = {
+    "root",
+    "user",
+    "home",
+    "model",
+    "models",
+    "anebench",
+    "localhost",
+    "snapshots",
+    "hub",
+    "cache",
+    "huggingface",
+    "Users",
+    "work",
+    "data",
+    "tmp",
+    "var",
+    "private",
+    "lm_head",
+    "weight",
+    "fp16",
+    "fp32",
+    "bf16",
+    "coreml",
+    "numpy",
+    "torch",
+    "mlx",
+    "cpu",
+    "gpu",
+    "ane",
+    "run",
+}
 
 
 def _scrub(value: object, secrets: list[str]) -> object:
@@ -74,30 +105,54 @@ def drop_host_identifiers(record: ResultRecord) -> ResultRecord:
 
 
 def issue_body(records: list[ResultRecord], submission_name: str, anonymized: bool) -> str:
-    lines = ["## anebench result submission", "",
-             f"Attach `{md_cell(submission_name)}` (the validated results document) to this issue.", "",
-             "| chip | catalog entry | engine:device | workload | GB/s | latency ms | runs | warmup | timing |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "## anebench result submission",
+        "",
+        f"Attach `{md_cell(submission_name)}` (the validated results document) to this issue.",
+        "",
+        "| chip | catalog entry | engine:device | workload | GB/s | latency ms | runs | warmup | timing |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in records:
         name = record_chip(r)  # the GPU for a CUDA run, as the report files it
         chip = lookup_chip(name)
         latency = r.latency_s()
-        lines.append("| " + " | ".join(md_cell(v) for v in (
-            name or r.host.cpu_model or "-", chip.key if chip else "not in catalog",
-            f"{r.engine.name}:{r.engine.device}", r.workload.name,
-            fmt_gbps_pm(r.gbps, relative_halfwidth(r)), f"{latency * 1e3:.3f} ({r.method.statistic})" if latency else "-",
-            r.method.runs if r.method.runs is not None else "not stated",
-            r.method.warmup_policy or "not stated", r.method.timing,
-        )) + " |")
-    lines += ["", "GB/s: ± is the between-run 95% interval of the run's repetitions; none: one repetition.",
-              "", f"- tool: {md_cell(records[0].tool.name)} {md_cell(records[0].tool.version)}",
-              (f"- host: {md_cell(records[0].host.os)} {md_cell(records[0].host.os_version)}, "
-              f"{md_cell(records[0].host.arch)}"),
-              f"- host identifiers: {'dropped' if anonymized else 'included (fingerprint, machine model)'}",
-              f"- record ids: {', '.join(md_cell(r.id[:12]) for r in records)}", ""]
+        lines.append(
+            "| "
+            + " | ".join(
+                md_cell(v)
+                for v in (
+                    name or r.host.cpu_model or "-",
+                    chip.key if chip else "not in catalog",
+                    f"{r.engine.name}:{r.engine.device}",
+                    r.workload.name,
+                    fmt_gbps_pm(r.gbps, relative_halfwidth(r)),
+                    f"{latency * 1e3:.3f} ({r.method.statistic})" if latency else "-",
+                    r.method.runs if r.method.runs is not None else "not stated",
+                    r.method.warmup_policy or "not stated",
+                    r.method.timing,
+                )
+            )
+            + " |"
+        )
+    lines += [
+        "",
+        "GB/s: ± is the between-run 95% interval of the run's repetitions; none: one repetition.",
+        "",
+        f"- tool: {md_cell(records[0].tool.name)} {md_cell(records[0].tool.version)}",
+        (
+            f"- host: {md_cell(records[0].host.os)} {md_cell(records[0].host.os_version)}, "
+            f"{md_cell(records[0].host.arch)}"
+        ),
+        f"- host identifiers: {'dropped' if anonymized else 'included (fingerprint, machine model)'}",
+        f"- record ids: {', '.join(md_cell((r.id or r.content_id())[:12]) for r in records)}",
+        "",
+    ]
     warnings = [f"{r.workload.name}: {w}" for r in records for w in r.warnings]
     if warnings:
-        lines += ["Warnings recorded with the measurement:", ""] + [f"- {md_cell(w)}" for w in warnings] + [""]
+        lines += (
+            ["Warnings recorded with the measurement:", ""] + [f"- {md_cell(w)}" for w in warnings] + [""]
+        )
     return "\n".join(lines)
 
 
@@ -107,7 +162,8 @@ def write_submission(result: Path, out_dir: Path, anonymize: bool, force: bool =
         raise UserError(f"{result}: the results document holds no records; nothing to submit")
     if anonymize:
         records = [drop_host_identifiers(r) for r in records]
-        stem = f"anebench-submission-{records[0].id[:12]}"  # the input's name may hold the host name
+        # the input's name may hold the host name
+        stem = f"anebench-submission-{(records[0].id or records[0].content_id())[:12]}"
     else:
         stem = result.name.removesuffix(".json")
     submission = out_dir / f"{stem}.submission.json"

@@ -32,9 +32,16 @@ from .tables import sig3
 
 MB = 1e6
 # Where a point's label may go, in offset points from the point, tried in this order.
-LABEL_PLACES = [(5, 4, "left", "bottom"), (5, -4, "left", "top"), (-5, 4, "right", "bottom"),
-                (-5, -4, "right", "top"), (0, 7, "center", "bottom"), (0, -7, "center", "top"),
-                (9, 0, "left", "center"), (-9, 0, "right", "center")]
+LABEL_PLACES = [
+    (5, 4, "left", "bottom"),
+    (5, -4, "left", "top"),
+    (-5, 4, "right", "bottom"),
+    (-5, -4, "right", "top"),
+    (0, 7, "center", "bottom"),
+    (0, -7, "center", "top"),
+    (9, 0, "left", "center"),
+    (-9, 0, "right", "center"),
+]
 MARKER_PX = 5  # the half-width of a plotted point, kept clear of labels
 
 
@@ -57,8 +64,9 @@ def save_figure(fig: Figure, stem: Path) -> list[Path]:
 def legend_outside(ax: Axes, **kwargs) -> None:
     """The legend to the right of the axes, where it can cover no point (constrained layout makes room)."""
     if ax.get_legend_handles_labels()[0]:
-        ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0, fontsize=8, frameon=False,
-                  **kwargs)
+        ax.legend(
+            loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0, fontsize=8, frameon=False, **kwargs
+        )
 
 
 def wrap(text: str, width: int = 34) -> str:
@@ -71,8 +79,9 @@ def freeze_layout(fig: Figure) -> None:
     fig.set_layout_engine("none")
 
 
-def label_points(ax: Axes, xs: Sequence[float], ys: Sequence[float], texts: Sequence[str],
-                 fontsize: float = 7) -> list[Annotation]:
+def label_points(
+    ax: Axes, xs: Sequence[float], ys: Sequence[float], texts: Sequence[str], fontsize: float = 7
+) -> list[Annotation]:
     """Each label at the first place (LABEL_PLACES) that is inside the axes and clear of every point and
     of the labels placed before it; a label with no such place is left out. Call after freeze_layout."""
     renderer = cast(FigureCanvasAgg, ax.figure.canvas).get_renderer()  # matplotlib.use("Agg") above
@@ -82,8 +91,9 @@ def label_points(ax: Axes, xs: Sequence[float], ys: Sequence[float], texts: Sequ
     placed = []
     for x, y, text in zip(xs, ys, texts):
         for dx, dy, ha, va in LABEL_PLACES:
-            label = ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points", ha=ha, va=va,
-                                fontsize=fontsize)
+            label = ax.annotate(
+                text, (x, y), xytext=(dx, dy), textcoords="offset points", ha=ha, va=va, fontsize=fontsize
+            )
             box = label.get_window_extent(renderer)
             inside = frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
             if inside and not any(box.overlaps(other) for other in taken):
@@ -99,7 +109,9 @@ def _read(records: list[ResultRecord]) -> str:
     first = records[0]
     streamed = first.engine.run_dtype
     asked = first.workload.dtype
-    return f"{streamed} weights" + (f" (workload {asked}, streamed as {streamed})" if asked != streamed else "")
+    return f"{streamed} weights" + (
+        f" (workload {asked}, streamed as {streamed})" if asked != streamed else ""
+    )
 
 
 def _where(records: list[ResultRecord]) -> str:
@@ -115,7 +127,8 @@ def _mb_range(records: list[ResultRecord]) -> str:
 
 
 def sweep_title(records: list[ResultRecord]) -> str:
-    """"sweep numpy:cpu: hidden 4096, fp32 weights (workload fp16, streamed as fp32), 1.05-1074 MB per call"."""
+    """The title from what was read, e.g. "sweep numpy:cpu: hidden 4096, fp32 weights (workload fp16,
+    streamed as fp32), 1.05-1074 MB per call"."""
     hidden = records[0].workload.shape[1]
     return f"sweep {_where(records)}: hidden {hidden}, {_read(records)}, {_mb_range(records)} per call"
 
@@ -123,20 +136,30 @@ def sweep_title(records: list[ResultRecord]) -> str:
 def roofline_title(records: list[ResultRecord]) -> str:
     first = records[0]
     vocab, hidden = first.workload.shape
-    return (f"roofline {_where(records)}: {vocab}x{hidden} head, {_read(records)}, "
-            f"{_mb_range(records)} per call")
+    return (
+        f"roofline {_where(records)}: {vocab}x{hidden} head, {_read(records)}, {_mb_range(records)} per call"
+    )
 
 
 def concurrency_title(records: list[ResultRecord]) -> str:
     first = records[0]
     copies = len({r.concurrency.copy for r in records if r.concurrency is not None}) or len(records)
     mode = first.concurrency.mode if first.concurrency is not None else ""
-    return (f"concurrency {_where(records)}: {copies} copies{f' ({mode})' if mode else ''} of "
-            f"{first.workload.name}, {_read(records)}, {_mb_range(records)} per call each")
+    return (
+        f"concurrency {_where(records)}: {copies} copies{f' ({mode})' if mode else ''} of "
+        f"{first.workload.name}, {_read(records)}, {_mb_range(records)} per call each"
+    )
 
 
-def plot_sweep(sizes_bytes: list[int], latencies_s: list[float], analysis: dict, title: str,
-               stem: Path, *, records: list[ResultRecord] | None = None) -> list[Path]:
+def plot_sweep(
+    sizes_bytes: list[int],
+    latencies_s: list[float],
+    analysis: dict,
+    title: str,
+    stem: Path,
+    *,
+    records: list[ResultRecord] | None = None,
+) -> list[Path]:
     """GB/s and latency against weight size, the knee and the cache marked; the fitted line only when
     the fit passed its gates (a failed fit: the points alone, no line, and the reason in the title)."""
     if records:
@@ -153,23 +176,47 @@ def plot_sweep(sizes_bytes: list[int], latencies_s: list[float], analysis: dict,
         ax.set_xlabel("weight bytes read per call (MB = 10⁶ bytes)")
         ax.grid(True, which="both", alpha=0.3)
         if analysis.get("cache_bytes"):
-            ax.axvline(analysis["cache_bytes"] / MB, color="tab:gray", linestyle=":", label="last-level cache")
+            ax.axvline(
+                analysis["cache_bytes"] / MB, color="tab:gray", linestyle=":", label="last-level cache"
+            )
         ax.axvline(knee / MB, color="black", linestyle="--", linewidth=1, label="knee (fit starts)")
     cached = [(m, g) for m, g, f in zip(mb, gbps, past) if not f]
     streamed = [(m, g) for m, g, f in zip(mb, gbps, past) if f]
     joined = "-" if fit else "none"  # a failed fit: points only, nothing a reader could take for a fit
     if cached:  # hollow: below the knee the weights may sit in a cache
-        ax_bw.plot(*zip(*cached), marker="o", linestyle=joined, color=tint(colour, 0.35), markerfacecolor="white",
-                   linewidth=1, label="below the knee (cache)")
+        ax_bw.plot(
+            *zip(*cached),
+            marker="o",
+            linestyle=joined,
+            color=tint(colour, 0.35),
+            markerfacecolor="white",
+            linewidth=1,
+            label="below the knee (cache)",
+        )
     if streamed:
-        ax_bw.plot(*zip(*streamed), marker="o", linestyle=joined, color=colour, linewidth=1,
-                   label="past the knee (fitted)" if fit else "past the knee")
+        ax_bw.plot(
+            *zip(*streamed),
+            marker="o",
+            linestyle=joined,
+            color=colour,
+            linewidth=1,
+            label="past the knee (fitted)" if fit else "past the knee",
+        )
     if fit:
-        ax_bw.axhline(analysis["bandwidth_gbps"], color="black", alpha=0.6,
-                      label=wrap(f"fitted bandwidth {analysis['bandwidth_gbps']:.1f} GB/s"))
-    ax_bw.annotate(f"cache-resident peak\n{analysis['cache_peak_gbps']:.1f} GB/s",
-                   (analysis["cache_peak_bytes"] / MB, analysis["cache_peak_gbps"]),
-                   textcoords="offset points", xytext=(10, -30), arrowprops={"arrowstyle": "->"}, fontsize=8)
+        ax_bw.axhline(
+            analysis["bandwidth_gbps"],
+            color="black",
+            alpha=0.6,
+            label=wrap(f"fitted bandwidth {analysis['bandwidth_gbps']:.1f} GB/s"),
+        )
+    ax_bw.annotate(
+        f"cache-resident peak\n{analysis['cache_peak_gbps']:.1f} GB/s",
+        (analysis["cache_peak_bytes"] / MB, analysis["cache_peak_gbps"]),
+        textcoords="offset points",
+        xytext=(10, -30),
+        arrowprops={"arrowstyle": "->"},
+        fontsize=8,
+    )
     ax_bw.set_ylabel("GB/s (weight bytes / median latency)")
     shown = gbps + ([analysis["bandwidth_gbps"]] if fit else [])  # a failed fit never sets the scale
     ax_bw.set_ylim(0, max(shown) * 1.15)
@@ -179,10 +226,16 @@ def plot_sweep(sizes_bytes: list[int], latencies_s: list[float], analysis: dict,
     ax_lat.plot(mb, [t * 1e3 for t in latencies_s], "o", color=colour, label="median latency")
     if fit:
         line_x = [s for s in sizes_bytes if s >= knee]
-        ax_lat.plot([s / MB for s in line_x],
-                    [(fit["overhead_s"] + s / fit["bandwidth_bps"]) * 1e3 for s in line_x], "-", color="black",
-                    label=wrap(f"fit: {analysis['overhead_us']:.1f} µs + bytes / {analysis['bandwidth_gbps']:.1f} "
-                               f"GB/s (R² {fit['r_squared']:.4f})"))
+        ax_lat.plot(
+            [s / MB for s in line_x],
+            [(fit["overhead_s"] + s / fit["bandwidth_bps"]) * 1e3 for s in line_x],
+            "-",
+            color="black",
+            label=wrap(
+                f"fit: {analysis['overhead_us']:.1f} µs + bytes / {analysis['bandwidth_gbps']:.1f} "
+                f"GB/s (R² {fit['r_squared']:.4f})"
+            ),
+        )
     ax_lat.set_ylabel("latency (ms)")
     ax_lat.set_title("latency", fontsize=10)
     legend_outside(ax_lat)
@@ -191,8 +244,9 @@ def plot_sweep(sizes_bytes: list[int], latencies_s: list[float], analysis: dict,
     return save_figure(fig, stem)
 
 
-def plot_roofline(analysis: dict, title: str, stem: Path, *,
-                  records: list[ResultRecord] | None = None) -> list[Path]:
+def plot_roofline(
+    analysis: dict, title: str, stem: Path, *, records: list[ResultRecord] | None = None
+) -> list[Path]:
     """Achieved FLOP/s against arithmetic intensity under the two roofs, and latency against batch."""
     if records:
         title = roofline_title(records)
@@ -207,8 +261,14 @@ def plot_roofline(analysis: dict, title: str, stem: Path, *,
     memory_gbps, peak = analysis["memory_gbps"], analysis["peak_flop_per_s"] / 1e9
     roof = [min(memory_gbps * x, peak) for x in span]
     ridge_x = peak / memory_gbps
-    ax_roof.plot([span[0], ridge_x, span[1]], [roof[0], peak, peak], "-", color="tab:gray", alpha=0.7,
-                 label=wrap(f"roofs: {memory_gbps:.1f} GB/s (batch 1) and {peak:.1f} GFLOP/s (best)"))
+    ax_roof.plot(
+        [span[0], ridge_x, span[1]],
+        [roof[0], peak, peak],
+        "-",
+        color="tab:gray",
+        alpha=0.7,
+        label=wrap(f"roofs: {memory_gbps:.1f} GB/s (batch 1) and {peak:.1f} GFLOP/s (best)"),
+    )
     ax_roof.plot(intensity, gflops, "o-", color=colour, label="measured (labels: batch)")
     ax_roof.set_xlabel("arithmetic intensity (FLOP / byte moved)")
     ax_roof.set_ylabel("achieved GFLOP/s")
@@ -219,9 +279,15 @@ def plot_roofline(analysis: dict, title: str, stem: Path, *,
     batches = [p["batch"] for p in points]
     ax_lat.plot(batches, [p["latency_s"] * 1e3 for p in points], "o-", color=colour, label="median latency")
     if analysis.get("ridge_batch"):  # a failed ridge draws no line: its reason is in the title
-        ax_lat.axvline(analysis["ridge_batch"], color="black", linestyle="--",
-                       label=wrap(f"ridge: batch {analysis['ridge_batch']} "
-                                  f"(latency > 1.2x batch {analysis.get('baseline_batch', 1)})"))
+        ax_lat.axvline(
+            analysis["ridge_batch"],
+            color="black",
+            linestyle="--",
+            label=wrap(
+                f"ridge: batch {analysis['ridge_batch']} "
+                f"(latency > 1.2x batch {analysis.get('baseline_batch', 1)})"
+            ),
+        )
     ax_lat.set_xscale("log", base=2)
     ax_lat.set_yscale("log")
     ax_lat.set_xlabel("batch (input vectors per call)")
@@ -230,15 +296,18 @@ def plot_roofline(analysis: dict, title: str, stem: Path, *,
     ax_lat.grid(True, which="both", alpha=0.3)
     legend_outside(ax_lat)
     failed = analysis.get("ridge_error")
-    fig.suptitle(plain(title, 160) + ("\n" + textwrap.fill(f"ridge failed: {failed}", 110) if failed else ""),
-                 fontsize=10)
+    fig.suptitle(
+        plain(title, 160) + ("\n" + textwrap.fill(f"ridge failed: {failed}", 110) if failed else ""),
+        fontsize=10,
+    )
     freeze_layout(fig)
     label_points(ax_roof, intensity, gflops, [f"B={b}" for b in batches])
     return save_figure(fig, stem)
 
 
-def plot_concurrency(analysis: dict, title: str, stem: Path, *,
-                     records: list[ResultRecord] | None = None) -> list[Path]:
+def plot_concurrency(
+    analysis: dict, title: str, stem: Path, *, records: list[ResultRecord] | None = None
+) -> list[Path]:
     """Each copy solo and together, the combined GB/s, and the verdict by its rule."""
     if records:
         title = concurrency_title(records)
@@ -248,18 +317,28 @@ def plot_concurrency(analysis: dict, title: str, stem: Path, *,
     fig, ax = plt.subplots(figsize=(8.6, 5.2), layout="constrained")
     width = 0.38
     xs = range(len(solo))
-    bars = [ax.bar([x - width / 2 for x in xs], solo, width, label="solo", color=tint(colour, 0.55)),
-            ax.bar([x + width / 2 for x in xs], together, width, label="together", color=colour),
-            ax.bar([len(solo)], [analysis["combined_gbps"]], width * 1.5, label="combined", color="white",
-                   edgecolor=colour, hatch="//")]
+    bars = [
+        ax.bar([x - width / 2 for x in xs], solo, width, label="solo", color=tint(colour, 0.55)),
+        ax.bar([x + width / 2 for x in xs], together, width, label="together", color=colour),
+        ax.bar(
+            [len(solo)],
+            [analysis["combined_gbps"]],
+            width * 1.5,
+            label="combined",
+            color="white",
+            edgecolor=colour,
+            hatch="//",
+        ),
+    ]
     for container in bars:  # three significant digits: 2.80 stays 2.80
         ax.bar_label(container, labels=[sig3(b.get_height()) for b in container], fontsize=8, padding=2)
     ax.axhline(sum(solo) / len(solo), color="black", linestyle=":", label="mean solo")
     ax.set_xticks([*xs, len(solo)], [*labels, "combined"])
     ax.set_ylabel("GB/s (GB = 10⁹ bytes)")
     ax.set_ylim(0, max([*solo, *together, analysis["combined_gbps"]]) * 1.15)
-    ax.set_title(wrap(f"{analysis['verdict']}: scaling {analysis['scaling']:.2f}. {analysis['rule']}", 100),
-                 fontsize=8)
+    ax.set_title(
+        wrap(f"{analysis['verdict']}: scaling {analysis['scaling']:.2f}. {analysis['rule']}", 100), fontsize=8
+    )
     legend_outside(ax)
     fig.suptitle(plain(title, 160), fontsize=10)
     # Why combined can sit below the together bars: it counts bytes over the window, gaps included.

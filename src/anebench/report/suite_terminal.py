@@ -73,8 +73,11 @@ def target(record: ResultRecord) -> str:
 def threads_of(record: ResultRecord) -> str:
     """Threads per copy where set, else the engine's own thread count where it states one."""
     c = record.concurrency
-    for value in (c.threads_per_copy if c else None, record.engine.details.get("blas_threads"),
-                  record.engine.details.get("torch_threads")):
+    for value in (
+        c.threads_per_copy if c else None,
+        record.engine.details.get("blas_threads"),
+        record.engine.details.get("torch_threads"),
+    ):
         if isinstance(value, int) and not isinstance(value, bool):
             return str(value)
     return "-"
@@ -89,22 +92,34 @@ def sweep_points_table(records: list[ResultRecord]) -> TermTable:
     """One row per size of every sweep: latency, GB/s and whether the fit used it."""
     records = [r for r in records if r.sweep is not None]
     unit, latencies = time_cells([r.latency_s() for r in records])
-    table = TermTable("sweep: one row per weight size", ["engine:dev", "workload", "dtype", "size MB",
-                                                           f"latency {unit}", "GB/s", "in fit"],
-                      [False, False, False, True, True, True, False])
+    table = TermTable(
+        "sweep: one row per weight size",
+        ["engine:dev", "workload", "dtype", "size MB", f"latency {unit}", "GB/s", "in fit"],
+        [False, False, False, True, True, True, False],
+    )
     for record, latency in zip(records, latencies):
         assert record.sweep is not None
-        table.rows.append([target(record), short_workload(record.workload.name), record.engine.run_dtype,
-                           sig(record.workload.weight_bytes / 1e6), latency, _rate(record.gbps),
-                           "yes" if record.sweep.in_fit else "no"])
+        table.rows.append(
+            [
+                target(record),
+                short_workload(record.workload.name),
+                record.engine.run_dtype,
+                sig(record.workload.weight_bytes / 1e6),
+                latency,
+                _rate(record.gbps),
+                "yes" if record.sweep.in_fit else "no",
+            ]
+        )
     return table
 
 
 def sweep_fit_table(records: list[ResultRecord]) -> TermTable:
     """One row per sweep (engine, device, base head): the knee, the fit or why it failed."""
-    table = TermTable("sweep fit: latency = overhead + bytes / bandwidth",
-                      ["engine:dev", "hidden", "knee MB", "points", "overhead us", "GB/s", "R²", "resid",
-                       "peak GB/s"], [False, False, True, True, True, True, True, True, True])
+    table = TermTable(
+        "sweep fit: latency = overhead + bytes / bandwidth",
+        ["engine:dev", "hidden", "knee MB", "points", "overhead us", "GB/s", "R²", "resid", "peak GB/s"],
+        [False, False, True, True, True, True, True, True, True],
+    )
     for key, group in _sweeps(records).items():
         point = group[0].sweep
         assert point is not None
@@ -116,11 +131,25 @@ def sweep_fit_table(records: list[ResultRecord]) -> TermTable:
             table.rows.append([key[0], hidden, knee, "-", "-", "-", "-", "-", peak])
             table.notes.append(f"{key[0]} hidden {hidden}: fit failed: {point.fit_error}")
             continue
-        table.rows.append([key[0], hidden, knee, str(fit.points), overhead_text(fit.overhead_s * 1e6,
-                           None if fit.overhead_se_s is None else fit.overhead_se_s * 1e6),
-                           _rate(fit.bandwidth_gbps), f"{fit.r_squared:.4f}", f"{fit.median_abs_rel_residual:.1%}", peak])
-    table.notes.append("overhead: ± two standard errors; resid: median |relative residual| of the fit; "
-                       "peak: the best GB/s of the cache-resident sizes")
+        table.rows.append(
+            [
+                key[0],
+                hidden,
+                knee,
+                str(fit.points),
+                overhead_text(
+                    fit.overhead_s * 1e6, None if fit.overhead_se_s is None else fit.overhead_se_s * 1e6
+                ),
+                _rate(fit.bandwidth_gbps),
+                f"{fit.r_squared:.4f}",
+                f"{fit.median_abs_rel_residual:.1%}",
+                peak,
+            ]
+        )
+    table.notes.append(
+        "overhead: ± two standard errors; resid: median |relative residual| of the fit; "
+        "peak: the best GB/s of the cache-resident sizes"
+    )
     _unresolved_note(table, 4)
     return table
 
@@ -129,8 +158,9 @@ def _sweeps(records: list[ResultRecord]) -> dict[tuple, list[ResultRecord]]:
     groups: dict[tuple, list[ResultRecord]] = defaultdict(list)
     for record in records:
         if record.sweep is not None:
-            groups[(target(record), record.workload.shape[1], record.workload.dtype, record.host.fingerprint)].append(
-                record)
+            groups[
+                (target(record), record.workload.shape[1], record.workload.dtype, record.host.fingerprint)
+            ].append(record)
     return groups
 
 
@@ -155,15 +185,26 @@ def roofline_table(records: list[ResultRecord]) -> TermTable:
     """One row per batch (or tokens per predict) of every roofline."""
     records = [r for r in records if r.roofline is not None]
     unit, latencies = time_cells([r.latency_s() for r in records])
-    table = TermTable("roofline: one row per batch", ["engine:dev", "workload", "dtype", "batch", f"latency {unit}",
-                                                      "GFLOP/s", "bytes/FLOP", "GB/s"],
-                      [False, False, False, True, True, True, True, True])
+    table = TermTable(
+        "roofline: one row per batch",
+        ["engine:dev", "workload", "dtype", "batch", f"latency {unit}", "GFLOP/s", "bytes/FLOP", "GB/s"],
+        [False, False, False, True, True, True, True, True],
+    )
     for record, latency in zip(records, latencies):
         roof = record.roofline
         assert roof is not None
-        table.rows.append([target(record), short_workload(record.workload.name), record.engine.run_dtype,
-                           batch_cell(record), latency, f"{roof.flop_per_s / 1e9:.2f}", sig(roof.bytes_per_flop),
-                           _rate(record.gbps)])
+        table.rows.append(
+            [
+                target(record),
+                short_workload(record.workload.name),
+                record.engine.run_dtype,
+                batch_cell(record),
+                latency,
+                f"{roof.flop_per_s / 1e9:.2f}",
+                sig(roof.bytes_per_flop),
+                _rate(record.gbps),
+            ]
+        )
     _tokens_note(table, records)
     return table
 
@@ -183,12 +224,16 @@ def latency_table(records: list[ResultRecord]) -> TermTable:
     records = [r for r in records if r.latency is not None]
     medians = [r.latency.median_us * 1e-6 for r in records if r.latency]
     p95s = [r.latency.p95_us * 1e-6 for r in records if r.latency]
-    overheads = [r.latency.sweep_overhead_us * 1e-6 if r.latency and r.latency.sweep_overhead_us is not None
-                 else None for r in records]
+    overheads = [
+        r.latency.sweep_overhead_us * 1e-6 if r.latency and r.latency.sweep_overhead_us is not None else None
+        for r in records
+    ]
     unit, scale = time_unit(medians)
-    table = TermTable("dispatch cost: the smallest workload the engine times",
-                      ["engine:dev", "workload", "size KB", "threads", f"median {unit}", f"p95 {unit}",
-                       "overhead us"], [False, False, True, True, True, True, True])
+    table = TermTable(
+        "dispatch cost: the smallest workload the engine times",
+        ["engine:dev", "workload", "size KB", "threads", f"median {unit}", f"p95 {unit}", "overhead us"],
+        [False, False, True, True, True, True, True],
+    )
     for record, med, p95, over in zip(records, medians, p95s, overheads):
         lat = record.latency
         assert lat is not None
@@ -197,10 +242,21 @@ def latency_table(records: list[ResultRecord]) -> TermTable:
         else:
             se = lat.sweep_overhead_se_us
             fitted = overhead_text(over * 1e6, se)
-        table.rows.append([target(record), record.workload.name, sig(record.workload.weight_bytes / 1e3),
-                           threads_of(record), sig(med / scale), sig(p95 / scale), fitted])
-    table.notes.append("overhead: the intercept of a sweep's fit (latency = overhead + bytes / bandwidth), "
-                       "± two standard errors")
+        table.rows.append(
+            [
+                target(record),
+                record.workload.name,
+                sig(record.workload.weight_bytes / 1e3),
+                threads_of(record),
+                sig(med / scale),
+                sig(p95 / scale),
+                fitted,
+            ]
+        )
+    table.notes.append(
+        "overhead: the intercept of a sweep's fit (latency = overhead + bytes / bandwidth), "
+        "± two standard errors"
+    )
     _unresolved_note(table, 6)
     return table
 
@@ -209,16 +265,31 @@ def compute_table(records: list[ResultRecord]) -> TermTable:
     """Peak matrix throughput per engine, device, dtype and batch (or tokens per predict)."""
     records = [r for r in records if r.compute is not None]
     unit, latencies = time_cells([r.latency_s() for r in records])
-    table = TermTable("peak matrix throughput", ["engine:dev", "workload", "dtype", "batch", f"latency {unit}",
-                                                 "TFLOP/s", "half TFLOP/s", "bound"],
-                      [False, False, False, True, True, True, True, False])
+    table = TermTable(
+        "peak matrix throughput",
+        ["engine:dev", "workload", "dtype", "batch", f"latency {unit}", "TFLOP/s", "half TFLOP/s", "bound"],
+        [False, False, False, True, True, True, True, False],
+    )
     for record, latency in zip(records, latencies):
         c = record.compute
         assert c is not None
-        dtype = record.workload.dtype if record.workload.dtype == record.engine.run_dtype else \
-            f"{record.workload.dtype}>{record.engine.run_dtype}"
-        table.rows.append([target(record), short_workload(record.workload.name), dtype, batch_cell(record), latency,
-                           sig(c.tflop_per_s), sig(c.half_batch_tflop_per_s), "yes" if c.compute_bound else "NO"])
+        dtype = (
+            record.workload.dtype
+            if record.workload.dtype == record.engine.run_dtype
+            else f"{record.workload.dtype}>{record.engine.run_dtype}"
+        )
+        table.rows.append(
+            [
+                target(record),
+                short_workload(record.workload.name),
+                dtype,
+                batch_cell(record),
+                latency,
+                sig(c.tflop_per_s),
+                sig(c.half_batch_tflop_per_s),
+                "yes" if c.compute_bound else "NO",
+            ]
+        )
     if records and records[0].compute:
         table.notes.append(f"half: the same at half the batch; bound: {records[0].compute.rule}")
     if any(r.workload.dtype != r.engine.run_dtype for r in records):
@@ -231,30 +302,64 @@ def concurrency_tables(records: list[ResultRecord]) -> list[TermTable]:
     """Each copy solo and together (one row per copy and phase), then one verdict row per run."""
     records = [r for r in records if r.concurrency is not None]
     unit, latencies = time_cells([r.latency_s() for r in records])
-    copies = TermTable("concurrency: each copy alone (solo), then all at once (together)",
-                       ["engine", "device", "workload", "dtype", "copy", "phase", "mode", "threads",
-                        f"latency {unit}", "GB/s"],
-                       [False, False, False, False, True, False, False, True, True, True])
-    verdicts = TermTable("concurrency verdict: all copies combined over the common window",
-                         ["engine", "workload", "dtype", "copies", "solo GB/s", "combined GB/s", "scaling",
-                          "verdict"], [False, False, False, True, True, True, True, False],
-                         notes=["solo GB/s: the mean of the copies, each alone; scaling: combined / solo"])
+    copies = TermTable(
+        "concurrency: each copy alone (solo), then all at once (together)",
+        [
+            "engine",
+            "device",
+            "workload",
+            "dtype",
+            "copy",
+            "phase",
+            "mode",
+            "threads",
+            f"latency {unit}",
+            "GB/s",
+        ],
+        [False, False, False, False, True, False, False, True, True, True],
+    )
+    verdicts = TermTable(
+        "concurrency verdict: all copies combined over the common window",
+        ["engine", "workload", "dtype", "copies", "solo GB/s", "combined GB/s", "scaling", "verdict"],
+        [False, False, False, True, True, True, True, False],
+        notes=["solo GB/s: the mean of the copies, each alone; scaling: combined / solo"],
+    )
     seen: set[tuple] = set()
     for record, latency in zip(records, latencies):
         c = record.concurrency
         assert c is not None
         workload = short_workload(record.workload.name)
-        copies.rows.append([record.engine.name, c.device or record.engine.device, workload,
-                            record.engine.run_dtype, "-" if c.copy_ is None else str(c.copy_), c.phase, c.mode,
-                            threads_of(record), latency, _rate(record.gbps)])
+        copies.rows.append(
+            [
+                record.engine.name,
+                c.device or record.engine.device,
+                workload,
+                record.engine.run_dtype,
+                "-" if c.copy_ is None else str(c.copy_),
+                c.phase,
+                c.mode,
+                threads_of(record),
+                latency,
+                _rate(record.gbps),
+            ]
+        )
         key = (record.engine.name, c.base_fingerprint, c.window_s, tuple(c.solo_gbps))
         if key in seen or c.combined_gbps is None:
             continue
         seen.add(key)
         solo = sum(c.solo_gbps) / len(c.solo_gbps) if c.solo_gbps else None
-        verdicts.rows.append([record.engine.name, workload, record.engine.run_dtype, str(c.copies), _rate(solo),
-                              _rate(c.combined_gbps), "-" if c.scaling is None else f"{c.scaling:.3f}",
-                              c.verdict or "-"])
+        verdicts.rows.append(
+            [
+                record.engine.name,
+                workload,
+                record.engine.run_dtype,
+                str(c.copies),
+                _rate(solo),
+                _rate(c.combined_gbps),
+                "-" if c.scaling is None else f"{c.scaling:.3f}",
+                c.verdict or "-",
+            ]
+        )
     return [copies, verdicts]
 
 
@@ -262,23 +367,46 @@ def quant_table(records: list[ResultRecord]) -> TermTable:
     """What each quantised variant streams, against fp16 of the same head."""
     records = [r for r in records if r.quant is not None]
     unit, latencies = time_cells([r.latency_s() for r in records])
-    table = TermTable("quantised weights: what is streamed",
-                      ["engine:dev", "variant", "stored MB", f"latency {unit}", "GB/s", "fp16-eq GB/s", "t/fp16",
-                       "B/fp16", "verdict"], [False, False, True, True, True, True, True, True, False])
+    table = TermTable(
+        "quantised weights: what is streamed",
+        [
+            "engine:dev",
+            "variant",
+            "stored MB",
+            f"latency {unit}",
+            "GB/s",
+            "fp16-eq GB/s",
+            "t/fp16",
+            "B/fp16",
+            "verdict",
+        ],
+        [False, False, True, True, True, True, True, True, False],
+    )
     for record, latency in zip(records, latencies):
         q = record.quant
         assert q is not None
-        table.rows.append([target(record), q.variant, sig(q.stored_bytes / 1e6), latency, _rate(q.gbps_as_stored),
-                           _rate(q.gbps_fp16_equivalent), f"{q.latency_ratio:.3f}", f"{q.bytes_ratio:.3f}",
-                           q.verdict or "(reference)"])
+        table.rows.append(
+            [
+                target(record),
+                q.variant,
+                sig(q.stored_bytes / 1e6),
+                latency,
+                _rate(q.gbps_as_stored),
+                _rate(q.gbps_fp16_equivalent),
+                f"{q.latency_ratio:.3f}",
+                f"{q.bytes_ratio:.3f}",
+                q.verdict or "(reference)",
+            ]
+        )
     table.notes.append("t/fp16: latency / fp16 latency; B/fp16: stored bytes / fp16 bytes; GB/s: as stored")
     return table
 
 
 def capability_table(found: list[tuple[str, dict[str, str | None]]], variants: list[str]) -> TermTable:
     """Which variants each engine:device runs as stored (None) or why not; the reasons follow the table."""
-    table = TermTable("variants each engine runs as stored", ["engine:dev", *variants],
-                      [False] * (1 + len(variants)))
+    table = TermTable(
+        "variants each engine runs as stored", ["engine:dev", *variants], [False] * (1 + len(variants))
+    )
     reasons: dict[str, str] = {}
     for label, by_variant in found:
         cells = []
@@ -328,13 +456,18 @@ def as_csv(tables: list[TermTable]) -> str:
 
 def as_markdown(tables: list[TermTable]) -> str:
     """The tables as Markdown, each under its title with its notes after it (no HTML entities)."""
+
     def cell(text: str) -> str:
         return text.replace("|", "\\|")
 
     parts = []
     for table in tables:
-        lines = [f"### {table.title}", "", "| " + " | ".join(cell(c) for c in table.columns) + " |",
-                 "|" + "|".join("---:" if n else "---" for n in table.numeric) + "|"]
+        lines = [
+            f"### {table.title}",
+            "",
+            "| " + " | ".join(cell(c) for c in table.columns) + " |",
+            "|" + "|".join("---:" if n else "---" for n in table.numeric) + "|",
+        ]
         lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in table.rows]
         lines += [""] + [f"{note}  " for note in table.notes]
         parts.append("\n".join(lines).rstrip() + "\n")

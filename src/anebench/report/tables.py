@@ -15,14 +15,21 @@ class Section:
     columns: list[str]
     rows: list[list[str]]
     note: str = ""
-    group: tuple | None = None  # (workload, engine, device, fingerprint) for the matrix sections: the chart's key
-    kind: str = ""  # what the section is, for the contents: results, tiers, verdicts, a suite's kind, energy, ...
+    group: tuple | None = (
+        None  # (workload, engine, device, fingerprint) for the matrix sections: the chart's key
+    )
+    kind: str = (
+        ""  # what the section is, for the contents: results, tiers, verdicts, a suite's kind, energy, ...
+    )
 
 
 def natural_key(text: object) -> tuple:
     """Sorts numbers inside names by value: lm_head:4096x12221 before lm_head:4096x116055."""
-    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part.casefold())
-                 for part in re.split(r"(\d+)", str(text)) if part)
+    return tuple(
+        (0, int(part), "") if part.isdigit() else (1, 0, part.casefold())
+        for part in re.split(r"(\d+)", str(text))
+        if part
+    )
 
 
 TIME_UNITS = (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9))
@@ -67,9 +74,11 @@ def fmt_gbps_pm(value: float | None, relative: float | None) -> str:
     return f"{text} {fmt_halfwidth(relative)}" if relative is not None and value is not None else text
 
 
-POINTS_NOTE = ("± is the between-run 95% interval (largest among the measured contributors); a figure "
-               "without ± is a point: stated figures (published, imported) come without an interval, "
-               "and a run of one repetition has none")
+POINTS_NOTE = (
+    "± is the between-run 95% interval (largest among the measured contributors); a figure "
+    "without ± is a point: stated figures (published, imported) come without an interval, "
+    "and a run of one repetition has none"
+)
 
 
 def fmt_util(util: tuple[float, float] | None) -> str:
@@ -85,8 +94,20 @@ def fmt_latency(row: MatrixRow) -> str:
     return f"{row.median_latency_s * 1e3:.2f} (n={row.latency_contributors})"
 
 
-MATRIX_COLUMNS = ["chip", "config", "GB/s (median ± between-run)", "contributors", "latency ms (median)",
-                  "memory bandwidth GB/s", "utilisation", "tier", "timing", "provenance", "flags", "workload"]
+MATRIX_COLUMNS = [
+    "chip",
+    "config",
+    "GB/s (median ± between-run)",
+    "contributors",
+    "latency ms (median)",
+    "memory bandwidth GB/s",
+    "utilisation",
+    "tier",
+    "timing",
+    "provenance",
+    "flags",
+    "workload",
+]
 
 
 def matrix_groups(agg: Aggregate) -> dict[tuple, list[MatrixRow]]:
@@ -100,7 +121,7 @@ def matrix_groups(agg: Aggregate) -> dict[tuple, list[MatrixRow]]:
 
 
 def group_label(key: tuple, groups: dict[tuple, list[MatrixRow]]) -> str:
-    """"WORKLOAD on ENGINE:DEVICE", with the fingerprint's start where the name alone is ambiguous."""
+    """ "WORKLOAD on ENGINE:DEVICE", with the fingerprint's start where the name alone is ambiguous."""
     workload, engine, device, fingerprint = key
     label = f"{workload} on {engine}:{device}"
     if sum(1 for other in groups if other[:3] == key[:3]) > 1:
@@ -121,53 +142,107 @@ def sections(agg: Aggregate, suites: list[Section] | None = None) -> list[Sectio
     groups = matrix_groups(agg)
     for key, rows in groups.items():
         label = group_label(key, groups)
-        out.append(Section(
-            f"Results: {label}",
-            MATRIX_COLUMNS,
-            [[r.chip, r.config or ", ".join(r.configs) or "-", fmt_gbps_pm(r.median_gbps, r.gbps_halfwidth),
-              str(r.contributors),
-              fmt_latency(r), r.bandwidth, fmt_util(r.utilisation), str(r.tier), r.timing,
-              ", ".join(r.provenance), "; ".join(r.flags) or "-", f"{r.workload} ({r.fingerprint[:12]})"]
-             for r in rows],
-            note=f"workload fingerprint {key[3][:16]}…; every figure in this table shares it "
-                 f"(single-call results: batch 1, one token, solo). {POINTS_NOTE}",
-            group=key, kind="results",
-        ))
+        out.append(
+            Section(
+                f"Results: {label}",
+                MATRIX_COLUMNS,
+                [
+                    [
+                        r.chip,
+                        r.config or ", ".join(r.configs) or "-",
+                        fmt_gbps_pm(r.median_gbps, r.gbps_halfwidth),
+                        str(r.contributors),
+                        fmt_latency(r),
+                        r.bandwidth,
+                        fmt_util(r.utilisation),
+                        str(r.tier),
+                        r.timing,
+                        ", ".join(r.provenance),
+                        "; ".join(r.flags) or "-",
+                        f"{r.workload} ({r.fingerprint[:12]})",
+                    ]
+                    for r in rows
+                ],
+                note=f"workload fingerprint {key[3][:16]}…; every figure in this table shares it "
+                f"(single-call results: batch 1, one token, solo). {POINTS_NOTE}",
+                group=key,
+                kind="results",
+            )
+        )
         tiers: dict[int, list[MatrixRow]] = defaultdict(list)
         for r in rows:
-            tiers[r.tier].append(r)
-        out.append(Section(
-            f"Tiers: {label}",
-            ["tier", "GB/s range", "chips", "workload"],
-            [[str(t), f"{min(r.median_gbps for r in m):.2f}-{max(r.median_gbps for r in m):.2f}",
-              ", ".join(r.chip + (f" ({r.config})" if r.config else "")
-                        for r in sorted(m, key=lambda r: -r.median_gbps)),
-              f"{key[0]} ({key[3][:12]})"]
-             for t, m in sorted(tiers.items())],
-            kind="tiers",
-        ))
+            if r.tier is not None:  # a row without a GB/s figure has no tier
+                tiers[r.tier].append(r)
+        out.append(
+            Section(
+                f"Tiers: {label}",
+                ["tier", "GB/s range", "chips", "workload"],
+                [
+                    [
+                        str(t),
+                        f"{min(r.median_gbps for r in m):.2f}-{max(r.median_gbps for r in m):.2f}",
+                        ", ".join(
+                            r.chip + (f" ({r.config})" if r.config else "")
+                            for r in sorted(m, key=lambda r: -r.median_gbps)
+                        ),
+                        f"{key[0]} ({key[3][:12]})",
+                    ]
+                    for t, m in sorted(tiers.items())
+                ],
+                kind="tiers",
+            )
+        )
     if agg.concurrency:  # published dual-model rows and the concurrency suite; no empty section
-        out.append(Section(
-            "Concurrency verdicts",
-            ["chip", "workload", "engine:device", "copies as", "solo GB/s", "parallel GB/s", "combined GB/s",
-             "scaling", "verdict", "flags"],
-            [[c.chip, c.workload, f"{c.engine}:{c.device}", copies_as(c),
-              ", ".join(fmt_gbps(v) for v in c.solo_gbps),
-              ", ".join(fmt_gbps(v) for v in c.parallel_gbps) or "-", fmt_gbps(c.combined_gbps),
-              f"{c.scaling:.3f} {fmt_halfwidth(c.scaling_halfwidth)}".strip(), c.verdict,
-              "; ".join(c.flags) or "-"] for c in agg.concurrency],
-            note=agg.rules["concurrency"], kind="verdicts",
-        ))
+        out.append(
+            Section(
+                "Concurrency verdicts",
+                [
+                    "chip",
+                    "workload",
+                    "engine:device",
+                    "copies as",
+                    "solo GB/s",
+                    "parallel GB/s",
+                    "combined GB/s",
+                    "scaling",
+                    "verdict",
+                    "flags",
+                ],
+                [
+                    [
+                        c.chip,
+                        c.workload,
+                        f"{c.engine}:{c.device}",
+                        copies_as(c),
+                        ", ".join(fmt_gbps(v) for v in c.solo_gbps),
+                        ", ".join(fmt_gbps(v) for v in c.parallel_gbps) or "-",
+                        fmt_gbps(c.combined_gbps),
+                        f"{c.scaling:.3f} {fmt_halfwidth(c.scaling_halfwidth)}".strip(),
+                        c.verdict,
+                        "; ".join(c.flags) or "-",
+                    ]
+                    for c in agg.concurrency
+                ],
+                note=agg.rules["concurrency"],
+                kind="verdicts",
+            )
+        )
     out.extend(suites)
-    out.append(Section(
-        "Coverage: catalog chips with no data",
-        ["chip", "vendor", "family", "memory bandwidth GB/s"],
-        [[c.key, c.vendor, c.family, c.bandwidth_label()] for c in agg.missing_chips], kind="coverage",
-    ))
-    out.append(Section(
-        "Excluded from every comparison",
-        ["chip", "workload", "figure as published", "reason"],
-        [[e.chip, e.workload, e.figure, e.reason] for e in agg.excluded], kind="excluded",
-    ))
+    out.append(
+        Section(
+            "Coverage: catalog chips with no data",
+            ["chip", "vendor", "family", "memory bandwidth GB/s"],
+            [[c.key, c.vendor, c.family, c.bandwidth_label()] for c in agg.missing_chips],
+            kind="coverage",
+        )
+    )
+    out.append(
+        Section(
+            "Excluded from every comparison",
+            ["chip", "workload", "figure as published", "reason"],
+            [[e.chip, e.workload, e.figure, e.reason] for e in agg.excluded],
+            kind="excluded",
+        )
+    )
     out.append(Section("Rules", ["what", "rule"], [[k, v] for k, v in agg.rules.items()], kind="rules"))
     return out

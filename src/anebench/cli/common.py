@@ -4,6 +4,7 @@ saving and the output formats."""
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 import re
 import sys
@@ -212,7 +213,11 @@ def measuring_options(func: Callable) -> Callable:
         if kwargs.get("no_save") and kwargs.get("out") is not None:
             raise UserError(f"--no-save and --out {kwargs['out']}: give one (--out saves the results there)")
         kwargs["as_json"] = fmt != "table"
+        if takes_format:  # the suites print csv/md tables themselves: they get the one resolved format
+            kwargs["fmt"] = fmt
         return func(*args, **kwargs)
+
+    takes_format = "fmt" in inspect.signature(func).parameters
 
     options = [
         click.option(

@@ -24,7 +24,7 @@ from .common import add_input, check_out_path, measuring_options, resolve_target
 from .params import MEBIBYTES, MEBIBYTES_OR_ZERO, RUNS, TIME_BUDGET, WARMUP
 from .plans import coreml_only_target, dry_run_option, measuring_targets, show_plan
 from .run import options_from, power_option
-from .suite_output import FORMATS, finish, output_format, stem_for, write_plot
+from .suite_output import finish, output_format, stem_for, write_plot
 from .terminal import console, progress, say
 
 
@@ -61,14 +61,6 @@ def timing_options(runs: int, budget: float | None, plot: bool = True):
         )(func)
         func = click.option(
             "--runs", "-n", type=RUNS, default=runs, show_default=True, help="Timed calls per measurement."
-        )(func)
-        func = click.option(
-            "--format",
-            "fmt",
-            type=click.Choice(FORMATS),
-            default=None,
-            help="table (default), json (the records; tables on stderr), csv or md (the "
-            "tables). --json is --format json.",
         )(func)
         if not plot:
             return func

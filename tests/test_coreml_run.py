@@ -100,7 +100,9 @@ def test_mitigations_change_only_core_ml_steps_and_say_so():
         and used[1].startswith("predicts-per-call 4:")
         and used[2].startswith("repeat 3:")
     )
-    assert mitigations.describe(numpy_step) == [runplan.KEEP_AWAKE]
+    # on a CPU engine the spinner also gets a core of its own: the engine runs one thread fewer, said so
+    assert mitigations.describe(numpy_step)[0] == runplan.KEEP_AWAKE
+    assert all("one core left to the spinner" in m for m in mitigations.describe(numpy_step)[1:])
     options = mitigations.options(RunOptions(), applied)
     assert options.mitigations == used and options.timing == "wall clock per call of 4 predicts"
     assert Mitigations().options(RunOptions(), applied).mitigations == []
@@ -119,7 +121,8 @@ def test_keep_awake_is_recorded_on_any_engine_with_its_measured_cpu_share(capsys
     main(["run", "-e", "numpy", "-w", "lm_head:256x2048", "--runs", "5", "--warmup", "1", "--no-save",
           "--keep-awake", "--json"])
     record = json.loads(capsys.readouterr().out)["results"][0]
-    assert record["method"]["mitigations"] == [runplan.KEEP_AWAKE]
+    assert record["method"]["mitigations"][0] == runplan.KEEP_AWAKE
+    assert all("one core left to the spinner" in m for m in record["method"]["mitigations"][1:])
     share = record["keep_awake"]
     assert share["wall_seconds"] > 0 and share["cpu_share"] >= 0 and share["min_share"] == 0.9
     assert share["effective"] == (share["cpu_share"] >= 0.9)
@@ -198,3 +201,22 @@ def test_predicts_per_call_flag_and_its_hidden_deprecated_alias(capsys):
         pass
     shown = capsys.readouterr().out
     assert "--predicts-per-call" in shown and "--batch" not in shown
+
+
+def test_keep_awake_on_a_cpu_engine_leaves_the_spinner_a_core_and_says_so():
+    from anebench.engines.numpy_engine import NumpyEngine
+    from anebench.orchestration.concurrency_plan import usable_cores
+    from anebench.orchestration.runplan import Mitigations, Step
+    from anebench.workloads import resolve_workload
+
+    step = Step(NumpyEngine(), "cpu", resolve_workload("lm_head:64x1024:fp32"))
+    mitigations = Mitigations(keep_awake=True)
+    expected = max(usable_cores() - 1, 1)
+    assert mitigations.spinner_threads(step) == expected
+    assert any(f"ran {expected} thread(s)" in m for m in mitigations.describe(step))
+    from threadpoolctl import threadpool_info
+
+    with mitigations.awake(step):
+        blas = [p["num_threads"] for p in threadpool_info() if p.get("user_api") == "blas"]
+        assert blas and all(n == expected for n in blas)
+    assert Mitigations(keep_awake=False).spinner_threads(step) is None

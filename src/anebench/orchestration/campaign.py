@@ -102,7 +102,7 @@ def run_campaign(
     try:
         for step in steps:
             advance = started(step_label(step), options.runs) if started is not None else None
-            with mitigations.awake() as awake:
+            with mitigations.awake(step) as awake:
                 record = measure_workload(
                     step.engine,
                     step.device,

@@ -13,6 +13,7 @@ import multiprocessing
 import os
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 from ..engines.base import Engine, Prepared
@@ -23,7 +24,7 @@ from ..measure.warmup import WarmupPolicy
 from ..model import KeepAwake, OutputCheck, ResultRecord, Scalar
 from ..workloads import Workload
 from .keepawake import MITIGATION as KEEP_AWAKE
-from .keepawake import KeepAwakeProcess, measured, share_warning
+from .keepawake import KeepAwakeProcess, measured, share_warning, spinner_threads
 from .session import RunOptions, build_record, prepared_workload, verify_output
 
 
@@ -63,7 +64,9 @@ class PreparedFacts:
 
 def run_repetition(job: RepetitionJob) -> tuple[PreparedFacts, OutputCheck, Timing, KeepAwake | None]:
     """One repetition, start to end, in the process that calls it (the spawned worker's target)."""
-    with prepared_workload(job.engine, job.device, job.workload) as prepared:
+    threads = spinner_threads(job.engine, job.device) if job.keep_awake else None
+    limit = job.engine.thread_limit(threads) if threads is not None else nullcontext()
+    with limit, prepared_workload(job.engine, job.device, job.workload) as prepared:
         helper = KeepAwakeProcess() if job.keep_awake else None  # as in-process: check, warmup and timing
         if helper is not None:
             helper.start()

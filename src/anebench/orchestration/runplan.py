@@ -11,7 +11,7 @@ change in the bytes per call.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
 
 from ..engines import available_engine
@@ -22,7 +22,7 @@ from ..model import ResultRecord
 from ..system import preflight
 from ..workloads import PUBLISHED_HEADS, Workload, resolve_workload
 from .keepawake import MITIGATION as KEEP_AWAKE
-from .keepawake import KeepAwakeProcess, share_warning
+from .keepawake import KeepAwakeProcess, share_warning, spinner_threads
 from .session import RunOptions
 
 CORE_ML = "coreml"
@@ -141,8 +141,17 @@ class Mitigations:
         engine = replace(step.engine, repeat=self.repeat)
         return Step(engine, step.device, step.workload.with_batch(self.predicts))
 
+    def spinner_threads(self, step: Step) -> int | None:
+        """With keep-awake on a CPU engine, the engine's threads: one core fewer, so the spinner has a core
+        of its own (sharing one would leave it well below its share and the figure unmitigated)."""
+        return spinner_threads(step.engine, step.device) if self.keep_awake else None
+
     def describe(self, step: Step) -> list[str]:
         used = [KEEP_AWAKE] if self.keep_awake else []
+        threads = self.spinner_threads(step)
+        if threads is not None:
+            used.append(f"keep-awake on the CPU: the engine ran {threads} thread(s), one core left to the "
+                        "spinner")
         if step.engine.name == CORE_ML:
             if self.predicts > 1:
                 used.append(
@@ -162,13 +171,18 @@ class Mitigations:
         return replace(base, mitigations=[*base.mitigations, *used], timing=timing)
 
     @contextmanager
-    def awake(self) -> Iterator[AwakeHooks]:
+    def awake(self, step: Step | None = None) -> Iterator[AwakeHooks]:
         """Yields the hooks of one measurement: ``on_prepared`` starts the spinner process (so loading
         is not slowed, and it spins through warmup), ``phase`` marks the timed window, ``annotate`` puts
-        the measured share in the record; the process stops when the measurement ends, however it ends."""
+        the measured share in the record; the process stops when the measurement ends, however it ends.
+        On a CPU engine the engine's threads leave the spinner a core (``spinner_threads``)."""
         helper = KeepAwakeProcess() if self.keep_awake else None
+        threads = self.spinner_threads(step) if step is not None else None
+        limit = (step.engine.thread_limit(threads) if step is not None and threads is not None
+                 else nullcontext())
         try:
-            yield AwakeHooks(helper)
+            with limit:
+                yield AwakeHooks(helper)
         finally:
             if helper is not None:
                 helper.stop()

@@ -564,9 +564,8 @@ def test_macos_core_ml_prediction_duration_is_read_after_each_call(tmp_path):
     prepared = CoreMLEngine(cache_dir=tmp_path).prepare(TINY, "cpu")
     try:
         if coreml_engine.predict_duration(prepared.model) is None:
-            pytest.skip(
-                reason=f"coremltools {coreml_engine.CoreMLEngine().version()} records no predict duration"
-            )
+            version = coreml_engine.CoreMLEngine().version()
+            pytest.skip(reason=f"coremltools {version} records no predict duration")
         start = time.perf_counter()
         prepared.call()
         wall = time.perf_counter() - start

@@ -31,7 +31,7 @@ def test_other_cpu_engines_refuse_a_quantized_head_too(engine_name):
 
     engine = available_engine(engine_name)
     if engine is None:
-        pytest.skip(f"{engine_name} is not installed here")
+        pytest.skip(reason=f"{engine_name} is not installed here")
     with pytest.raises(UserError, match="cannot stream 'llama_lm_head_lut6' as stored"):
         check_streams_as_stored(engine, resolve_workload("llama_lm_head_lut6"), "cpu")
 

@@ -66,3 +66,22 @@ MEBIBYTES = FiniteFloat(0, MAX_MIB, low_open=True, name="mib")  # MiB = 2**20 by
 MEBIBYTES_OR_ZERO = FiniteFloat(0, MAX_MIB, name="mib")
 
 __all__ = ["MAX_RUNS", "MEBIBYTES", "MEBIBYTES_OR_ZERO", "RUNS", "TIME_BUDGET", "WARMUP", "FiniteFloat"]
+
+
+def timing_flags(runs: int, budget: float | None, runs_help: str, budget_help: str):
+    """--runs/--time-budget/--warmup, one definition for `run` and every suite (defaults and help differ)."""
+
+    def decorate(func):
+        func = click.option(
+            "--warmup",
+            type=WARMUP,
+            default=None,
+            help="Fixed warmup count (default: warm up until steady, capped).",
+        )(func)
+        func = click.option(
+            "--time-budget", type=TIME_BUDGET, default=budget, show_default=budget is not None,
+            help=budget_help,
+        )(func)
+        return click.option("--runs", "-n", type=RUNS, default=runs, show_default=True, help=runs_help)(func)
+
+    return decorate

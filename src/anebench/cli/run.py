@@ -40,33 +40,16 @@ from .common import (
     say,
     warn,
 )
-from .params import RUNS, TIME_BUDGET, WARMUP
+from .params import timing_flags
 from .results import finish_run, store_options
 from .tables import FittingTable, fmt_mb
 
-
-def run_options(func):
-    func = click.option(
-        "--warmup",
-        type=WARMUP,
-        default=None,
-        help="Fixed warmup count (default: warm up until steady, capped).",
-    )(func)
-    func = click.option(
-        "--time-budget",
-        type=TIME_BUDGET,
-        default=None,
-        help="Stop timing after this many seconds of calls (at least one run).",
-    )(func)
-    func = click.option(
-        "--runs",
-        "-n",
-        type=RUNS,
-        default=DEFAULT_RUNS,
-        show_default=True,
-        help="Timed calls per measurement, split over the repetitions.",
-    )(func)
-    return func
+run_options = timing_flags(
+    DEFAULT_RUNS,
+    None,
+    runs_help="Timed calls per measurement, split over the repetitions.",
+    budget_help="Stop timing after this many seconds of calls (at least one run).",
+)
 
 
 def repetition_options(func):

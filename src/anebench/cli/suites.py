@@ -21,7 +21,7 @@ from ..orchestration.session import RunOptions
 from ..orchestration.suites.common import with_dtype
 from ..results.files import load_records
 from .common import add_input, check_out_path, measuring_options, resolve_targets, resolve_workloads
-from .params import MEBIBYTES, MEBIBYTES_OR_ZERO, RUNS, TIME_BUDGET, WARMUP
+from .params import MEBIBYTES, MEBIBYTES_OR_ZERO, timing_flags
 from .plans import coreml_only_target, dry_run_option, measuring_targets, show_plan
 from .run import options_from, power_option
 from .suite_output import finish, output_format, stem_for, write_plot
@@ -45,23 +45,15 @@ def timing_options(runs: int, budget: float | None, plot: bool = True):
     """--runs/--time-budget/--warmup as in `run`, with defaults that suit the suite; --format; --plot where
     the suite draws one."""
 
+    flags = timing_flags(
+        runs,
+        budget,
+        runs_help="Timed calls per measurement.",
+        budget_help="Stop each measurement after this many seconds of calls.",
+    )
+
     def decorate(func):
-        func = click.option(
-            "--warmup",
-            type=WARMUP,
-            default=None,
-            help="Fixed warmup count (default: warm up until steady, capped).",
-        )(func)
-        func = click.option(
-            "--time-budget",
-            type=TIME_BUDGET,
-            default=budget,
-            show_default=True,
-            help="Stop each measurement after this many seconds of calls.",
-        )(func)
-        func = click.option(
-            "--runs", "-n", type=RUNS, default=runs, show_default=True, help="Timed calls per measurement."
-        )(func)
+        func = flags(func)
         if not plot:
             return func
         return click.option(

@@ -321,8 +321,7 @@ def combine(parts: list[Timing], fresh_processes: bool = False) -> Timing:
         warmup_policy=parts[0].warmup_policy + (" (each repetition)" if len(parts) > 1 else ""),
         timer=parts[0].timer,
         timer_resolution_s=max(p.timer_resolution_s for p in parts),
-        repetitions=[Repetition(runs=len(p.samples_s), warmup_runs=p.warmup_runs,
-                                warmup_steady=p.warmup_steady) for p in parts],
+        repetitions=[r for p in parts for r in p.repetition_list()],
         fresh_processes=fresh_processes,
     )
 

@@ -143,15 +143,35 @@ def nvml_meter(device: str, cuda_uuid: str | None = None) -> NvmlMeter | Unavail
         return Unavailable(f"NVML energy counter unavailable on {device}: {exc}")
 
 
+def current_platform() -> str:
+    """sys.platform, behind a function so tests can state the host's platform."""
+    return sys.platform
+
+
+def counter_key(device: str) -> str:
+    """The physical counter that covers ``device``. Devices with the same key share one counter: on a Mac
+    the ANE, GPU and CPU are all inside IOReport's one SoC meter, so a run over several of them reads it
+    once (reading it per device and summing counts the chip's energy once per device)."""
+    platform = current_platform()
+    if device.startswith("cuda"):
+        return f"NVML {device}"
+    if platform == "darwin":
+        return "IOReport SoC"
+    if device == "cpu" and platform.startswith("linux"):
+        return "RAPL packages"
+    return f"none {device}"
+
+
 def energy_meter(device: str, powercap_root: Path = POWERCAP_ROOT) -> EnergyMeter | Unavailable:
     """The energy counter that covers ``device``, or why there is none."""
+    platform = current_platform()
     if device.startswith("cuda"):
         return nvml_meter(device)
-    if sys.platform == "darwin":
+    if platform == "darwin":
         return ioreport_meter()
-    if device == "cpu" and sys.platform.startswith("linux"):
+    if device == "cpu" and platform.startswith("linux"):
         return rapl_meter(powercap_root)
-    return Unavailable(f"no energy counter known for device {device!r} on {sys.platform}")
+    return Unavailable(f"no energy counter known for device {device!r} on {platform}")
 
 
 class IOReportMeter:
@@ -290,5 +310,5 @@ def planned_source(device: str, platform: str) -> str:
 
 
 __all__ = ["Counted", "EnergyMeter", "EnergyWindow", "IOReportMeter", "NvmlMeter", "RaplMeter", "ScalarMeter",
-           "SourceStatus", "Unavailable", "energy_figures", "energy_line", "energy_meter", "energy_sources",
+           "SourceStatus", "Unavailable", "counter_key", "current_platform", "energy_figures", "energy_line", "energy_meter", "energy_sources",
            "energy_warnings", "ioreport_meter", "planned_source", "work_component"]

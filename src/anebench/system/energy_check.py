@@ -79,7 +79,8 @@ def window_covers(start_read_ns: tuple[int, int], end_read_ns: tuple[int, int],
     opened, closed = common_ns
     common_s = max(closed - opened, 0) / 1e9
     if after0 > opened:
-        return (f"the energy counter's reading at the common start ended {(after0 - opened) / 1e9:.4f} s after "
+        late_s = (after0 - opened) / 1e9
+        return (f"the energy counter's reading at the common start ended {late_s:.4f} s after "
                 f"the common window opened (a slow read or a busy machine; the common window is "
                 f"{common_s:.4f} s): the reading does not cover the calls timed together")
     if before1 < closed:

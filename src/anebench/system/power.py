@@ -310,5 +310,6 @@ def planned_source(device: str, platform: str) -> str:
 
 
 __all__ = ["Counted", "EnergyMeter", "EnergyWindow", "IOReportMeter", "NvmlMeter", "RaplMeter", "ScalarMeter",
-           "SourceStatus", "Unavailable", "counter_key", "current_platform", "energy_figures", "energy_line", "energy_meter", "energy_sources",
+           "SourceStatus", "Unavailable", "counter_key", "current_platform",
+           "energy_figures", "energy_line", "energy_meter", "energy_sources",
            "energy_warnings", "ioreport_meter", "planned_source", "work_component"]

@@ -97,3 +97,44 @@ def test_published_data_and_one_run_make_no_suite_sections():
     assert "(none)" not in text
     for heading in ("Sweep:", "Roofline:", "Latency:", "Compute:", "Runs with batch"):
         assert f"## {heading}" not in text
+
+
+def token_roofline_records():
+    """A Core ML token roofline as the suite stores it: batch 1, T tokens per predict, the ridge at 4."""
+    from anebench.measure.roofline import analyse_roofline
+    from anebench.orchestration.suites.roofline import with_roofline_sections
+
+    tokens, latencies = [1, 2, 4, 8, 16], [1e-3, 1e-3, 1.5e-3, 3e-3, 6e-3]
+    records = []
+    for count, latency in zip(tokens, latencies):
+        base = make_record(chip="Apple M4 Pro", engine="coreml", device="ane", workload="lm_head:64x1024",
+                           suite="roofline", runs=5)
+        workload = base.workload.model_copy(update={"tokens": count})
+        records.append(base.model_copy(update={"workload": workload, "samples_s": [latency] * 5,
+                                               "gbps": workload.weight_bytes / latency / 1e9}).with_id())
+    analysis = analyse_roofline(tokens, latencies, 1024, 64, records[0].workload.weight_bytes, 2)
+    assert analysis.ridge_batch == 4 and analysis.ridge_error is None
+    return with_roofline_sections(records, analysis)
+
+
+@pytest.mark.parametrize("fmt", ["md", "html", "json"])
+def test_a_token_roofline_shows_its_tokens_and_keeps_its_ridge_in_every_format(fmt):
+    text = render_report(token_roofline_records(), fmt, None, "test")
+    if fmt == "json":
+        (group,) = json.loads(text)["suites"]["roofline"]
+        assert group["figures"]["ridge_batch"] == 4 and group["result"].startswith("ridge at 4 tokens")
+        assert [p["tokens"] for p in group["points"]] == [1, 2, 4, 8, 16]
+        return
+    assert "ridge at 4 tokens" in text  # the rule's own text names 'ridge failed: <reason>'; no result does
+    for count in (2, 4, 8, 16):
+        assert f"{count} tokens" in text
+
+
+def test_a_stored_token_ridge_is_regated_on_its_tokens_not_on_batch_1():
+    """A ridge stored at the last token count (before the gates existed) has nothing after it to confirm it:
+    re-gated on the workloads' batch (1 on every row) it passed."""
+    stored = [r.model_copy(update={"roofline": r.roofline.model_copy(update={"ridge_batch": 16})})
+              for r in token_roofline_records()]
+    (group,) = json.loads(render_report(stored, "json", None, "test"))["suites"]["roofline"]
+    assert group["figures"]["ridge_batch"] is None
+    assert group["result"].startswith("ridge failed: batch 16 is the last measured")

@@ -148,7 +148,9 @@ def _sweep_group(key: tuple, records: list[ResultRecord], points: list[SuitePoin
 def _roofline_group(key: tuple, records: list[ResultRecord], points: list[SuitePoint]) -> SuiteGroup:
     first = records[0].roofline
     assert first is not None
-    batches = [p.batch for p in points]
+    # The vectors each call multiplies: the batch, or a token-batched bundle's tokens per predict (batch 1).
+    batches = [r.roofline.batch if r.roofline else p.batch for r, p in zip(records, points)]
+    unit = "tokens" if any(p.tokens > 1 for p in points) else "batch"
     ridge, error = first.ridge_batch, first.ridge_error
     if ridge is not None:  # stored before the gates existed, or re-checked: the gates decide
         failures = ridge_failures(
@@ -159,9 +161,12 @@ def _roofline_group(key: tuple, records: list[ResultRecord], points: list[SuiteP
     figures: Figures = {"ridge_batch": ridge, "ridge_error": error, "baseline_batch": first.baseline_batch,
                         "peak_flop_per_s": first.peak_flop_per_s, "memory_gbps": first.memory_gbps,
                         "compute_bound": first.compute_bound}
-    result = (f"ridge at batch {ridge} (from batch {first.baseline_batch})" if ridge
-              else f"ridge failed: {error or 'not stated'}")
-    result += f"; peak {first.peak_flop_per_s / 1e9:.2f} GFLOP/s; batch-1 {first.memory_gbps:.2f} GB/s"
+    if unit == "tokens":
+        found = f"ridge at {ridge} tokens per predict (from {first.baseline_batch} tokens)"
+    else:
+        found = f"ridge at batch {ridge} (from batch {first.baseline_batch})"
+    result = found if ridge else f"ridge failed: {error or 'not stated'}"
+    result += f"; peak {first.peak_flop_per_s / 1e9:.2f} GFLOP/s; {unit}-1 {first.memory_gbps:.2f} GB/s"
     return SuiteGroup("roofline", key[0], key[2], key[3], key[4], points, result, figures,
                       f"{RIDGE_RULE}; {RIDGE_GATES}")
 

@@ -138,3 +138,41 @@ def test_a_stored_token_ridge_is_regated_on_its_tokens_not_on_batch_1():
     (group,) = json.loads(render_report(stored, "json", None, "test"))["suites"]["roofline"]
     assert group["figures"]["ridge_batch"] is None
     assert group["result"].startswith("ridge failed: batch 16 is the last measured")
+
+
+def quant_records():
+    """A quant run as the suite stores it: the fp16 head and its lut6 variant, with the inference."""
+    from anebench.model.quant import QuantSection
+
+    fp16 = make_record(chip="Apple M4 Pro", engine="coreml", device="ane", workload="llama_lm_head", gbps=100,
+                       suite="quant")
+    lut6 = make_record(chip="Apple M4 Pro", engine="coreml", device="ane", workload="llama_lm_head_lut6",
+                       gbps=60, suite="quant")
+    common = {"fp16_bytes": fp16.workload.weight_bytes, "inference": "streams compressed weights (lut6)",
+              "rule": "the stated rule", "tolerance": 0.15}
+    records = []
+    for record, variant, verdict in ((fp16, "fp16", None), (lut6, "lut6", "streams compressed weights")):
+        latency = record.latency_s()
+        section = QuantSection(
+            variant=variant, stored_bytes=record.workload.weight_bytes, gbps_as_stored=record.gbps,
+            gbps_fp16_equivalent=common["fp16_bytes"] / latency / 1e9,
+            latency_ratio=latency / fp16.latency_s(),
+            bytes_ratio=record.workload.weight_bytes / common["fp16_bytes"], verdict=verdict, **common)
+        records.append(record.model_copy(update={"quant": section}).with_id())
+    return records
+
+
+@pytest.mark.parametrize("fmt", ["md", "html", "json"])
+def test_quant_records_are_a_quant_section_with_the_verdict_not_batched_runs(fmt):
+    text = render_report(quant_records(), fmt, None, "test")
+    if fmt == "json":
+        suites = json.loads(text)["suites"]
+        assert set(suites) == {"quant"}
+        (group,) = suites["quant"]
+        assert group["result"] == "streams compressed weights (lut6)"
+        assert [(p["variant"], p["quant_verdict"]) for p in group["points"]] == [
+            ("fp16", None), ("lut6", "streams compressed weights")]
+        return
+    assert "Runs with batch or tokens" not in text
+    assert "Quantisation: llama_lm_head on coreml:ane" in text.replace("\\_", "_")
+    assert "streams compressed weights (lut6)" in text and "(reference)" in text

@@ -58,6 +58,11 @@ def _rows(group: SuiteGroup) -> tuple[list[str], list[list[str]]]:
         return (["copy", "phase", "threads", "GB/s", latency, "provenance"],
                 [[_opt(p.copy), _opt(p.phase), _opt(p.threads), _num(p.gbps, ".2f"), lat[i], p.provenance]
                  for i, p in enumerate(points)])
+    if group.kind == "quant":
+        return (["variant", "stored MB", latency, "GB/s", "fp16-eq GB/s", "verdict"],
+                [[_opt(p.variant), f"{p.weight_bytes / 1e6:.2f}", lat[i], _num(p.gbps, ".2f"),
+                  _num(p.gbps_fp16_equivalent, ".2f"), p.quant_verdict or "(reference)"]
+                 for i, p in enumerate(points)])
     return (["batch", "tokens", "MB", latency, "GB/s", "provenance"],
             [[str(p.batch), str(p.tokens), f"{p.weight_bytes / 1e6:.2f}", lat[i], _num(p.gbps, ".2f"),
               p.provenance] for i, p in enumerate(points)])

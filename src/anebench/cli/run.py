@@ -24,6 +24,7 @@ from ..orchestration.runplan import (
     mac_campaign_plan,
 )
 from ..orchestration.session import RunOptions
+from ..system import power as power_counters
 from ..system.host import busy_warning, describe_host
 from ..system.power import energy_sources
 from .common import (
@@ -228,7 +229,9 @@ def run(
     power = plan.campaign if power is None else power  # the Mac campaign reads energy unless --no-power
     if dry_run:
         planned = describe_plan(
-            [(s.engine.name, s.device, s.workload.name) for s in plan.steps], power, sys.platform
+            [(s.engine.name, s.device, s.workload.name) for s in plan.steps],
+            power,
+            power_counters.current_platform(),
         )
         show_plan(planned, "anebench run on this host", as_json)
         return

@@ -340,6 +340,13 @@ def host_rows(host: HostInfo) -> list[tuple[str, str]]:
     return rows
 
 
+def source_detail(source) -> str:
+    """The channels an IOReport source was found by (with their units), and what is missing or why not."""
+    parts = [f"found: {'; '.join(source.channels)}"] if source.channels else []
+    parts += [source.reason] if source.reason else []
+    return "; ".join(parts) or "-"
+
+
 @click.command()
 @format_option("table", "json")
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
@@ -360,15 +367,15 @@ def info(fmt: str | None, as_json: bool) -> None:
         )
     )
     rows = [
-        [source.name, source.covers, "yes" if source.available else "no", source.reason or "-"]
+        [source.name, source.covers, "yes" if source.available else "no", source_detail(source)]
         for source in energy_sources()
     ]
     console.print(
         FittingTable(
-            ["source", "measures", "available", "why not"],
+            ["source", "measures", "available", "channels found / why not"],
             rows,
             "energy sources (--power)",
-            wrap={"measures", "why not"},
+            wrap={"measures", "channels found / why not"},
         )
     )
 

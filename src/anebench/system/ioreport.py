@@ -24,6 +24,7 @@ from .ioreport_parse import (
     EnergyReading,
     dram_bandwidth,
     energy_by_component,
+    keep_states,
 )
 
 ACTOP_PIN = "1.9.12"
@@ -47,8 +48,9 @@ def ioreport_problem() -> str | None:
 
 
 def _keep_states(group: str, subgroup: str, channel: str) -> bool:
-    """Residencies only for the AMCC totals: the ~90 per-agent histograms cost ctypes calls for nothing."""
-    return group == BANDWIDTH_GROUP and channel.startswith("AMCC")
+    """Residencies only for the AMCC totals and the ANE's own histograms: the ~90 other per-agent
+    histograms cost ctypes calls for nothing."""
+    return keep_states(Channel(group, subgroup, channel))
 
 
 def _channel(item: Any) -> Channel:
@@ -90,13 +92,27 @@ class IOReportCounters:
         self._subscription.close()
 
 
+def probe_channels(seconds: float = 0.1) -> list[Channel]:
+    """The channels one sample delta over ``seconds`` holds (what this Mac exposes; for `info` and
+    `doctor`). Raises what the subscription raises."""
+    import time
+
+    counters = IOReportCounters()
+    try:
+        start = counters.sample()
+        time.sleep(seconds)  # nothing is timed: the delta covers whatever the machine did
+        return counters.channels_between(start, counters.sample())
+    finally:
+        counters.close()
+
+
 def record_sample(seconds: float = 1.0) -> dict:
     """A sample delta over ``seconds`` as JSON-ready data (energy and AMCC channels), to record what a chip
     exposes and test the parsing on it: `python -c "from anebench.system.ioreport import record_sample"`."""
     import platform
     import time
 
-    from .ioreport_parse import channels_to_json, is_dram_total
+    from .ioreport_parse import channels_to_json
 
     counters = IOReportCounters()
     try:
@@ -106,7 +122,7 @@ def record_sample(seconds: float = 1.0) -> dict:
         end = counters.sample()
         elapsed = time.perf_counter() - began
         channels = [c for c in counters.channels_between(start, end)
-                    if c.group == ENERGY_GROUP or is_dram_total(c)]
+                    if c.group == ENERGY_GROUP or keep_states(c)]
     finally:
         counters.close()
     return {"machine": platform.machine(), "macos": platform.mac_ver()[0], "actop": counters.version,

@@ -265,22 +265,37 @@ class SourceStatus:
     name: str
     covers: str
     available: bool
-    reason: str = ""
+    reason: str = ""  # why not; or, where available, what is missing (e.g. a component's channel)
+    channels: tuple[str, ...] = ()  # the channels found (IOReport), with their units
+
+
+def ioreport_sources() -> list[SourceStatus]:
+    """The IOReport sources by the channels a short sample actually holds: actop subscribes to a missing
+    group silently, so a subscription that succeeds proves only that one group exists."""
+    from . import ioreport
+    from .ioreport_parse import sources_found
+
+    covers = {
+        "IOReport Energy Model": "ANE, GPU, CPU, DRAM energy and the package total (Apple silicon)",
+        "IOReport PMP / DCS BW": "DRAM read+write GB/s from the memory controllers (a second view of the "
+                                 "bytes streamed)",
+        "IOReport PMP ANE RD/WR": "the Neural Engine's own DRAM traffic (its view where the Energy Model's "
+                                  "ANE channel reads 0)",
+    }
+    problem = ioreport_problem()
+    if problem is None:
+        try:
+            found = sources_found(ioreport.probe_channels(0.1))
+        except Exception as exc:  # noqa: BLE001 - a private library: any failure means "no source", said why
+            problem = f"IOReport subscription failed: {type(exc).__name__}: {exc}"
+    if problem is not None:
+        return [SourceStatus(name, what, False, problem) for name, what in covers.items()]
+    return [SourceStatus(s.name, covers[s.name], s.available, s.reason, s.channels) for s in found]
 
 
 def energy_sources(powercap_root: Path = POWERCAP_ROOT) -> list[SourceStatus]:
     """Every energy source `--power` knows, whether it can be read here, and why not."""
-    out = []
-    problem = ioreport_problem()
-    ioreport = "ANE, GPU, CPU, DRAM energy and the package total (Apple silicon)"
-    dram = "DRAM read+write GB/s from the memory controllers (a second view of the bytes streamed)"
-    if problem is None:
-        meter = ioreport_meter()
-        problem = meter.reason if isinstance(meter, Unavailable) else None
-        if isinstance(meter, IOReportMeter):
-            meter.close()
-    out.append(SourceStatus("IOReport Energy Model", ioreport, problem is None, problem or ""))
-    out.append(SourceStatus("IOReport PMP / DCS BW", dram, problem is None, problem or ""))
+    out = ioreport_sources()
     if importlib.util.find_spec("pynvml") is None:
         out.append(SourceStatus("NVIDIA NVML", "the GPU board", False, "nvidia-ml-py is not installed"))
     else:

@@ -371,3 +371,50 @@ def test_info_reports_each_source_by_the_channels_found():
     energy_model, totals, ane = sources_found(sample("m5_macos27_ane_zero.json"))
     assert totals.channels == ("AMCC RD+WR",) and ane.channels == ("ANE0 RD", "ANE0 WR")
     assert any("ANE0 (mj)" in line for line in energy_model.channels)
+
+
+class SteppingIOReport(power.ScalarMeter):
+    """An IOReport-like meter whose package counter moves in steps of ``step_s`` at ``WATTS``."""
+
+    WATTS = 5.0
+    source, scope = "IOReport (fake)", "the SoC"
+    min_window_s = power.IOREPORT_MIN_WINDOW_S
+
+    def __init__(self, step_s: float) -> None:
+        self.step_s, self.observed = step_s, 0
+
+    def observe_step(self) -> float:
+        self.observed += 1
+        return self.step_s
+
+    def read_joules(self) -> float:
+        import time
+
+        now = time.perf_counter()
+        return self.WATTS * (now - now % self.step_s)
+
+
+def test_an_ioreport_window_is_filled_to_its_minimum_and_checked_against_the_counter_step(monkeypatch):
+    from anebench.engines import get_engine
+    from anebench.orchestration.session import RunOptions, measure_workload
+    from anebench.workloads import Workload
+
+    meter = SteppingIOReport(step_s=0.02)
+    monkeypatch.setattr(power, "energy_meter", lambda device: meter)
+    record = measure_workload(get_engine("numpy"), "cpu", Workload("t", 64, 512, "fp32"),
+                              RunOptions(runs=5, power=True, warmup=WarmupPolicy(fixed=1)))
+    energy = record.energy
+    assert meter.observed == 1 and energy.seconds >= power.IOREPORT_MIN_WINDOW_S
+    assert energy.window_check.startswith("ok: ") and "counter steps of 20.0 ms" in energy.window_check
+    assert "calls to fill the window" in energy.window and energy.calls > 5
+
+
+def test_an_ioreport_window_short_against_its_counter_step_is_flagged_unreliable():
+    clock = iter([0, 0, 400_000_000, 400_000_000]).__next__  # a 0.4 s window
+    window = EnergyWindow(SteppingIOReport(step_s=0.1), "cpu", now_ns=clock)
+    window.observe_step()
+    window.open()
+    window.close()
+    result = window.finish(10, 1000, 0.04, "the timed calls")
+    assert result.window_check.startswith("unreliable: the window (0.40 s) spans 4 counter steps of 100 ms")
+    assert any(w.startswith("energy figure unreliable") for w in energy_warnings(result))

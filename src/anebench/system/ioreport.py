@@ -78,6 +78,18 @@ class IOReportCounters:
         self._held.append(sample)
         return sample
 
+    def package_joules_since(self, base: Any) -> float:
+        """The Energy Model's package joules from ``base`` to now (the new sample is released at once:
+        polled while the counter's step is observed)."""
+        now = self._subscription.sample()
+        if not now:
+            raise RuntimeError("IOReportCreateSamples returned nothing")
+        try:
+            channels = self.channels_between(base, now)
+        finally:
+            self._module.cf_release(now)
+        return energy_by_component(channels).components["package"].joules or 0.0
+
     def channels_between(self, start: Any, end: Any) -> list[Channel]:
         return [_channel(item) for item in self._subscription.delta(start, end, _keep_states)]
 

@@ -241,7 +241,8 @@ def sources_found(channels: Iterable[Channel]) -> list[SourceFound]:
     ane = [c for c in channels if is_ane_traffic(c)]
     by_component: dict[str, list[str]] = {}
     for c in energy:
-        by_component.setdefault(component_of(c.name) or "", []).append(f"{c.name} ({c.unit.strip() or 'no unit'})")
+        unit = c.unit.strip() or "no unit"
+        by_component.setdefault(component_of(c.name) or "", []).append(f"{c.name} ({unit})")
     missing = [f"no {name} channel ({EXPECTED_NAMES[name]})" for name in EXPECTED_COMPONENTS
                if name not in by_component]
     return [

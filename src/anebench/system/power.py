@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from ..model.energy import Component, Energy
 from ..model.statistics import gbps
+from .energy_check import MAX_WINDOW_S, MIN_COUNTER_STEPS, OBSERVE_MAX_S, observe_counter_step
 from .energy_figures import energy_figures, energy_line, energy_warnings
 from .ioreport import IOReportCounters, ioreport_problem
 from .ioreport_parse import DramReading, EnergyReading
@@ -174,8 +175,18 @@ def energy_meter(device: str, powercap_root: Path = POWERCAP_ROOT) -> EnergyMete
     return Unavailable(f"no energy counter known for device {device!r} on {platform}")
 
 
+IOREPORT_MIN_WINDOW_S = 1.0  # a window at least this long (the samplers macmon, mactop use 1 s); see below
+IOREPORT_POLL_S = 0.005  # each poll is a sample and a delta: not every millisecond
+
+
 class IOReportMeter:
-    """Apple's IOReport: Energy Model counters by component, and the DRAM bandwidth histograms."""
+    """Apple's IOReport: Energy Model counters by component, and the DRAM bandwidth histograms.
+
+    As for NVML, the counter's update step is observed before the window opens and the window is
+    lengthened to at least ``min_window_s`` and MIN_COUNTER_STEPS steps; a window still shorter is
+    flagged in the record (``window_check``)."""
+
+    min_window_s = IOREPORT_MIN_WINDOW_S
 
     scope = "the whole SoC: every process on the machine, not only this one"
     sampling = ("two IOReport samples (Energy Model, PMP / DCS BW) just before the first timed call and just "
@@ -187,6 +198,11 @@ class IOReportMeter:
 
     def read(self) -> Any:
         return self.counters.sample()
+
+    def observe_step(self) -> float | None:
+        """The median interval between changes of the package total, polled for up to a second."""
+        base = self.counters.sample()
+        return observe_counter_step(lambda: self.counters.package_joules_since(base), poll_s=IOREPORT_POLL_S)
 
     def between(self, start: Any, end: Any) -> Counted:
         energy, dram = self.counters.between(start, end)
@@ -221,6 +237,55 @@ class EnergyWindow:
         self.now_ns = now_ns
         self._start: tuple[Any, int] | None = None
         self._end: tuple[Any, int] | None = None
+        self.counter_step_s: float | None = None
+        self.step_observed = False
+        self.extra_calls = 0
+
+    @property
+    def min_window_s(self) -> float:
+        """How long the meter's window must be (0: any length; IOReport: a second)."""
+        return float(getattr(self.meter, "min_window_s", 0.0))
+
+    def observe_step(self) -> None:
+        """Observe the counter's update step before the window opens (meters that can: IOReport)."""
+        observe = getattr(self.meter, "observe_step", None)
+        if observe is not None and not isinstance(self.meter, Unavailable):
+            self.counter_step_s, self.step_observed = observe(), True
+
+    def needed_s(self) -> float:
+        if not self.min_window_s:
+            return 0.0
+        steps = MIN_COUNTER_STEPS * self.counter_step_s if self.counter_step_s else 0.0
+        return min(max(self.min_window_s, steps), MAX_WINDOW_S)
+
+    def fill(self, call: Callable[[], None]) -> int:
+        """After the timed calls: more calls until the window is long enough for the counter; how many."""
+        if self._start is None or isinstance(self.meter, Unavailable) or not self.min_window_s:
+            return 0
+        started_ns, needed_ns = self._start[1], self.needed_s() * 1e9
+        while self.now_ns() - started_ns < needed_ns:
+            call()
+            self.extra_calls += 1
+        if self.extra_calls:
+            self.close()  # the window now ends after the extra calls
+        return self.extra_calls
+
+    def window_check(self, seconds: float) -> str | None:
+        """The window against the counter's step and this meter's minimum; "unreliable: ..." is a warning
+        of the record (the figure stays, as NVML's does)."""
+        if not self.step_observed:
+            return None
+        step = self.counter_step_s
+        if step is None:
+            return (f"unreliable: the energy counter was not seen to step within {OBSERVE_MAX_S:g} s, so its "
+                    "resolution over the window is unknown")
+        steps = seconds / step
+        if seconds < self.min_window_s or steps < MIN_COUNTER_STEPS:
+            return (f"unreliable: the window ({seconds:.2f} s) spans {steps:.0f} counter steps of "
+                    f"{step * 1e3:.0f} ms; at least {MIN_COUNTER_STEPS} steps and {self.min_window_s:g} s "
+                    "are needed")
+        return (f"ok: {steps:.0f} counter steps of {step * 1e3:.1f} ms in {seconds:.2f} s "
+                f"({self.extra_calls} calls added to fill it)")
 
     def open(self) -> None:
         if not isinstance(self.meter, Unavailable):
@@ -250,8 +315,10 @@ class EnergyWindow:
                               reason="the energy window was not opened and closed around the timed calls")
             counted = self.meter.between(self._start[0], self._end[0])
             seconds = (self._end[1] - self._start[1]) / 1e9
-            return energy_figures(self.meter, what, counted, seconds, calls, gbps(weight_bytes, median_s),
-                                  weight_bytes, self.work)
+            energy = energy_figures(self.meter, what, counted, seconds, calls, gbps(weight_bytes, median_s),
+                                    weight_bytes, self.work)
+            check = self.window_check(seconds)
+            return energy.model_copy(update={"window_check": check}) if check else energy
         finally:
             self.release()
 

@@ -148,6 +148,13 @@ def issue_body(records: list[ResultRecord], submission_name: str, anonymized: bo
         f"- record ids: {', '.join(md_cell((r.id or r.content_id())[:12]) for r in records)}",
         "",
     ]
+    energies = [r for r in records if r.energy is not None]
+    if energies:
+        from ..system.energy_figures import energy_line
+
+        lines += ["Energy (an unavailable figure says why; it is never 0 W):", ""] + [
+            f"- {md_cell(r.workload.name)} on {md_cell(f'{r.engine.name}:{r.engine.device}')}: "
+            f"{md_cell(energy_line(r.energy))}" for r in energies if r.energy is not None] + [""]
     warnings = [f"{r.workload.name}: {w}" for r in records for w in r.warnings]
     if warnings:
         lines += (

@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from .ioreport_parse import (
@@ -104,15 +105,20 @@ class IOReportCounters:
         self._subscription.close()
 
 
-def probe_channels(seconds: float = 0.1) -> list[Channel]:
+def probe_channels(seconds: float = 0.1, during: Callable[[], None] | None = None) -> list[Channel]:
     """The channels one sample delta over ``seconds`` holds (what this Mac exposes; for `info` and
-    `doctor`). Raises what the subscription raises."""
+    `doctor`), calling ``during`` over and over meanwhile (the work a channel should count), else idle.
+    Raises what the subscription raises."""
     import time
 
     counters = IOReportCounters()
     try:
         start = counters.sample()
-        time.sleep(seconds)  # nothing is timed: the delta covers whatever the machine did
+        began = time.perf_counter()
+        if during is None:
+            time.sleep(seconds)  # nothing is timed: the delta covers whatever the machine did
+        while during is not None and time.perf_counter() - began < seconds:
+            during()
         return counters.channels_between(start, counters.sample())
     finally:
         counters.close()

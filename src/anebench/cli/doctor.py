@@ -11,7 +11,7 @@ from .. import __version__
 from ..model import utc_now
 from ..orchestration.doctor import diagnose
 from ..report.escape import clean_text
-from ..report.submission import DOCTOR_HEADER, drop_host_identifiers_from_text
+from ..report.submission import DOCTOR_HEADER, DOCTOR_HOST_IDS, drop_host_identifiers_from_text
 from ..results.files import atomic_write_text
 from ..system.host import SYSTEM_HOST
 from ..util.outputs import check_target
@@ -21,12 +21,12 @@ DEFAULT_OUT = Path("anebench-doctor.txt")
 
 
 def diagnostic_text(lines: list[str], drop_host_ids: bool) -> str:
-    info = SYSTEM_HOST.info()
+    info = SYSTEM_HOST.info()  # module-level: tests state the host's facts here
     chip = info.chip or info.cpu_model or "unknown chip"
     host = [f"host: {chip}, {info.os} {info.os_version}, {info.arch}"]
     if not drop_host_ids:
         host.append(
-            f"host identifiers: fingerprint {info.fingerprint or '-'}, model {info.machine_model or '-'}"
+            f"{DOCTOR_HOST_IDS} fingerprint {info.fingerprint or '-'}, model {info.machine_model or '-'}"
         )
     text = "\n".join([f"{DOCTOR_HEADER} {__version__}, {utc_now().isoformat(timespec='seconds')}", *host,
                       "", *lines, ""])
@@ -45,7 +45,7 @@ def doctor(out: Path | None, drop_host_ids: bool, force: bool) -> None:
     "FAIL" (what is wrong) or "skip"; they go to one file that `anebench submit --doctor` attaches. Exits 1
     when a check fails; off a Mac it lists what it would check, writes nothing and exits 0."""
     target = out or DEFAULT_OUT
-    diagnosis = diagnose(progress=lambda text: say(f"doctor: {text}"))
+    diagnosis = diagnose(SYSTEM_HOST, progress=lambda text: say(f"doctor: {text}"))
     for line in diagnosis.lines():
         click.echo(clean_text(line))
     if not diagnosis.on_mac:

@@ -229,10 +229,11 @@ def _prepared_on_ane(engine: coreml.CoreMLEngine) -> Iterator[tuple[Prepared | N
         prepared.close()
 
 
-def diagnose(host: Host = SYSTEM_HOST, progress: Callable[[str], None] | None = None) -> Diagnosis:
+def diagnose(host: Host | None = None, progress: Callable[[str], None] | None = None) -> Diagnosis:
     """Every check, in order; off a Mac none (the Diagnosis lists what would be checked)."""
     if not preflight.on_macos():
         return Diagnosis(False, [])
+    host = host or SYSTEM_HOST
     say = progress or (lambda text: None)
     checks = [check_versions(), check_chip(host), check_rosetta()]
     engine = coreml.CoreMLEngine()

@@ -186,6 +186,7 @@ def issue_body(records: list[ResultRecord], submission_name: str, anonymized: bo
 
 
 DOCTOR_HEADER = "# anebench doctor"
+DOCTOR_HOST_IDS = "host identifiers:"
 
 
 def read_doctor_file(path: Path) -> str:
@@ -223,7 +224,10 @@ def write_submission(result: Path, out_dir: Path, anonymize: bool, force: bool =
             check_target(target, "submission file", force, protected)
     atomic_write_text(submission, document_json(records), "submission file", force, protected)
     if attached is not None and doctor_text is not None:
-        text = drop_host_identifiers_from_text(doctor_text) if anonymize else doctor_text
+        text = doctor_text
+        if anonymize:  # the fingerprint and machine model line goes, then names and paths
+            text = "\n".join(line for line in text.split("\n") if not line.startswith(DOCTOR_HOST_IDS))
+            text = drop_host_identifiers_from_text(text)
         atomic_write_text(attached, text, "doctor file", force, protected)
     text = issue_body(records, submission.name, anonymize, attached.name if attached else None)
     atomic_write_text(body, text, "issue body", force, protected)

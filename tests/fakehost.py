@@ -15,8 +15,8 @@ class FakeHost(Host):
     def info(self) -> HostInfo:
         if self.chip:
             return HostInfo(os="macOS", os_version="15.5", arch="arm64", cpu_model=self.chip, chip=self.chip,
-                            machine_model="Mac16,8", cores_logical=self.cores,
-                            memory_bytes=2 * self.available_bytes, llc_bytes=self.llc_bytes, fingerprint="fake")
+                            machine_model="Mac16,8", cores_logical=self.cores, llc_bytes=self.llc_bytes,
+                            memory_bytes=2 * self.available_bytes, fingerprint="fake")
         return HostInfo(os="Linux", arch="x86_64", cpu_model="Fake CPU", cores_logical=self.cores,
                         memory_bytes=2 * self.available_bytes, llc_bytes=self.llc_bytes, fingerprint="fake")
 

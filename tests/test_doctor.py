@@ -51,7 +51,8 @@ def mac(monkeypatch, tmp_path):
     monkeypatch.setattr(coreml_engine, "load_model",
                         lambda package, units, warnings_out=None: FakeMLModel(package, hold_us=2000))
     monkeypatch.setattr(coreml_engine, "query_placement",
-                        lambda model, units: [OpPlacement("const", None), OpPlacement("conv", UNIT_OF[units], 1)])
+                        lambda model, units: [OpPlacement("const", None),
+                                              OpPlacement("conv", UNIT_OF[units], 1.0)])
     monkeypatch.setattr(power, "ioreport_problem", lambda: None)
     monkeypatch.setenv("ANEBENCH_CACHE_DIR", str(tmp_path / "cache"))
     probes = Probes("single_die.json")
@@ -121,7 +122,8 @@ def test_the_cli_writes_one_diagnostic_file_and_submit_attaches_it(mac, monkeypa
     code, stdout, stderr = run_cli(capsys, "doctor", "--out", str(out))
     assert code == 1 and "FAIL IOReport ANE0 (mj)" in stdout  # a failed check: exit 1, the file written
     text = out.read_text()
-    assert text.startswith("# anebench doctor") and "host identifiers: fingerprint fake, model Mac16,8" in text
+    assert text.startswith("# anebench doctor")
+    assert "host identifiers: fingerprint fake, model Mac16,8" in text
     assert "FAIL IOReport ANE0 (mj)" in text and "diagnostic file" in stderr
 
     result = tmp_path / "r.json"

@@ -37,6 +37,7 @@ from .session import RunOptions, build_record, prepared_workload, verify_output
 
 BARRIER_TIMEOUT_S = 3600.0
 START_MARGIN_NS = 20_000_000  # the copies start together this long after the barrier opens
+READ_LEAD_NS = 10_000_000  # the together window's first reading, at least this long before the common start
 
 
 @dataclass(frozen=True)
@@ -299,8 +300,10 @@ def run_copies(engine: Engine, devices: list[str], workload: Workload, options: 
                 shared.barrier.wait(BARRIER_TIMEOUT_S)
                 if meeting == copies + 1:
                     # The together window's first reading must end before the copies start (window_covers
-                    # checks it): read just ahead of the common start, by twice the longest read so far.
-                    lead = 2 * max((after - before for _, before, after in readings), default=0) + 1_000_000
+                    # checks it): read ahead of the common start by twice the longest read so far plus
+                    # READ_LEAD_NS, before the copies' last-millisecond spin (threads hold the GIL there).
+                    longest = max((after - before for _, before, after in readings), default=0)
+                    lead = 2 * longest + READ_LEAD_NS
                     shared.start_at[0] = time.perf_counter_ns() + max(START_MARGIN_NS, 2 * lead)
                     if meter is not None:
                         while time.perf_counter_ns() < shared.start_at[0] - lead:

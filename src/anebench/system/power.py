@@ -249,8 +249,13 @@ class EnergyWindow:
     def observe_step(self) -> None:
         """Observe the counter's update step before the window opens (meters that can: IOReport)."""
         observe = getattr(self.meter, "observe_step", None)
-        if observe is not None and not isinstance(self.meter, Unavailable):
-            self.counter_step_s, self.step_observed = observe(), True
+        if observe is None or isinstance(self.meter, Unavailable):
+            return
+        try:
+            self.counter_step_s = observe()
+        except Exception:  # noqa: BLE001 - a private library: the step is then unknown, and the record says so
+            self.counter_step_s = None
+        self.step_observed = True
 
     def needed_s(self) -> float:
         if not self.min_window_s:

@@ -70,7 +70,7 @@ def make_runtime(behaviour: Behaviour | None = None) -> SimpleNamespace:
             return behaviour.supported
 
         @classmethod
-        def from_preferred_compute_unit_kind(cls, compute_unit_kind: ComputeUnitKind) -> SpecializationOptions:
+        def from_preferred_compute_unit_kind(cls, compute_unit_kind: ComputeUnitKind):
             if not isinstance(compute_unit_kind, ComputeUnitKind):
                 raise TypeError(f"expected a ComputeUnitKind, got {type(compute_unit_kind).__name__}")
             instance = object.__new__(cls)

@@ -144,7 +144,9 @@ def read_fp16_rows(spec: AssetSpec, start: int, stop: int) -> np.ndarray:
     """Rows [start, stop) of the head, refusing values fp16 cannot hold (as the Core ML builder does)."""
     rows = spec.workload.weights.read_rows(start, stop)
     if rows.dtype != np.float16 and np.abs(rows).max(initial=0) > FP16_MAX:
-        raise UserError(f"{spec.workload.name}: weights exceed fp16's range (65504); Core AI cannot hold them")
+        raise UserError(
+            f"{spec.workload.name}: weights exceed fp16's range (65504); Core AI cannot hold them"
+        )
     return rows
 
 
@@ -169,8 +171,8 @@ class BlobDigest:
 
     @classmethod
     def of(cls, array: np.ndarray) -> BlobDigest:
-        data = memoryview(np.ascontiguousarray(array)).cast("B")
-        return cls(len(data), hashlib.sha256(data).hexdigest(), bytes(data[:PREFIX_BYTES]))
+        data = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
+        return cls(data.nbytes, hashlib.sha256(data.data).hexdigest(), data[:PREFIX_BYTES].tobytes())
 
 
 def weights_sha256(digests: Iterable[BlobDigest]) -> str:
@@ -181,7 +183,7 @@ def weights_sha256(digests: Iterable[BlobDigest]) -> str:
 def bundle_weights_sha256(bundle) -> str:
     """``weights_sha256`` of a Core ML bundle (an ``MLProgramBundle`` of one weight set), read from its blobs:
     equal to an asset's exactly when both store the same bytes in the same splits."""
-    digests = []
+    digests: list[BlobDigest] = []
     for name in (t.name for t in bundle.outputs):
         convs = bundle.convs_for_output(name)
         if len(convs) != 1:
@@ -217,7 +219,8 @@ def build_program(spec: AssetSpec, progress: SplitProgress | None = None) -> tup
             for index, (start, stop) in enumerate(spec.splits):
                 weight = encode_split(spec, start, stop)
                 digests.extend(BlobDigest.of(array) for array in blobs_of(weight))
-                outputs.append(authoring.batch_matmul(_weight_value(authoring, constant, weight), hidden_states))
+                weight_value = _weight_value(authoring, constant, weight)
+                outputs.append(authoring.batch_matmul(weight_value, hidden_states))
                 if progress is not None:
                     progress(index + 1, len(spec.splits))
             return tuple(outputs)

@@ -22,7 +22,15 @@ from ..util.hashing import file_sha256
 from ..util.paths import CACHE_ENV
 from . import _coreai
 from .cache import MANIFEST_NAME, default_cache_dir
-from .coreai import FUNCTION, PROGRAM_FILE, AssetSpec, SplitProgress, asset_summary, weights_sha256, write_asset
+from .coreai import (
+    FUNCTION,
+    PROGRAM_FILE,
+    AssetSpec,
+    SplitProgress,
+    asset_summary,
+    weights_sha256,
+    write_asset,
+)
 
 MANIFEST_SCHEMA = "anebench.coreai-build/1"
 

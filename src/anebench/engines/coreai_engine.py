@@ -95,7 +95,8 @@ class CoreAIPrepared(Prepared):
         self.tokens = int(manifest["tokens"])
         if self.tokens != workload.tokens:
             raise ValueError(f"asset takes {self.tokens} tokens per call, the workload {workload.tokens}")
-        self.output_names = [name for name, _ in manifest["summary"]["functions"][manifest["function"]]["outputs"]]
+        function = manifest["summary"]["functions"][manifest["function"]]
+        self.output_names = [name for name, _ in function["outputs"]]
         self._loop = asyncio.new_event_loop()
         self._run = self._loop.run_until_complete
         started = time.perf_counter()
@@ -234,6 +235,34 @@ class CoreAIEngine(Engine):
             )
         return AssetSpec.for_workload(workload)
 
+    def plan_notes(self, workloads: list[Workload]) -> list[str]:
+        from ..artifacts import _coreai
+
+        notes = [
+            "needs: macOS 27 or later on Apple silicon (native, not Rosetta) with coreai-core installed "
+            "(pip install 'anebench[coreai]', Python 3.11+)",
+            f"would: load each .aimodel with SpecializationOptions preferring one compute unit kind "
+            f"({', '.join(f'{d} = {k}' for d, k in COMPUTE_UNIT_KINDS.items())}), time that first load "
+            "(specialisation) apart, then time awaited calls; placement is recorded as "
+            f"\"{PLACEMENT}\"",
+        ]
+        if not _coreai.installed():
+            return [*notes, "coreai-core is not installed here, so no asset can be built or looked up"]
+        from ..artifacts.coreai_cache import lookup_asset
+
+        for workload in workloads:
+            try:
+                spec = self.spec(workload)
+            except UserError as exc:
+                notes.append(f"{workload.name}: {exc}")
+                continue
+            cached = lookup_asset(spec, self.cache_dir)
+            where = f"cached at {cached.package}" if cached else (
+                f"to build (here too: anebench build {workload.name} --engine coreai)")
+            notes.append(f"{workload.name}: .aimodel {spec.quant}, "
+                         f"{spec.expected_weight_bytes() / 1e6:.2f} MB of weights, {where}")
+        return notes
+
     def artifact(self, workload: Workload, progress=None):
         """Build the asset for the workload (or reuse it from the cache). Works on any OS."""
         from ..artifacts.coreai_cache import build_or_reuse_asset
@@ -245,6 +274,8 @@ class CoreAIEngine(Engine):
         if problem:
             raise UserError(problem)
         if device not in COMPUTE_UNIT_KINDS:
-            raise UserError(f"device {device!r} is not a Core AI device; valid: {', '.join(COMPUTE_UNIT_KINDS)}")
+            raise UserError(
+                f"device {device!r} is not a Core AI device; valid: {', '.join(COMPUTE_UNIT_KINDS)}"
+            )
         spec = self.spec(workload)  # refuses what no asset can hold before anything is built
         return CoreAIPrepared(workload, device, spec, self.artifact(workload), self._runtime())

@@ -102,9 +102,9 @@ class CoreAIPrepared(Prepared):
         started = time.perf_counter()
         try:
             options = specialization_options(runtime, device)
-            model = self._run(load_model(runtime, artifact.package, options))
+            self._model = self._run(load_model(runtime, artifact.package, options))
             loaded = time.perf_counter()
-            self._function = model.load_function(manifest["function"])
+            self._function = self._model.load_function(manifest["function"])
         except (RuntimeError, KeyError, OSError, ValueError, TypeError) as exc:
             self.close()
             raise UserError(f"Core AI could not load {artifact.package} for the {COMPUTE_UNIT_KINDS[device]} "
@@ -160,8 +160,9 @@ class CoreAIPrepared(Prepared):
                       self.workload.hidden, self.run_dtype).decode()
 
     def close(self) -> None:
+        """Drop the function and the model (the specialised program), then the loop."""
         self._function = _closed
-        self._last = None
+        self._model = self._last = None
         if not self._loop.is_closed():
             self._loop.close()
 

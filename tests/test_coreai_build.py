@@ -1,6 +1,6 @@
-"""`anebench build --engine coreai`: real .aimodel assets written by coreai-core here, read back by coreai-core
-(its summary), compared byte for byte with the Core ML bundle of the same workload, and run through
-coreai-core's own in-package runtime (Linux CPU) against the decoded weights."""
+"""`anebench build --engine coreai`: real .aimodel assets written by coreai-core here, read back by
+coreai-core (its summary), compared byte for byte with the Core ML bundle of the same workload, and run
+through coreai-core's own in-package runtime (Linux CPU) against the decoded weights."""
 
 from __future__ import annotations
 
@@ -73,7 +73,8 @@ def test_a_different_weight_is_a_different_digest(tmp_path):
     one = build_or_reuse_asset(AssetSpec(resolve_workload(HEAD)), tmp_path)
     other = build_or_reuse_asset(AssetSpec(resolve_workload("lm_head:64x1024:fp32")), tmp_path)
     bundle = build_or_reuse(BuildSpec.for_workload(resolve_workload("lm_head:64x1024:fp32")), tmp_path)
-    assert one.manifest["weights_sha256"] != other.manifest["weights_sha256"] == bundle_weights_sha256(bundle.open())
+    digest = other.manifest["weights_sha256"]
+    assert one.manifest["weights_sha256"] != digest == bundle_weights_sha256(bundle.open())
     assert other.manifest["notes"] == ["fp32 weights converted to fp16 for Core AI (stored as the Core ML "
                                        "bundle's)"]
 

@@ -28,7 +28,8 @@ def test_off_macos_27_it_says_what_it_needs(monkeypatch):
     assert reason.startswith("Core AI needs macOS 27 (this host runs Linux)") and "--engine coreai" in reason
     assert CoreAIEngine().devices() == []
     pretend_macos(monkeypatch, (15, 4))
-    assert CoreAIEngine().available().reason == "Core AI needs macOS 27 (this Mac runs macOS 15.4); use -e coreml here"
+    reason = CoreAIEngine().available().reason
+    assert reason == "Core AI needs macOS 27 (this Mac runs macOS 15.4); use -e coreml here"
 
 
 def test_anebench_engines_lists_coreai_with_its_reason_here(capsys, monkeypatch):
@@ -77,7 +78,7 @@ def mac_engine(monkeypatch, tmp_path, runtime) -> CoreAIEngine:
     return CoreAIEngine(cache_dir=tmp_path, runtime=runtime)
 
 
-def test_on_macos_27_it_runs_on_each_unit_with_specialisation_timed_apart(monkeypatch, tmp_path, fake_runtime):
+def test_on_macos_27_it_runs_on_each_unit_with_specialisation_apart(monkeypatch, tmp_path, fake_runtime):
     runtime = fake_runtime(specialize_s=0.2, first_call_s=0.1)
     engine = mac_engine(monkeypatch, tmp_path, runtime)
     assert engine.available() and engine.devices() == ["ane", "gpu", "cpu"]
@@ -109,7 +110,7 @@ def test_records_of_core_ai_and_core_ml_pair_on_one_fingerprint():
 
 def test_a_failed_specialisation_is_one_line_naming_the_asset_and_unit(monkeypatch, tmp_path, fake_runtime):
     engine = mac_engine(monkeypatch, tmp_path, fake_runtime(fail_load="The model could not be specialized."))
-    with pytest.raises(UserError, match=r"Core AI could not load .*\.aimodel for the gpu unit: The model could"):
+    with pytest.raises(UserError, match=r"could not load .*\.aimodel for the gpu unit: The model could"):
         engine.prepare(resolve_workload(HEAD), "gpu")
 
 
@@ -118,7 +119,8 @@ def test_an_inference_error_ends_the_run_cleanly(capsys, monkeypatch, tmp_path, 
     engine = mac_engine(monkeypatch, tmp_path, runtime)
     with pytest.raises(MeasurementError, match="Core AI inference failed on .*Inference failed"):
         measure_workload(engine, "ane", resolve_workload(HEAD), RunOptions(runs=5, host=FakeHost()))
-    monkeypatch.setitem(ENGINE_FACTORIES, "coreai", lambda: CoreAIEngine(cache_dir=tmp_path, runtime=runtime))
+    monkeypatch.setitem(ENGINE_FACTORIES, "coreai",
+                        lambda: CoreAIEngine(cache_dir=tmp_path, runtime=runtime))
     runtime.behaviour.calls = 0
     code, out, err = run_cli(capsys, "run", "-e", "coreai", "-w", HEAD, "--runs", "5", "--no-save")
     assert code == 1 and "measurement refused: Core AI inference failed" in err and "Traceback" not in err
@@ -138,9 +140,11 @@ def test_the_mac_campaign_on_macos_27_runs_core_ai_on_the_ane(monkeypatch, tmp_p
     runtime = fake_runtime()
     pretend_macos(monkeypatch, (27, 0))
     monkeypatch.setattr(preflight, "coreml_problem", lambda: None)  # Core ML itself is tested elsewhere
-    monkeypatch.setitem(ENGINE_FACTORIES, "coreai", lambda: CoreAIEngine(cache_dir=tmp_path, runtime=runtime))
+    monkeypatch.setitem(ENGINE_FACTORIES, "coreai",
+                        lambda: CoreAIEngine(cache_dir=tmp_path, runtime=runtime))
     plan = [(s.engine.name, s.device, s.workload.name) for s in runplan.published_campaign()]
-    assert plan[:4] == [*(("coreml", "ane", w) for w in runplan.CAMPAIGN_ANE), ("coreai", "ane", "llama_lm_head")]
+    assert plan[:4] == [*(("coreml", "ane", w) for w in runplan.CAMPAIGN_ANE),
+                        ("coreai", "ane", "llama_lm_head")]
     pretend_macos(monkeypatch, (26, 1))
     assert all(engine != "coreai" for engine, _, _ in
                [(s.engine.name, s.device, s.workload.name) for s in runplan.published_campaign()])

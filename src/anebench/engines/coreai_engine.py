@@ -113,7 +113,11 @@ class CoreAIPrepared(Prepared):
         vectors = workload.inputs().astype(np.float16)  # (T, hidden): a column per token
         self._inputs = {INPUT_NAME: input_array(runtime, np.ascontiguousarray(vectors.T))}
         self._last: dict[str, Any] | None = None
-        self.call()
+        try:
+            self.call()
+        except MeasurementError:
+            self.close()
+            raise
         self.load_times = LoadTimes(loaded - started, ready - loaded, time.perf_counter() - ready)
         self.details.update(
             placement=PLACEMENT,
@@ -186,11 +190,13 @@ class CoreAIEngine(Engine):
         self.name = "coreai"
 
     def _runtime(self) -> ModuleType:
-        if self.runtime is None:
-            from ..artifacts import _coreai
+        """The injected runtime, else coreai.runtime (not kept on the engine: a fresh process gets the
+        engine pickled, and a module does not pickle)."""
+        if self.runtime is not None:
+            return self.runtime
+        from ..artifacts import _coreai
 
-            self.runtime = _coreai.runtime()
-        return self.runtime
+        return _coreai.runtime()
 
     def available(self) -> Availability:
         problem = preflight.coreai_problem()

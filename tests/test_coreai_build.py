@@ -168,3 +168,18 @@ def test_a_4096_wide_head_stores_every_fp16_element_as_the_core_ml_bundle(tmp_pa
     assert asset.manifest["summary"]["storage_types"] == {"Float16": 16384 * 4096}
     assert asset.manifest["weights_sha256"] == bundle_weights_sha256(bundle.open())
     assert asset.weight_bytes == bundle.weight_bytes == 16384 * 4096 * 2
+
+
+def test_a_checkpoint_head_is_built_with_the_core_ml_bundles_bytes(tmp_path):
+    from checkpoint_builders import VOCAB, single_file_model, weights
+
+    model = single_file_model(tmp_path / "model")
+    workload = resolve_workload(f"hf:{model}")
+    asset = build_or_reuse_asset(AssetSpec.for_workload(workload), tmp_path / "cache")
+    bundle = build_or_reuse(BuildSpec.for_workload(workload), tmp_path / "cache")
+    assert asset.manifest["workload_fingerprint"] == bundle.manifest["workload_fingerprint"]
+    assert asset.manifest["weights_sha256"] == bundle_weights_sha256(bundle.open())
+    results = asset_outputs(asset.package, np.ascontiguousarray(workload.inputs().astype(np.float16).T))
+    expected = weights(seed=2).astype(np.float64) @ workload.inputs()[0].astype(np.float64)
+    assert results["logits1"].shape == (VOCAB, 1)
+    assert np.linalg.norm(results["logits1"][:, 0] - expected) / np.linalg.norm(expected) < 5e-3

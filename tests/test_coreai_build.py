@@ -183,3 +183,10 @@ def test_a_checkpoint_head_is_built_with_the_core_ml_bundles_bytes(tmp_path):
     expected = weights(seed=2).astype(np.float64) @ workload.inputs()[0].astype(np.float64)
     assert results["logits1"].shape == (VOCAB, 1)
     assert np.linalg.norm(results["logits1"][:, 0] - expected) / np.linalg.norm(expected) < 5e-3
+
+
+def test_without_coreai_core_build_says_how_to_install_it(capsys, tmp_path, monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "coreai.authoring", None)  # as if not installed
+    code, out, err = run_cli(capsys, "build", HEAD, "-e", "coreai", "--cache-dir", str(tmp_path))
+    assert code == 2 and out == "" and "coreai-core is not installed" in err and "anebench[coreai]" in err
+    assert not any(tmp_path.iterdir())

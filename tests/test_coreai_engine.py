@@ -154,3 +154,17 @@ def test_the_mac_plan_shows_core_ai_on_the_ane(capsys):
     code, out, _ = run_cli(capsys, "run", "--plan-for", "mac", "--dry-run", "--json")
     steps = [(s["engine"], s["device"], s["workload"]) for s in json.loads(out)["plan"]]
     assert code == 0 and ("coreai", "ane", "llama_lm_head") in steps and get_engine("coreai").name == "coreai"
+
+
+def test_on_macos_27_without_coreai_core_it_says_how_to_install_it(monkeypatch):
+    from anebench.artifacts import _coreai
+
+    pretend_macos(monkeypatch, (27, 0))
+    monkeypatch.setattr(_coreai, "installed", lambda: False)
+    assert "pip install 'anebench[coreai]'" in CoreAIEngine().available().reason
+
+
+def test_a_development_install_that_cannot_specialise_is_not_available(monkeypatch, fake_runtime):
+    pretend_macos(monkeypatch, (27, 1))
+    availability = CoreAIEngine(runtime=fake_runtime(supported=False)).available()
+    assert not availability and "SpecializationOptions.is_supported() is False" in availability.reason

@@ -168,3 +168,21 @@ def test_a_development_install_that_cannot_specialise_is_not_available(monkeypat
     pretend_macos(monkeypatch, (27, 1))
     availability = CoreAIEngine(runtime=fake_runtime(supported=False)).available()
     assert not availability and "SpecializationOptions.is_supported() is False" in availability.reason
+
+
+def test_run_from_the_command_line_with_tokens(capsys, monkeypatch, tmp_path, fake_runtime):
+    runtime = fake_runtime()
+    pretend_macos(monkeypatch, (27, 0))
+    monkeypatch.setitem(ENGINE_FACTORIES, "coreai",
+                        lambda: CoreAIEngine(cache_dir=tmp_path, runtime=runtime))
+    workload = resolve_workload(HEAD).with_tokens(3)
+    record = measure_workload(CoreAIEngine(cache_dir=tmp_path, runtime=runtime), "cpu", workload,
+                              RunOptions(runs=5, host=FakeHost()))
+    assert record.method.output_check.passed and record.engine.details["tokens"] == 3
+    code, out, err = run_cli(capsys, "run", "-e", "coreai", "-d", "gpu", "-w", HEAD, "--runs", "5",
+                             "--no-save", "--json")
+    assert code == 0, err
+    (result,) = json.loads(out)["results"]
+    assert result["engine"]["name"] == "coreai" and result["engine"]["device"] == "gpu"
+    assert result["engine"]["details"]["placement"] == PLACEMENT
+    assert result["workload"]["fingerprint"] == resolve_workload(HEAD).fingerprint

@@ -59,6 +59,10 @@ def test_dry_run_here_explains_what_it_needs_and_measures_nothing(capsys, monkey
     document = json.loads(out)
     assert code == 0 and document["plan"] == [] and document["unavailable"][0]["engine"] == "coreai"
     assert any("no 6-bit integer type" in note for note in document["unavailable"][0]["notes"])
+    code, out, _ = run_cli(capsys, "run", "-e", "coreai", "-e", "numpy", "-w", HEAD, "--dry-run", "--json")
+    document = json.loads(out)  # the engine that can run here is still planned
+    assert code == 0 and [(s["engine"], s["device"]) for s in document["plan"]] == [("numpy", "cpu")]
+    assert [u["engine"] for u in document["unavailable"]] == ["coreai"]
     assert not any(tmp_path.iterdir())
 
 

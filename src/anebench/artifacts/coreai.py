@@ -54,6 +54,7 @@ ASSET_SUFFIX = ".aimodel"
 PROGRAM_FILE = "main.mlirb"
 BUILD_KEY_METADATA = "anebench.build_key"
 PREFIX_BYTES = 4096  # bytes of a blob searched for in the written program before hashing its whole length
+MAX_CANDIDATES = 64  # places a blob's first bytes may be found at before the search gives up
 SplitProgress = Callable[[int, int], None]  # (splits encoded, total)
 
 
@@ -250,10 +251,10 @@ def asset_metadata(spec: AssetSpec):
 
 
 def _occurrences(data: mmap.mmap, prefix: bytes) -> Iterator[int]:
-    position = data.find(prefix)
-    while position >= 0:
+    position, found = data.find(prefix), 0
+    while position >= 0 and found < MAX_CANDIDATES:
         yield position
-        position = data.find(prefix, position + 1)
+        position, found = data.find(prefix, position + 1), found + 1
 
 
 def locate_blobs(program_file: Path, digests: list[BlobDigest]) -> list[int]:
@@ -267,7 +268,8 @@ def locate_blobs(program_file: Path, digests: list[BlobDigest]) -> list[int]:
                           and stream_sha256(program_file, o, digest.nbytes) == digest.sha256), None)
             if found is None:
                 raise ValueError(f"{program_file}: weight blob {index + 1} of {len(digests)} "
-                                 f"({digest.nbytes:,} bytes) is not stored byte for byte")
+                                 f"({digest.nbytes:,} bytes) is not stored byte for byte (or its first "
+                                 f"{PREFIX_BYTES} bytes repeat more than {MAX_CANDIDATES} times)")
             offsets.append(found)
     return offsets
 

@@ -14,7 +14,8 @@ Stored as:
   fp16 scale (rows, 1), zero offsets)``; the zero offsets are splat constants (one value in the file).
 - lut4 is refused: coreai-core 1.0.0b3 writes a UInt4 constant one byte per index (measured: 65,536 bytes
   for 65,536 indices), so the asset would not hold the Core ML lut4 bytes, and its Linux runtime crashes
-  running ``lut_to_dense``. lut6: coreai.authoring has no 6-bit type.
+  running ``lut_to_dense``. lut6: coreai.authoring has no 6-bit type. (Int4 constants are also written one
+  byte per value, and the Core ML bundles have no int4 to pair with, so no int4 is offered.)
 
 After saving, every weight blob is found in the written program (``main.mlirb``) and its sha256 compared
 with what was encoded: a build that does not hold the weights byte for byte is refused. The digest of

@@ -74,7 +74,7 @@ def test_a_healthy_mac_passes_every_check(mac):
     assert mac.windows == [0.1, 1.0] and mac.work_calls == 3  # idle, then under ANE work
     assert "ok   IOReport ANE (mJ): 1.2000 J over 0.1 s idle, 1.2000 J over 1 s of ANE work" in lines
     assert any(line.startswith("ok   PMP / DCS BW: AMCC RD+WR 128.0 GB/s") for line in lines)
-    assert lines[-1] == "skip Core AI: no coreai engine in this anebench"
+    assert lines[-1].startswith("skip Core AI: Core AI needs macOS 27 (this Mac runs macOS")  # not a failure
 
 
 def test_an_m5_on_macos_27_fails_on_the_ane_channel_and_names_the_pmp_view(mac):
@@ -106,9 +106,17 @@ def test_core_ai_is_checked_through_the_engine_registry_when_registered(mac, mon
         def available(self):
             return Availability(False, "Core AI needs macOS 27")
 
+    monkeypatch.setattr(preflight, "coreai_problem", lambda: "Core AI needs macOS 27")
     monkeypatch.setitem(ENGINE_FACTORIES, "coreai", NoCoreAI)
     (check,) = [c for c in doctor.diagnose(FakeHost(chip="Apple M4 Pro")).checks if c.name == "Core AI"]
-    assert check.status == "FAIL" and check.detail == "Core AI needs macOS 27"
+    assert check.status == "skip" and check.detail == "Core AI needs macOS 27"  # an older macOS: expected
+    monkeypatch.setattr(preflight, "coreai_problem", lambda: None)  # macOS 27, and still no Core AI
+    NoCoreAI.available = lambda self: Availability(False, "coreai-core is not installed")
+    (check,) = [c for c in doctor.diagnose(FakeHost(chip="Apple M4 Pro")).checks if c.name == "Core AI"]
+    assert check.status == "FAIL" and check.detail == "coreai-core is not installed"
+    monkeypatch.delitem(ENGINE_FACTORIES, "coreai")
+    (check,) = [c for c in doctor.diagnose(FakeHost(chip="Apple M4 Pro")).checks if c.name == "Core AI"]
+    assert check.status == "skip" and check.detail == "no coreai engine in this anebench"
 
 
 def test_the_cli_writes_one_diagnostic_file_and_submit_attaches_it(mac, monkeypatch, capsys, tmp_path):

@@ -210,10 +210,16 @@ def check_ioreport(busy: Callable[[], None] | None) -> list[Check]:
 
 
 def check_coreai() -> Check:
+    """Core AI through the engine registry: ok where it runs; skip where the OS is too old for it (as
+    expected before macOS 27); FAIL where the OS is right and the engine still cannot run."""
     if "coreai" not in ENGINE_FACTORIES:
         return Check("Core AI", "skip", "no coreai engine in this anebench")
     availability = get_engine("coreai").available()
-    return Check("Core AI", "ok" if availability else "FAIL", availability.reason or "available")
+    if availability:
+        return Check("Core AI", "ok", f"available (coreai-core {_version('coreai-core') or 'unknown'})")
+    if preflight.coreai_problem() is not None:
+        return Check("Core AI", "skip", availability.reason)
+    return Check("Core AI", "FAIL", availability.reason)
 
 
 @contextmanager

@@ -174,3 +174,8 @@ def write_submission(result: Path, out_dir: Path, anonymize: bool, force: bool =
     atomic_write_text(submission, document_json(records), "submission file", force, protected)
     atomic_write_text(body, issue_body(records, submission.name, anonymize), "issue body", force, protected)
     return submission, body
+
+
+def scrub_text(text: str, record: ResultRecord) -> str:
+    """Free text from the same run (its log) with the same identifiers dropped as from its records."""
+    return str(_scrub(text, _identifying_strings(record)))

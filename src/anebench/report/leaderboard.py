@@ -8,7 +8,6 @@ what a fresh build gives, or when a submission fails validation.
 
 from __future__ import annotations
 
-import difflib
 import json
 import tempfile
 from dataclasses import dataclass, field
@@ -211,13 +210,23 @@ def build(root: Path) -> Built:
     return built
 
 
-def _first_difference(committed: str, fresh: str) -> str:
-    for line in difflib.unified_diff(committed.splitlines(), fresh.splitlines(), lineterm="", n=0):
-        if line.startswith("-") and not line.startswith("---"):
-            return f"committed {line[1:].strip()[:120]!r}"
-        if line.startswith("+") and not line.startswith("+++"):
-            return f"a fresh build has {line[1:].strip()[:120]!r}"
-    return "the bytes differ"
+def _window(line: str, at: int) -> str:
+    """About 60 characters of ``line`` around position ``at``, one line, marked where it is cut."""
+    start, end = max(0, at - 24), at + 36
+    text = line[start:end].replace("\n", " ")
+    return ("…" if start else "") + text + ("…" if end < len(line) else "")
+
+
+def first_difference(committed: str, fresh: str) -> str:
+    """Where two texts first differ: the line, and each side's text around the first differing character."""
+    old, new = committed.splitlines(), fresh.splitlines()
+    for number, (a, b) in enumerate(zip(old, new), 1):
+        if a != b:
+            at = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+            return f"line {number}: committed {_window(a, at)!r}, a fresh build has {_window(b, at)!r}"
+    if len(old) != len(new):
+        return f"{len(old)} line(s) committed, a fresh build has {len(new)}"
+    return "the bytes differ (line endings or a final newline)"
 
 
 def check(root: Path) -> tuple[Built, list[str]]:
@@ -244,11 +253,11 @@ def check(root: Path) -> tuple[Built, list[str]]:
             continue
         committed = path.read_bytes()
         if committed != fresh:
-            why = _first_difference(committed.decode("utf-8", "replace"), fresh.decode("utf-8"))
+            why = first_difference(committed.decode("utf-8", "replace"), fresh.decode("utf-8"))
             problems.append(f"{relative}: differs from a fresh build ({why})")
     current = (root / README).read_text(encoding="utf-8")
     if current != built.readme:
-        why = _first_difference(current, built.readme)
+        why = first_difference(current, built.readme)
         problems.append(f"{README}: the table between the markers differs from a fresh build ({why})")
     return built, problems
 

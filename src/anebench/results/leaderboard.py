@@ -166,10 +166,11 @@ class Repository:
 
 def measurement_key(record: ResultRecord) -> str:
     """What makes two records one measurement: the same raw samples of the same workload on the same
-    engine and device (dropping host identifiers changes a record's id, not its samples)."""
+    chip, engine and device (dropping host identifiers changes a record's id, not its samples)."""
     if not record.samples_s:
         return record.id or record.content_id()
-    what = [record.workload.fingerprint, record.engine.name, record.engine.device, record.samples_s]
+    what = [record_chip(record), record.workload.fingerprint, record.engine.name, record.engine.device,
+            record.samples_s]
     return hashlib.sha256(json.dumps(what).encode()).hexdigest()
 
 

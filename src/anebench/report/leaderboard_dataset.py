@@ -93,7 +93,7 @@ def datasette_metadata(title: str) -> dict:
                     "ingests": {"hidden": True},
                 },
                 "queries": {
-                    "matrix": {
+                    "matrix_by_chip": {
                         "title": "The matrix",
                         "description": f"Every chip's median bandwidth ({GBPS}) by workload, engine, device.",
                         "sql": MATRIX_SQL,

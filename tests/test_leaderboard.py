@@ -265,3 +265,21 @@ def test_compare_places_a_run_within_its_chips_submissions(built, tmp_path, caps
     assert all(p["submission"].startswith("submissions/m4/") for p in gpu["peers"])
     code, out, err = run_cli(capsys, "compare", str(tmp_path / "mine.json"), "--leaderboard", str(built))
     assert code == 0 and "3 of 6" in out
+
+
+def test_compare_leaves_the_run_itself_out_of_its_peers(built, tmp_path, capsys):
+    repo = Path(shutil.copytree(built, tmp_path / "repo"))
+    mine = run_records("M4", 1.0, 4343)  # the slowest M4 by far
+    save_records(tmp_path / "mine.json", mine)
+    code, _, err = run_cli(
+        capsys, "submit", str(tmp_path / "mine.json"), "--into", str(repo), "--drop-host-ids"
+    )
+    assert code == 0, err
+    code, out, err = run_cli(
+        capsys, "compare", str(tmp_path / "mine.json"), "--leaderboard", str(repo), "--format", "json"
+    )
+    assert code == 0, err
+    for placement in json.loads(out)["placements"]:
+        assert placement["own_submission"].startswith("submissions/m4/")
+        assert placement["rank"] == placement["of"] == SUBMISSIONS_PER_CHIP + 1  # not paired with itself
+    assert "already in the repository" in err

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from ..model import ResultRecord, median
 from ..system.chips import lookup_chip
-from .leaderboard import Repository
+from .leaderboard import Repository, measurement_key
 from .validate import record_chip
 
 
@@ -68,14 +68,15 @@ def place(mine: list[ResultRecord], repo: Repository) -> Placed:
         for r in sub.records:
             if r.is_single_call_bandwidth and r.gbps is not None:
                 by_key.setdefault(_key(r), {}).setdefault(sub.path, []).append(r.gbps)
-    of = repo.submission_of()
+    # the run itself, submitted before (with or without its host ids): found by id or by its samples
+    of = {**repo.submission_of(), **{measurement_key(r): s.path for s in repo.accepted for r in s.records}}
     rows, notes = [], []
     for record in mine:
         label = f"{record.workload.name} on {record.engine.name}:{record.engine.device}"
         if not record.is_single_call_bandwidth or record.gbps is None:
             notes.append(f"{label}: not a single-call bandwidth result (suite {record.suite}); not placed")
             continue
-        own = of.get(record.id or "")
+        own = of.get(record.id or "") or of.get(measurement_key(record))
         submissions = by_key.get(_key(record), {})
         peers = sorted(
             ((path, median(g)) for path, g in submissions.items() if path != own),

@@ -21,6 +21,7 @@ import matplotlib.pyplot as plt
 import pytest
 import yaml
 
+from anebench import __version__
 from anebench.errors import UserError
 from anebench.report.leaderboard import CONFIG, DB, HTML, README, START, build
 from anebench.report.leaderboard_dataset import MATRIX_SQL
@@ -157,6 +158,7 @@ def test_init_writes_the_skeleton_and_never_replaces_a_file(tmp_path, capsys):
     for name in (README, WORKFLOW, PR_TEMPLATE, CONTRIBUTING, CONFIG, HTML, DB):
         assert (repo / name).is_file(), name
     assert "submission file" in (repo / PR_TEMPLATE).read_text()
+    assert f'pip install "anebench=={__version__}"' in (repo / WORKFLOW).read_text()  # CI builds as we do
     assert "anebench submit mine.json --log run.log --into ." in (repo / CONTRIBUTING).read_text()
     assert START in (repo / README).read_text()
     (repo / CONTRIBUTING).write_text("ours")

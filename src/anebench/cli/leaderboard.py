@@ -76,9 +76,9 @@ def build_command(repo: Path, check: bool) -> None:
 @click.option(
     "--install",
     "install",
-    default="anebench",
-    show_default=True,
-    help="What CI's `pip install` installs (a version pin, a path or a git URL).",
+    default=None,
+    help="What CI's `pip install` installs (a version pin, a path or a git URL) [default: this "
+    "anebench's version, pinned, so that CI builds what this version builds].",
 )
 def init_command(repo: Path, title: str | None, install: str) -> None:
     """Write a results repository's skeleton in REPO (README with markers, CI workflow, PR template,

@@ -7,6 +7,7 @@ import json
 import re
 from pathlib import Path
 
+from .. import __version__
 from ..errors import UserError
 from ..util.outputs import atomic_write_bytes
 from .leaderboard import CONFIG, END, README, START, Settings
@@ -114,13 +115,19 @@ def skeleton(title: str, install: str) -> dict[str, str]:
     }
 
 
-def init(root: Path, title: str = Settings.title, install: str = "anebench") -> tuple[list[str], list[str]]:
+def default_install() -> str:
+    """This anebench's version, pinned: the committed files are what this version builds, and CI must
+    build with the same one (another version's catalog or rules give other bytes)."""
+    return f"anebench=={__version__}"
+
+
+def init(root: Path, title: str = Settings.title, install: str | None = None) -> tuple[list[str], list[str]]:
     """(files written, files kept as they were): an existing file is never replaced; an existing README
     without the markers is refused before anything is written."""
     root = Path(root)
     if root.exists() and not root.is_dir():
         raise UserError(f"REPO {root}: exists and is not a directory")
-    files = skeleton(title, install)
+    files = skeleton(title, install or default_install())
     readme = root / README
     if readme.is_file() and (
         START not in readme.read_text("utf-8", "replace") or END not in readme.read_text("utf-8", "replace")

@@ -164,6 +164,15 @@ def test_check_fails_on_an_impossible_bandwidth(repo, tmp_path, capsys):
     )
 
 
+def test_an_edited_environment_is_rejected(repo):
+    path = sorted((repo / "submissions" / "m5").glob("*.json"))[0]
+    data = json.loads(path.read_text())
+    data["environment"]["power_source"] = "battery"
+    path.write_text(json.dumps(data))
+    (rejected,) = scan(repo).rejected
+    assert rejected.path.endswith(path.name) and rejected.reason.startswith("environment: does not match")
+
+
 def test_a_renamed_or_moved_submission_is_rejected_by_name(repo, capsys):
     path = sorted((repo / "submissions" / "m3").glob("*.json"))[0]
     moved = repo / "submissions" / "m4" / path.name

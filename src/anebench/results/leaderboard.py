@@ -205,6 +205,8 @@ def load_submission(path: Path, relative: str) -> Submission:
         raise UserError(
             f"run_id: {sub.run_id} does not match its records ({expected}); edited after it was made?"
         )
+    if sub.environment != environment(records, sub.environment.host_ids):
+        raise UserError("environment: does not match what its records state (edited after it was made?)")
     if Path(relative).stem != sub.run_id:
         raise UserError(f"file name: expected {sub.run_id}.json (the submission's run id)")
     folder = chip_folder(records)

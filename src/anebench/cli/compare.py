@@ -170,8 +170,8 @@ def compare(
     files: tuple[Path, ...], as_json: bool, fmt: str | None = None, leaderboard: Path | None = None
 ) -> None:
     """Compare result files: each result of B (C, ...) against the same workload, engine and device in A,
-    with the GB/s ratio, its 95% CI and whether the difference is significant; with --leaderboard REPO,
-    one file against everyone's submissions of its chip."""
+    with the GB/s ratio, its 95% CI and whether the difference is significant. With --leaderboard REPO:
+    one file placed within its chip's submissions (rank, spread between submitters)."""
     machine = output_format(fmt, as_json)
     if leaderboard is not None:
         from .leaderboard import show_placement

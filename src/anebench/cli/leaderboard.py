@@ -24,7 +24,7 @@ def leaderboard() -> None:
     """A results repository of many machines: build its matrix, start one, browse it."""
 
 
-@leaderboard.command("build")
+@leaderboard.command("build", short_help="Regenerate the matrix from the submissions; --check for CI.")
 @click.argument("repo", type=REPO)
 @click.option(
     "--check",
@@ -70,7 +70,7 @@ def build_command(repo: Path, check: bool) -> None:
     )
 
 
-@leaderboard.command("init")
+@leaderboard.command("init", short_help="Write a results repository's skeleton and build it.")
 @click.argument("repo", type=REPO)
 @click.option("--title", default=None, help="The repository's title (README, HTML page, dataset).")
 @click.option(
@@ -95,7 +95,7 @@ def init_command(repo: Path, title: str | None, install: str) -> None:
     say(f"next: `anebench submit RESULT.json --into {repo}` and `anebench leaderboard build {repo}`")
 
 
-@leaderboard.command("serve")
+@leaderboard.command("serve", short_help="Browse the built dataset with Datasette on 127.0.0.1.")
 @click.argument("repo", type=REPO)
 @click.option("--port", type=click.IntRange(1, 65535), default=8001, show_default=True)
 def serve_command(repo: Path, port: int) -> None:

@@ -436,6 +436,10 @@ def suite_tables(suite: str, records: list[ResultRecord]) -> list[TermTable]:
         return concurrency_tables(records)
     if suite == "quant":
         return [quant_table(records)]
+    if suite == "decode":
+        from .decode_tables import decode_table
+
+        return [decode_table(records)]
     raise ValueError(f"no terminal table for suite {suite!r}")
 
 

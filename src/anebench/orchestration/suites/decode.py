@@ -146,11 +146,13 @@ def quick_curve(target: DecodeTarget, options: RunOptions, progress: ProgressFac
     span = f"{len(plan.sizes)} sizes, {plan.sizes[0] / 1e6:.3g}-{plan.sizes[-1] / 1e6:.3g} MB"
     if swept.analysis.fit is None:
         return None, f"no stored sweep of {label}; the small sweep run here ({span}) has no fit: {swept.error}"
-    found = stored_curve(swept.records, engine.name, device, None)
-    assert found is not None  # the sweep just fitted
+    fit, knee = swept.analysis.fit, swept.analysis.knee.size_bytes or 0
+    points = tuple((r.workload.weight_bytes, r.latency_s() or 0.0) for r in swept.records
+                   if r.workload.weight_bytes >= knee)
+    curve = SweepCurve(fit.overhead_s, fit.bandwidth_bps, points)
     source = f"a small sweep run here ({span}); `anebench sweep --store` keeps a full one for next time"
     note(f"{label}: no stored sweep; prediction from {source}")
-    return found[0], source
+    return curve, source
 
 
 def run_decode(

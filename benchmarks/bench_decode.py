@@ -38,9 +38,16 @@ def real_model(facts: ModelConfig):
     import transformers
 
     config = transformers.AutoConfig.for_model(
-        facts.family, hidden_size=facts.hidden, intermediate_size=facts.intermediate,
-        num_hidden_layers=facts.layers, num_attention_heads=facts.heads, num_key_value_heads=facts.kv_heads,
-        head_dim=facts.head_dim, vocab_size=facts.vocab, tie_word_embeddings=facts.tied)
+        facts.family,
+        hidden_size=facts.hidden,
+        intermediate_size=facts.intermediate,
+        num_hidden_layers=facts.layers,
+        num_attention_heads=facts.heads,
+        num_key_value_heads=facts.kv_heads,
+        head_dim=facts.head_dim,
+        vocab_size=facts.vocab,
+        tie_word_embeddings=facts.tied,
+    )
     torch.manual_seed(0)
     with torch.device("cpu"):
         model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.float32)
@@ -55,8 +62,15 @@ def real_tokens_per_s(model, prompt: int, tokens: int, rounds: int = 3) -> float
     def generate(new: int) -> float:
         started = time.perf_counter()
         with torch.inference_mode():
-            model.generate(ids, max_new_tokens=new, min_new_tokens=new, do_sample=False, use_cache=True,
-                           num_beams=1, pad_token_id=0)
+            model.generate(
+                ids,
+                max_new_tokens=new,
+                min_new_tokens=new,
+                do_sample=False,
+                use_cache=True,
+                num_beams=1,
+                pad_token_id=0,
+            )
         return time.perf_counter() - started
 
     generate(2)  # warm up
@@ -85,20 +99,25 @@ def main() -> None:
         curve, source = quick_curve(DecodeTarget(engine, "cpu"), options, no_progress, print)
         record = measure_workload(DecodeEngine(engine), "cpu", workload, options)
         measured = 1 / (record.latency_s() or 1)
-        line = f"{name}: stream {measured:.3g} tok/s ({record.gbps:.2f} GB/s, {record.workload.weight_bytes / 1e6:.0f} MB/token)"
+        line = f"{name}: stream {measured:.3g} tok/s ({record.gbps:.2f} GB/s, "
+        line += f"{record.workload.weight_bytes / 1e6:.0f} MB/token)"
         if curve is None:
             print(f"{line}; prediction failed: {source}")
         else:
             predicted = predict(workload, name, record.engine.run_dtype, curve, source).tokens_per_s
             ratio = predicted / measured
             verdict = "within" if abs(ratio - 1) <= TARGET else "outside"
-            print(f"{line}; predicted {predicted:.3g} tok/s; predicted / measured = {ratio:.3f} "
-                  f"({verdict} {TARGET:.0%})")
+            print(
+                f"{line}; predicted {predicted:.3g} tok/s; predicted / measured = {ratio:.3f} "
+                f"({verdict} {TARGET:.0%})"
+            )
         stream[name] = measured
     real = real_tokens_per_s(real_model(facts), args.prompt, args.tokens)
     print(f"torch generate (real model, fp32, KV cache, greedy, batch 1): {real:.3g} tok/s")
-    print(f"stream (torch) / real decode = {stream['torch'] / real:.3f}; "
-          f"stream (numpy) / real decode = {stream['numpy'] / real:.3f}; load average {load()}")
+    print(
+        f"stream (torch) / real decode = {stream['torch'] / real:.3f}; "
+        f"stream (numpy) / real decode = {stream['numpy'] / real:.3f}; load average {load()}"
+    )
 
 
 if __name__ == "__main__":

@@ -32,9 +32,17 @@ def folder_with(tmp_path, **config):
     return str(tmp_path)
 
 
-LLAMA_GQA = dict(model_type="llama", hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
-                 num_attention_heads=32, num_key_value_heads=8, vocab_size=128256, tie_word_embeddings=False,
-                 torch_dtype="bfloat16")
+LLAMA_GQA = dict(
+    model_type="llama",
+    hidden_size=4096,
+    intermediate_size=14336,
+    num_hidden_layers=32,
+    num_attention_heads=32,
+    num_key_value_heads=8,
+    vocab_size=128256,
+    tie_word_embeddings=False,
+    torch_dtype="bfloat16",
+)
 
 
 def dense_linear_elements(h, inter, layers, heads, kv, d, vocab):
@@ -89,10 +97,15 @@ def test_kv_bytes_follow_the_formula(depth, dtype):
     assert sum(r.streamed_bytes for r in accounting(model, depth, dtype)) == stream_bytes(model, depth, dtype)
 
 
-@pytest.mark.parametrize("bad, why", [
-    ({"hidden_size": 0}, "hidden_size"), ({"num_key_value_heads": 5}, "multiple"),
-    ({"torch_dtype": "int4"}, "torch_dtype"), ({"num_hidden_layers": "32"}, "num_hidden_layers"),
-])
+@pytest.mark.parametrize(
+    "bad, why",
+    [
+        ({"hidden_size": 0}, "hidden_size"),
+        ({"num_key_value_heads": 5}, "multiple"),
+        ({"torch_dtype": "int4"}, "torch_dtype"),
+        ({"num_hidden_layers": "32"}, "num_hidden_layers"),
+    ],
+)
 def test_a_bad_config_is_one_line_naming_the_key(tmp_path, bad, why):
     with pytest.raises(UserError, match=why):
         resolve_model(folder_with(tmp_path, **{**LLAMA_GQA, **bad}))
@@ -103,9 +116,18 @@ def test_a_missing_folder_names_the_known_configs(tmp_path):
         resolve_model(str(tmp_path / "nope"))
 
 
-TINY = dict(model_type="qwen3", hidden_size=128, intermediate_size=256, num_hidden_layers=2,
-            num_attention_heads=4, num_key_value_heads=2, head_dim=32, vocab_size=1000,
-            tie_word_embeddings=True, torch_dtype="bfloat16")
+TINY = dict(
+    model_type="qwen3",
+    hidden_size=128,
+    intermediate_size=256,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    head_dim=32,
+    vocab_size=1000,
+    tie_word_embeddings=True,
+    torch_dtype="bfloat16",
+)
 
 
 @pytest.mark.parametrize("moe", [False, True])

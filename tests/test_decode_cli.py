@@ -10,9 +10,17 @@ import pytest
 from anebench.results.files import load_records
 from clitools import run_cli
 
-TINY = dict(model_type="llama", hidden_size=128, intermediate_size=256, num_hidden_layers=2,
-            num_attention_heads=4, num_key_value_heads=2, vocab_size=2000, tie_word_embeddings=False,
-            torch_dtype="float16")
+TINY = dict(
+    model_type="llama",
+    hidden_size=128,
+    intermediate_size=256,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    vocab_size=2000,
+    tie_word_embeddings=False,
+    torch_dtype="float16",
+)
 FAST = ("--runs", "3", "--warmup", "1", "--no-sweep")
 
 
@@ -31,8 +39,20 @@ def no_default_store(tmp_path, monkeypatch):
 
 def test_decode_measures_each_depth_and_stores_the_accounting(tiny, tmp_path, capsys):
     out = tmp_path / "d.json"
-    code, stdout, stderr = run_cli(capsys, "decode", str(tiny), "-e", "numpy", "--depth", "0,32", *FAST,
-                                   "-o", str(out), "--plot", str(tmp_path / "plot"))
+    code, stdout, stderr = run_cli(
+        capsys,
+        "decode",
+        str(tiny),
+        "-e",
+        "numpy",
+        "--depth",
+        "0,32",
+        *FAST,
+        "-o",
+        str(out),
+        "--plot",
+        str(tmp_path / "plot"),
+    )
     assert code == 0, stderr
     assert "tok/s" in stdout and "not a full model" in stdout
     assert "kv cache" in stdout and "2x2x2x32x32" in stdout  # the accounting at the deepest depth
@@ -40,8 +60,11 @@ def test_decode_measures_each_depth_and_stores_the_accounting(tiny, tmp_path, ca
     assert [r.decode.depth for r in records] == [0, 32]
     assert all(r.suite == "decode" and r.method.output_check.passed for r in records)
     deep = records[1]
-    assert deep.workload.weight_bytes == deep.decode.stream_bytes == sum(
-        row.streamed_bytes for row in deep.decode.accounting)
+    assert (
+        deep.workload.weight_bytes
+        == deep.decode.stream_bytes
+        == sum(row.streamed_bytes for row in deep.decode.accounting)
+    )
     assert deep.decode.prediction is None and "no stored sweep" in deep.decode.prediction_error
     assert records[0].workload.fingerprint != deep.workload.fingerprint  # depth changes the bytes
     assert (tmp_path / "plot.png").is_file()
@@ -55,8 +78,9 @@ def test_predict_without_a_sweep_says_failed_and_measures_nothing(tiny, capsys):
 
 
 def test_coreml_dry_run_lists_chunks_bytes_and_predicts_per_token(capsys):
-    code, stdout, stderr = run_cli(capsys, "decode", "llama-3.1-8b", "-e", "coreml", "--dry-run",
-                                   "--depth", "2048")
+    code, stdout, stderr = run_cli(
+        capsys, "decode", "llama-3.1-8b", "-e", "coreml", "--dry-run", "--depth", "2048"
+    )
     assert code == 0, stderr
     assert "chunk 1/" in stdout and "lm_head" in stdout and "embedding" in stdout
     assert "predicts per token" in stdout
@@ -71,9 +95,13 @@ def test_coreml_decode_is_refused_in_one_line_before_building(capsys, tmp_path, 
     assert not (tmp_path / "cache").exists()
 
 
-@pytest.mark.parametrize("argv, why", [
-    (("--depth", "x"), "--depth"), (("-w", "llama_lm_head"), "not -w"),
-])
+@pytest.mark.parametrize(
+    "argv, why",
+    [
+        (("--depth", "x"), "--depth"),
+        (("-w", "llama_lm_head"), "not -w"),
+    ],
+)
 def test_bad_options_are_one_line(tiny, capsys, argv, why):
     code, _, stderr = run_cli(capsys, "decode", str(tiny), "-e", "numpy", *argv)
     assert code != 0 and why in stderr
@@ -82,8 +110,9 @@ def test_bad_options_are_one_line(tiny, capsys, argv, why):
 def test_reports_have_a_decode_section_and_compare_pairs_decode_results(tiny, tmp_path, capsys):
     a, b, db = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "db.sqlite"
     for out in (a, b):
-        code, _, stderr = run_cli(capsys, "decode", str(tiny), "-e", "numpy", "--depth", "16", *FAST,
-                                  "-o", str(out))
+        code, _, stderr = run_cli(
+            capsys, "decode", str(tiny), "-e", "numpy", "--depth", "16", *FAST, "-o", str(out)
+        )
         assert code == 0, stderr
     code, stdout, stderr = run_cli(capsys, "compare", str(a), str(b))
     assert code == 0, stderr
@@ -100,14 +129,22 @@ def test_a_checkpoint_folder_streams_its_own_tensors(tmp_path, capsys):
     transformers = pytest.importorskip("transformers")
     torch = pytest.importorskip("torch")
     torch.manual_seed(0)
-    config = transformers.LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                                      num_attention_heads=4, num_key_value_heads=2, vocab_size=500,
-                                      tie_word_embeddings=False)
+    config = transformers.LlamaConfig(
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        vocab_size=500,
+        tie_word_embeddings=False,
+    )
     model = transformers.LlamaForCausalLM(config).to(torch.float16)
     model.save_pretrained(tmp_path / "m", safe_serialization=True)
     linears = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))
     out = tmp_path / "c.json"
-    code, stdout, stderr = run_cli(capsys, "decode", str(tmp_path / "m"), "-e", "numpy", *FAST, "-o", str(out))
+    code, stdout, stderr = run_cli(
+        capsys, "decode", str(tmp_path / "m"), "-e", "numpy", *FAST, "-o", str(out)
+    )
     assert code == 0, stderr
     assert "weights: checkpoint" in stderr
     record = load_records(out)[0]

@@ -25,7 +25,9 @@ def parse_depths(text: str) -> list[int]:
     try:
         depths = [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
-        raise UserError(f"--depth {text[:60]!r}: give context depths in tokens, e.g. 0 or 0,512,2048") from None
+        raise UserError(
+            f"--depth {text[:60]!r}: give context depths in tokens, e.g. 0 or 0,512,2048"
+        ) from None
     if not depths or len(depths) > MAX_DEPTHS or any(not 0 <= d <= MAX_DEPTH for d in depths):
         raise UserError(f"--depth {text[:60]!r}: give 1 to {MAX_DEPTHS} depths, each 0 to {MAX_DEPTH:,}")
     return sorted(set(depths))
@@ -54,21 +56,63 @@ def decode_targets(engines: tuple[str, ...], device: str | None, measure: bool):
 @measuring_options
 @timing_options(runs=10, budget=10.0)
 @power_option
-@click.option("--depth", "depth_text", default="0", show_default=True,
-              help="Context depth D in tokens (the KV cache read), or several: 0,512,2048.")
-@click.option("--predict", "predict_only", is_flag=True,
-              help="Print the predicted tok/s from the sweep curve and measure nothing.")
-@click.option("--dry-run", is_flag=True,
-              help="List each engine's dispatches per token (Core ML: the chunks and their bytes) and the "
-              "prediction from a stored sweep; build, sweep and measure nothing (any OS).")
-@click.option("--chunk-mb", type=click.FloatRange(1, 1e6), default=1000.0, show_default=True,
-              help="Core ML: the most weight bytes per chunk (MB).")
-@click.option("--db", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Results store to take the newest sweep of each engine and device on this host from "
-              "(default: the default store, where one exists).")
-@click.option("--no-sweep", is_flag=True, help="Do not run a small sweep where none is stored: no prediction.")
-def decode(model, engines, device, workloads, out, no_save, as_json, fmt, runs, time_budget, warmup, plot_stem,
-           power, depth_text, predict_only, dry_run, chunk_mb, db, no_sweep):
+@click.option(
+    "--depth",
+    "depth_text",
+    default="0",
+    show_default=True,
+    help="Context depth D in tokens (the KV cache read), or several: 0,512,2048.",
+)
+@click.option(
+    "--predict",
+    "predict_only",
+    is_flag=True,
+    help="Print the predicted tok/s from the sweep curve and measure nothing.",
+)
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="List each engine's dispatches per token (Core ML: the chunks and their bytes) and the "
+    "prediction from a stored sweep; build, sweep and measure nothing (any OS).",
+)
+@click.option(
+    "--chunk-mb",
+    type=click.FloatRange(1, 1e6),
+    default=1000.0,
+    show_default=True,
+    help="Core ML: the most weight bytes per chunk (MB).",
+)
+@click.option(
+    "--db",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Results store to take the newest sweep of each engine and device on this host from "
+    "(default: the default store, where one exists).",
+)
+@click.option(
+    "--no-sweep", is_flag=True, help="Do not run a small sweep where none is stored: no prediction."
+)
+def decode(
+    model,
+    engines,
+    device,
+    workloads,
+    out,
+    no_save,
+    as_json,
+    fmt,
+    runs,
+    time_budget,
+    warmup,
+    plot_stem,
+    power,
+    depth_text,
+    predict_only,
+    dry_run,
+    chunk_mb,
+    db,
+    no_sweep,
+):
     """Decode: a model's per-token weight + KV stream, measured on each engine (tok/s, GB/s, J/token with
     --power) beside the tok/s predicted from a sweep. MODEL: a folder with a Hugging Face config.json
     (weights from its safetensors, else synthetic of the real shapes) or a known config name."""
@@ -77,17 +121,23 @@ def decode(model, engines, device, workloads, out, no_save, as_json, fmt, runs, 
 
     fmt = output_format(as_json, fmt, out, no_save)
     if workloads:
-        raise UserError("decode takes MODEL (a config folder or a known name), not -w; the stream is the model's")
+        raise UserError(
+            "decode takes MODEL (a config folder or a known name), not -w; the stream is the model's"
+        )
     depths = parse_depths(depth_text)
     facts, folder = resolve_model(model)
     decode_workloads = [decode_workload(facts, d, folder) for d in depths]
     targets = decode_targets(engines, device, measure=not (predict_only or dry_run))
     deepest = decode_workloads[-1]
     for run_dtype in dict.fromkeys(run_dtype_of(t, deepest) for t in targets):
-        title = (f"decode {facts.name} ({facts.family}, {facts.layers} layers): bytes per token at depth "
-                 f"{deepest.depth}")
-        show_tables([accounting_table(title, accounting(facts, deepest.depth, run_dtype), facts.dtype,
-                                      run_dtype)], "json" if fmt != "table" else "table")
+        title = (
+            f"decode {facts.name} ({facts.family}, {facts.layers} layers): bytes per token at depth "
+            f"{deepest.depth}"
+        )
+        show_tables(
+            [accounting_table(title, accounting(facts, deepest.depth, run_dtype), facts.dtype, run_dtype)],
+            "json" if fmt != "table" else "table",
+        )
     say(f"config: {facts.source}; weights: {'checkpoint' if deepest.checkpoint is not None else 'synthetic'}")
     saved, saved_from = stored_sweeps(db)
     options = suite_options(runs, time_budget, warmup, "decode", power)
@@ -96,13 +146,32 @@ def decode(model, engines, device, workloads, out, no_save, as_json, fmt, runs, 
         show_dry_run(targets, decode_workloads, saved, saved_from, options, chunk_bytes, fmt)
         return
     with progress() as factory:
-        suite = run_decode(targets, decode_workloads, options, saved, saved_from, options.host.info().fingerprint,
-                           predict_only, not no_sweep, chunk_bytes, factory)
+        suite = run_decode(
+            targets,
+            decode_workloads,
+            options,
+            saved,
+            saved_from,
+            options.host.info().fingerprint,
+            predict_only,
+            not no_sweep,
+            chunk_bytes,
+            factory,
+        )
     for line in suite.notes:
         say(line)
     if predict_only:
-        rows = [(f"{p.engine}:{p.device}", facts.name, p.workload.depth, p.workload.bytes_as(p.run_dtype),
-                 p.prediction, p.error) for p in suite.predicted]
+        rows = [
+            (
+                f"{p.engine}:{p.device}",
+                facts.name,
+                p.workload.depth,
+                p.workload.bytes_as(p.run_dtype),
+                p.prediction,
+                p.error,
+            )
+            for p in suite.predicted
+        ]
         show_tables([prediction_table(rows)], fmt)
         return
     saved_path = finish(suite.records, "decode", out, no_save, fmt)
@@ -120,26 +189,54 @@ def show_dry_run(targets, decode_workloads, saved, saved_from, options, chunk_by
 
     rows, document = [], []
     for target in targets:
-        curve, source = curve_for(target, saved, saved_from, options.host.info().fingerprint, options,
-                                  False, lambda *_: lambda *_: None, say)
+        curve, source = curve_for(
+            target,
+            saved,
+            saved_from,
+            options.host.info().fingerprint,
+            options,
+            False,
+            lambda *_: lambda *_: None,
+            say,
+        )
         for workload in decode_workloads:
             run_dtype = run_dtype_of(target, workload)
             label = f"{target.engine.name}:{target.device}"
             if target.engine.name == "coreml":
                 chunks = [c.as_dict() for c in coreml_chunks(workload, chunk_bytes)]
                 document.append({"target": label, "depth": workload.depth, "chunks": chunks})
-                show_tables([chunks_table(f"decode -e coreml -d {target.device} at depth {workload.depth}: dry "
-                                          "run (nothing built or measured)", chunks)],
-                            "json" if fmt != "table" else "table")
+                show_tables(
+                    [
+                        chunks_table(
+                            f"decode -e coreml -d {target.device} at depth {workload.depth}: dry "
+                            "run (nothing built or measured)",
+                            chunks,
+                        )
+                    ],
+                    "json" if fmt != "table" else "table",
+                )
             else:
                 sent = token_dispatches(workload, target.engine.name, run_dtype)
-                say(f"{label} depth {workload.depth}: {len(sent)} dispatches per token (one per matvec"
+                say(
+                    f"{label} depth {workload.depth}: {len(sent)} dispatches per token (one per matvec"
                     f"{' and attention read' if workload.depth else ''}), "
-                    f"{sum(d.bytes for d in sent) / 1e6:.1f} MB of weights and KV")
-            prediction = predict(workload, target.engine.name, run_dtype, curve, source, chunk_bytes) \
-                if curve is not None else None
-            rows.append((label, workload.facts.name, workload.depth, workload.bytes_as(run_dtype), prediction,
-                         None if curve is not None else f"{source} (a dry run sweeps nothing)"))
+                    f"{sum(d.bytes for d in sent) / 1e6:.1f} MB of weights and KV"
+                )
+            prediction = (
+                predict(workload, target.engine.name, run_dtype, curve, source, chunk_bytes)
+                if curve is not None
+                else None
+            )
+            rows.append(
+                (
+                    label,
+                    workload.facts.name,
+                    workload.depth,
+                    workload.bytes_as(run_dtype),
+                    prediction,
+                    None if curve is not None else f"{source} (a dry run sweeps nothing)",
+                )
+            )
     show_tables([prediction_table(rows)], "json" if fmt != "table" else "table")
     if fmt == "json":
         sys.stdout.write(json.dumps({"suite": "decode", "dry_run": document}, indent=1) + "\n")

@@ -110,9 +110,11 @@ def kv_cache(workload: DecodeWorkload, layer: int, which: str, dtype: str) -> np
     """A layer's K or V cache at the workload's depth, (kv_heads, D, head_dim), seeded tiled values."""
     m = workload.facts
     source = workload.matrix_source(
-        Matrix(which, layer, m.kv_heads * workload.depth, m.head_dim, f"kv.{layer}.{which}"), dtype)
+        Matrix(which, layer, m.kv_heads * workload.depth, m.head_dim, f"kv.{layer}.{which}"), dtype
+    )
     return np.asarray(source.read_rows(0, m.kv_heads * workload.depth)).reshape(
-        m.kv_heads, workload.depth, m.head_dim)
+        m.kv_heads, workload.depth, m.head_dim
+    )
 
 
 def load_stream(backend: Backend, workload: DecodeWorkload, dtype: str) -> LoadedStream:
@@ -130,10 +132,12 @@ def load_stream(backend: Backend, workload: DecodeWorkload, dtype: str) -> Loade
         arrays["norm1"] = backend.vector(workload.vector(f"{base}.input_layernorm.weight", m.hidden))
         arrays["norm2"] = backend.vector(workload.vector(f"{base}.post_attention_layernorm.weight", m.hidden))
         if m.qk_norm:
-            arrays["q_norm"] = backend.vector(np.tile(
-                workload.vector(f"{base}.self_attn.q_norm.weight", m.head_dim), m.heads))
-            arrays["k_norm"] = backend.vector(np.tile(
-                workload.vector(f"{base}.self_attn.k_norm.weight", m.head_dim), m.kv_heads))
+            arrays["q_norm"] = backend.vector(
+                np.tile(workload.vector(f"{base}.self_attn.q_norm.weight", m.head_dim), m.heads)
+            )
+            arrays["k_norm"] = backend.vector(
+                np.tile(workload.vector(f"{base}.self_attn.k_norm.weight", m.head_dim), m.kv_heads)
+            )
         if workload.depth:
             arrays["k_cache"] = backend.cache(kv_cache(workload, layer, "k", dtype))
             arrays["v_cache"] = backend.cache(kv_cache(workload, layer, "v", dtype))
@@ -167,7 +171,7 @@ def decode_step(b: Backend, w: LoadedStream, workload: DecodeWorkload) -> tuple[
             mixed = None
             experts = a["experts"]
             for i in range(len(experts) // 3):
-                gate, up, down = experts[3 * i:3 * i + 3]
+                gate, up, down = experts[3 * i : 3 * i + 3]
                 out = b.matvec(down, b.tanh(b.matvec(gate, x2)) * b.matvec(up, x2))
                 out = out * weights[i] if i < m.experts_per_token else out  # the shared expert: unweighted
                 mixed = out if mixed is None else mixed + out
@@ -178,6 +182,8 @@ def decode_step(b: Backend, w: LoadedStream, workload: DecodeWorkload) -> tuple[
 
 class DecodePrepared(Prepared):
     """One decode step loaded on a device; ``call()`` runs it and waits for the logits."""
+
+    workload: DecodeWorkload
 
     def __init__(self, workload: DecodeWorkload, device: str, choice: DtypeChoice, backend: Backend):
         super().__init__()
@@ -230,7 +236,9 @@ def dispatches(workload: DecodeWorkload, run_dtype: str) -> list[Dispatch]:
         for matrix in layer_matrices(m, layer):
             found.append(Dispatch(f"L{layer}.{matrix.kind}", matrix.rows * matrix.cols * width))
         if workload.depth:
-            found.append(Dispatch(f"L{layer}.attention", 2 * m.kv_heads * m.head_dim * workload.depth * width))
+            found.append(
+                Dispatch(f"L{layer}.attention", 2 * m.kv_heads * m.head_dim * workload.depth * width)
+            )
     head = head_matrix(m)
     found.append(Dispatch("lm_head", head.rows * head.cols * width))
     return found
@@ -242,7 +250,6 @@ class DecodeEngine(Engine):
     def __init__(self, inner: Engine):
         self.inner = inner
         self.name = inner.name
-        self.thread_control = inner.thread_control
 
     def thread_limit(self, threads: int):
         return self.inner.thread_limit(threads)

@@ -1,4 +1,6 @@
-"""The decode step's array operations on torch (CPU, CUDA, MPS) and MLX (GPU, CPU); numpy's are the default."""
+"""The decode step's array operations on torch (CPU, CUDA, MPS) and MLX (GPU, CPU).
+
+numpy's are the default (engines/decode.py)."""
 
 from __future__ import annotations
 
@@ -76,7 +78,9 @@ class MlxBackend(Backend):
         return array
 
     def matrix(self, source, rows: int, cols: int) -> Any:
-        blocks = [self._to(source.read_rows(lo, min(rows, lo + FILL_ROWS))) for lo in range(0, rows, FILL_ROWS)]
+        blocks = [
+            self._to(source.read_rows(lo, min(rows, lo + FILL_ROWS))) for lo in range(0, rows, FILL_ROWS)
+        ]
         with self.mx.stream(self.stream):
             out = blocks[0] if len(blocks) == 1 else self.mx.concatenate(blocks)
             self.mx.eval(out)

@@ -25,8 +25,11 @@ class SweepCurve:
     points: Sequence[tuple[int, float]] = field(default_factory=tuple)  # (bytes, latency s), past the knee
 
     def rate_at(self, size: int) -> float:
-        """Streaming bytes/s at ``size``: the measured points' rate interpolated in log size, else the fit's."""
-        rates = sorted((s, s / (t - self.overhead_s)) for s, t in self.points if t > self.overhead_s and s > 0)
+        """Streaming bytes/s at ``size``: the measured points' rate interpolated in log size,
+        else the fit's."""
+        rates = sorted(
+            (s, s / (t - self.overhead_s)) for s, t in self.points if t > self.overhead_s and s > 0
+        )
         if not rates or size < rates[0][0] or size > rates[-1][0]:
             return self.bandwidth_bps
         sizes = [s for s, _ in rates]
@@ -39,7 +42,8 @@ class SweepCurve:
 
 
 def seconds_per_token(dispatch_bytes: Sequence[int], curve: SweepCurve) -> float:
-    """Sum over dispatches of overhead + bytes / rate at that size (a negative fitted overhead counts as 0)."""
+    """Sum over dispatches of overhead + bytes / rate at that size (a negative fitted
+    overhead counts as 0)."""
     if not dispatch_bytes:
         raise ValueError("a token with no dispatches")
     if curve.bandwidth_bps <= 0:

@@ -15,9 +15,11 @@ from .base import LongStr, NonNegFloat, ShortStr, StrictModel
 Bytes = Annotated[int, Field(ge=0)]
 Count = Annotated[int, Field(ge=0)]
 
-DECODE_NOTE = ("the weight + KV stream of one decode step (every linear in layer order, the attention read "
-               "of the KV cache at the depth, the LM head), not a full model: no rotary, no softmax, no "
-               "sampling, no exact numerics")
+DECODE_NOTE = (
+    "the weight + KV stream of one decode step (every linear in layer order, the attention read "
+    "of the KV cache at the depth, the LM head), not a full model: no rotary, no softmax, no "
+    "sampling, no exact numerics"
+)
 
 
 class DecodeBytes(StrictModel):

@@ -202,7 +202,7 @@ class ResultRecord(_Model):
     gpu: GpuReport | None = None  # GPU runs: streaming figures, NVML state, energy window
     quant: QuantSection | None = None  # the quantisation suite's comparison with fp16
     concurrency: Concurrency | None = None
-    decode: DecodeSection | None = None  # the decode suite: one token's stream, its accounting, its prediction
+    decode: DecodeSection | None = None  # decode: one token's stream, its accounting, its prediction
     keep_awake: KeepAwake | None = None
     # How the samples split into independent repetitions, and the between-run interval derived from them.
     repetitions: Repetitions | None = None

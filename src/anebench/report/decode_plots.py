@@ -21,7 +21,8 @@ def plot_decode(records: list[ResultRecord], stem: Path) -> list[Path]:
     for record in records:
         assert record.decode is not None
         curves[f"{record.engine.name}:{record.engine.device}"].append(
-            (record.decode.depth, 1 / (record.latency_s() or 1)))
+            (record.decode.depth, 1 / (record.latency_s() or 1))
+        )
     for label, points in sorted(curves.items()):
         points.sort()
         depth_ax.plot([d for d, _ in points], [t for _, t in points], marker="o", label=label)
@@ -33,7 +34,9 @@ def plot_decode(records: list[ResultRecord], stem: Path) -> list[Path]:
     labels = []
     for i, record in enumerate(records):
         assert record.decode is not None
-        parts = [(c.name, c.median_s) for c in record.decode.timeline] or [("token", record.latency_s() or 0.0)]
+        parts = [(c.name, c.median_s) for c in record.decode.timeline] or [
+            ("token", record.latency_s() or 0.0)
+        ]
         bottom = 0.0
         for name, seconds in parts:
             time_ax.bar(i, seconds * 1e3, bottom=bottom, label=name if i == 0 else None)

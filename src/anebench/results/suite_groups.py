@@ -17,7 +17,8 @@ from ..model import ResultRecord
 from ..system.chips import memory_bound_gbps
 
 # The report's section order, and the title of each suite's groups.
-SUITE_TITLES = {"decode": "Decode", "sweep": "Sweep", "roofline": "Roofline", "latency": "Latency", "compute": "Compute",
+SUITE_TITLES = {"decode": "Decode",
+                "sweep": "Sweep", "roofline": "Roofline", "latency": "Latency", "compute": "Compute",
                 "concurrency": "Concurrency", "batched": "Runs with batch or tokens > 1"}
 Figures = dict[str, float | int | str | bool | None]
 
@@ -175,7 +176,8 @@ def _roofline_group(key: tuple, records: list[ResultRecord], points: list[SuiteP
 
 def _decode_group(key: tuple, records: list[ResultRecord], points: list[SuitePoint]) -> SuiteGroup:
     """One model on one engine and device: tok/s against depth, each beside its prediction."""
-    parts, figures = [], {}
+    parts: list[str] = []
+    figures: Figures = {}
     for point in sorted(points, key=lambda p: p.depth or 0):
         if not point.latency_s:
             continue
@@ -183,7 +185,8 @@ def _decode_group(key: tuple, records: list[ResultRecord], points: list[SuitePoi
         figures[f"tokens_per_s_depth_{point.depth}"] = rate
         predicted = point.predicted_tokens_per_s
         parts.append(f"depth {point.depth}: {rate:.3g} tok/s"
-                     + (f" (predicted {predicted:.3g}, {(predicted - rate) / rate:+.0%})" if predicted else ""))
+                     + (f" (predicted {predicted:.3g}, {(predicted - rate) / rate:+.0%})"
+                        if predicted else ""))
     note = records[0].decode.note if records[0].decode else ""
     return SuiteGroup("decode", key[0], key[2], key[3], key[4], points, "; ".join(parts), figures, note)
 

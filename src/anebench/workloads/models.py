@@ -36,39 +36,99 @@ CONFIG_DTYPES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
 
 # Config facts of a few well-known models (no weights): each from the model's own config.json.
 KNOWN_CONFIGS: dict[str, dict] = {
-    "qwen3-0.6b": {"model_type": "qwen3", "hidden_size": 1024, "intermediate_size": 3072,
-                   "num_hidden_layers": 28, "num_attention_heads": 16, "num_key_value_heads": 8,
-                   "head_dim": 128, "vocab_size": 151936, "tie_word_embeddings": True,
-                   "torch_dtype": "bfloat16",
-                   "_source": "https://huggingface.co/Qwen/Qwen3-0.6B/blob/main/config.json"},
-    "qwen2.5-0.5b": {"model_type": "qwen2", "hidden_size": 896, "intermediate_size": 4864,
-                     "num_hidden_layers": 24, "num_attention_heads": 14, "num_key_value_heads": 2,
-                     "vocab_size": 151936, "tie_word_embeddings": True, "torch_dtype": "bfloat16",
-                     "_source": "https://huggingface.co/Qwen/Qwen2.5-0.5B/blob/main/config.json"},
-    "llama-3.2-1b": {"model_type": "llama", "hidden_size": 2048, "intermediate_size": 8192,
-                     "num_hidden_layers": 16, "num_attention_heads": 32, "num_key_value_heads": 8,
-                     "head_dim": 64, "vocab_size": 128256, "tie_word_embeddings": True,
-                     "torch_dtype": "bfloat16",
-                     "_source": "https://huggingface.co/meta-llama/Llama-3.2-1B/blob/main/config.json"},
-    "llama-3.1-8b": {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336,
-                     "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
-                     "vocab_size": 128256, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
-                     "_source": "https://huggingface.co/meta-llama/Llama-3.1-8B/blob/main/config.json"},
-    "qwen3-8b": {"model_type": "qwen3", "hidden_size": 4096, "intermediate_size": 12288,
-                 "num_hidden_layers": 36, "num_attention_heads": 32, "num_key_value_heads": 8,
-                 "head_dim": 128, "vocab_size": 151936, "tie_word_embeddings": False,
-                 "torch_dtype": "bfloat16",
-                 "_source": "https://huggingface.co/Qwen/Qwen3-8B/blob/main/config.json"},
-    "mixtral-8x7b": {"model_type": "mixtral", "hidden_size": 4096, "intermediate_size": 14336,
-                     "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
-                     "vocab_size": 32000, "num_local_experts": 8, "num_experts_per_tok": 2,
-                     "tie_word_embeddings": False, "torch_dtype": "bfloat16",
-                     "_source": "https://huggingface.co/mistralai/Mixtral-8x7B-v0.1/blob/main/config.json"},
-    "qwen3-30b-a3b": {"model_type": "qwen3_moe", "hidden_size": 2048, "intermediate_size": 6144,
-                      "moe_intermediate_size": 768, "num_hidden_layers": 48, "num_attention_heads": 32,
-                      "num_key_value_heads": 4, "head_dim": 128, "vocab_size": 151936, "num_experts": 128,
-                      "num_experts_per_tok": 8, "tie_word_embeddings": False, "torch_dtype": "bfloat16",
-                      "_source": "https://huggingface.co/Qwen/Qwen3-30B-A3B/blob/main/config.json"},
+    "qwen3-0.6b": {
+        "model_type": "qwen3",
+        "hidden_size": 1024,
+        "intermediate_size": 3072,
+        "num_hidden_layers": 28,
+        "num_attention_heads": 16,
+        "num_key_value_heads": 8,
+        "head_dim": 128,
+        "vocab_size": 151936,
+        "tie_word_embeddings": True,
+        "torch_dtype": "bfloat16",
+        "_source": "https://huggingface.co/Qwen/Qwen3-0.6B/blob/main/config.json",
+    },
+    "qwen2.5-0.5b": {
+        "model_type": "qwen2",
+        "hidden_size": 896,
+        "intermediate_size": 4864,
+        "num_hidden_layers": 24,
+        "num_attention_heads": 14,
+        "num_key_value_heads": 2,
+        "vocab_size": 151936,
+        "tie_word_embeddings": True,
+        "torch_dtype": "bfloat16",
+        "_source": "https://huggingface.co/Qwen/Qwen2.5-0.5B/blob/main/config.json",
+    },
+    "llama-3.2-1b": {
+        "model_type": "llama",
+        "hidden_size": 2048,
+        "intermediate_size": 8192,
+        "num_hidden_layers": 16,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "head_dim": 64,
+        "vocab_size": 128256,
+        "tie_word_embeddings": True,
+        "torch_dtype": "bfloat16",
+        "_source": "https://huggingface.co/meta-llama/Llama-3.2-1B/blob/main/config.json",
+    },
+    "llama-3.1-8b": {
+        "model_type": "llama",
+        "hidden_size": 4096,
+        "intermediate_size": 14336,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "vocab_size": 128256,
+        "tie_word_embeddings": False,
+        "torch_dtype": "bfloat16",
+        "_source": "https://huggingface.co/meta-llama/Llama-3.1-8B/blob/main/config.json",
+    },
+    "qwen3-8b": {
+        "model_type": "qwen3",
+        "hidden_size": 4096,
+        "intermediate_size": 12288,
+        "num_hidden_layers": 36,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "head_dim": 128,
+        "vocab_size": 151936,
+        "tie_word_embeddings": False,
+        "torch_dtype": "bfloat16",
+        "_source": "https://huggingface.co/Qwen/Qwen3-8B/blob/main/config.json",
+    },
+    "mixtral-8x7b": {
+        "model_type": "mixtral",
+        "hidden_size": 4096,
+        "intermediate_size": 14336,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "vocab_size": 32000,
+        "num_local_experts": 8,
+        "num_experts_per_tok": 2,
+        "tie_word_embeddings": False,
+        "torch_dtype": "bfloat16",
+        "_source": "https://huggingface.co/mistralai/Mixtral-8x7B-v0.1/blob/main/config.json",
+    },
+    "qwen3-30b-a3b": {
+        "model_type": "qwen3_moe",
+        "hidden_size": 2048,
+        "intermediate_size": 6144,
+        "moe_intermediate_size": 768,
+        "num_hidden_layers": 48,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 4,
+        "head_dim": 128,
+        "vocab_size": 151936,
+        "num_experts": 128,
+        "num_experts_per_tok": 8,
+        "tie_word_embeddings": False,
+        "torch_dtype": "bfloat16",
+        "_source": "https://huggingface.co/Qwen/Qwen3-30B-A3B/blob/main/config.json",
+    },
 }
 
 
@@ -89,7 +149,8 @@ class TiledWeights:
     @cached_property
     def tile(self) -> np.ndarray:
         return SyntheticWeights(self.cols, min(TILE_ROWS, self.rows), self.dtype, self.seed).read_rows(
-            0, min(TILE_ROWS, self.rows))
+            0, min(TILE_ROWS, self.rows)
+        )
 
     def row_index(self, start: int, stop: int) -> np.ndarray:
         return (np.arange(start, stop, dtype=np.int64) * 97 + self.seed) % self.tile.shape[0]
@@ -155,8 +216,9 @@ def config_facts(config: dict, name: str, where: str) -> ModelConfig:
     heads = _int(config, "num_attention_heads", where, upper=1 << 14)
     kv_heads = _int(config, "num_key_value_heads", where, heads, upper=1 << 14)
     if heads % kv_heads:
-        raise UserError(f"{where}: num_attention_heads {heads} is not a multiple of num_key_value_heads "
-                        f"{kv_heads}")
+        raise UserError(
+            f"{where}: num_attention_heads {heads} is not a multiple of num_key_value_heads {kv_heads}"
+        )
     head_dim = config.get("head_dim") or hidden // heads
     head_dim = _int({"head_dim": head_dim}, "head_dim", where)
     experts = config.get("num_local_experts") or config.get("num_experts") or 0
@@ -165,22 +227,33 @@ def config_facts(config: dict, name: str, where: str) -> ModelConfig:
     if per_token > experts:
         raise UserError(f"{where}: num_experts_per_tok {per_token} is more than the {experts} experts")
     intermediate = _int(config, "intermediate_size", where)
-    expert_intermediate = (_int(config, "moe_intermediate_size", where, intermediate) if experts else 0)
+    expert_intermediate = _int(config, "moe_intermediate_size", where, intermediate) if experts else 0
     shared = config.get("shared_expert_intermediate_size") or 0
     dtype_name = config.get("torch_dtype") or config.get("dtype") or "bfloat16"
     dtype = CONFIG_DTYPES.get(str(dtype_name))
     if dtype is None:
-        raise UserError(f"{where}: torch_dtype {str(dtype_name)[:40]!r} is not one of "
-                        f"{', '.join(CONFIG_DTYPES)}")
+        raise UserError(
+            f"{where}: torch_dtype {str(dtype_name)[:40]!r} is not one of {', '.join(CONFIG_DTYPES)}"
+        )
     tied = config.get("tie_word_embeddings")
     return ModelConfig(
-        name=name, family=str(config.get("model_type", "unknown"))[:40], hidden=hidden,
-        intermediate=intermediate, layers=_int(config, "num_hidden_layers", where, upper=MAX_LAYERS),
-        heads=heads, kv_heads=kv_heads, head_dim=head_dim, vocab=_int(config, "vocab_size", where),
-        tied=bool(tied) if tied is not None else False, dtype=dtype, experts=experts,
-        experts_per_token=per_token, expert_intermediate=expert_intermediate,
+        name=name,
+        family=str(config.get("model_type", "unknown"))[:40],
+        hidden=hidden,
+        intermediate=intermediate,
+        layers=_int(config, "num_hidden_layers", where, upper=MAX_LAYERS),
+        heads=heads,
+        kv_heads=kv_heads,
+        head_dim=head_dim,
+        vocab=_int(config, "vocab_size", where),
+        tied=bool(tied) if tied is not None else False,
+        dtype=dtype,
+        experts=experts,
+        experts_per_token=per_token,
+        expert_intermediate=expert_intermediate,
         shared_intermediate=_int({"s": shared}, "s", where) if shared else 0,
-        qk_norm=str(config.get("model_type", "")).startswith("qwen3"), source=where,
+        qk_norm=str(config.get("model_type", "")).startswith("qwen3"),
+        source=where,
     )
 
 
@@ -192,8 +265,10 @@ def resolve_model(spec: str) -> tuple[ModelConfig, Path | None]:
         return config_facts(facts, key, facts["_source"]), None
     path = Path(spec).expanduser()
     if not path.is_dir():
-        raise UserError(f"model {spec[:80]!r}: not a folder with a config.json nor a known config; known: "
-                        f"{', '.join(KNOWN_CONFIGS)}")
+        raise UserError(
+            f"model {spec[:80]!r}: not a folder with a config.json nor a known config; known: "
+            f"{', '.join(KNOWN_CONFIGS)}"
+        )
     from .checkpoints.locate import read_config
 
     if not (path / "config.json").is_file():
@@ -234,12 +309,15 @@ def layer_matrices(model: ModelConfig, layer: int) -> list[Matrix]:
     return found
 
 
-def mlp(inter: int, hidden: int, layer: int, prefix: str, expert: int | None = None,
-        mixtral: bool = False) -> list[Matrix]:
+def mlp(
+    inter: int, hidden: int, layer: int, prefix: str, expert: int | None = None, mixtral: bool = False
+) -> list[Matrix]:
     names = ("w1", "w3", "w2") if mixtral else ("gate_proj", "up_proj", "down_proj")
-    return [Matrix("gate", layer, inter, hidden, f"{prefix}.{names[0]}.weight", expert),
-            Matrix("up", layer, inter, hidden, f"{prefix}.{names[1]}.weight", expert),
-            Matrix("down", layer, hidden, inter, f"{prefix}.{names[2]}.weight", expert)]
+    return [
+        Matrix("gate", layer, inter, hidden, f"{prefix}.{names[0]}.weight", expert),
+        Matrix("up", layer, inter, hidden, f"{prefix}.{names[1]}.weight", expert),
+        Matrix("down", layer, hidden, inter, f"{prefix}.{names[2]}.weight", expert),
+    ]
 
 
 def active_experts(model: ModelConfig, layer: int) -> list[int]:
@@ -265,7 +343,8 @@ def norm_elements(model: ModelConfig) -> int:
 
 
 def kv_bytes(model: ModelConfig, depth: int, dtype: str) -> int:
-    """The KV cache one token reads at context depth ``depth``: 2 x layers x kv_heads x head_dim x D x dtype."""
+    """The KV cache one token reads at context depth ``depth``:
+    2 x layers x kv_heads x head_dim x D x dtype bytes."""
     return 2 * model.layers * model.kv_heads * model.head_dim * depth * DTYPE_BYTES[dtype]
 
 
@@ -296,19 +375,44 @@ def accounting(model: ModelConfig, depth: int, run_dtype: str) -> list[AccountRo
         if routed:  # every expert is stored; a token streams the active ones (and the shared one)
             shared = [m for m in found if m.expert == -1]
             stored = [m for m in routed if m.layer == 0][:1] * (model.layers * model.experts) + shared
-        rows.append(AccountRow(kind, " + ".join(f"{r}x{c}" for r, c in shapes), len(stored), len(found),
-                               sum(m.rows * m.cols for m in stored) * stored_b,
-                               sum(m.rows * m.cols for m in found) * run_b))
+        rows.append(
+            AccountRow(
+                kind,
+                " + ".join(f"{r}x{c}" for r, c in shapes),
+                len(stored),
+                len(found),
+                sum(m.rows * m.cols for m in stored) * stored_b,
+                sum(m.rows * m.cols for m in found) * run_b,
+            )
+        )
     head = model.vocab * model.hidden
-    rows.append(AccountRow("lm_head (tied: the embedding)" if model.tied else "lm_head",
-                           f"{model.vocab}x{model.hidden}", 0 if model.tied else 1, 1,
-                           0 if model.tied else head * stored_b, head * run_b))
-    rows.append(AccountRow("embedding row", f"1 of {model.vocab}x{model.hidden}", 1, 1, head * stored_b,
-                           model.hidden * run_b))
+    rows.append(
+        AccountRow(
+            "lm_head (tied: the embedding)" if model.tied else "lm_head",
+            f"{model.vocab}x{model.hidden}",
+            0 if model.tied else 1,
+            1,
+            0 if model.tied else head * stored_b,
+            head * run_b,
+        )
+    )
+    rows.append(
+        AccountRow(
+            "embedding row", f"1 of {model.vocab}x{model.hidden}", 1, 1, head * stored_b, model.hidden * run_b
+        )
+    )
     norms = norm_elements(model)
     rows.append(AccountRow("norms", f"{norms} weights", 1, 1, norms * stored_b, norms * run_b))
-    rows.append(AccountRow("kv cache", f"2x{model.layers}x{model.kv_heads}x{model.head_dim}x{depth}", 0,
-                           1 if depth else 0, 0, kv_bytes(model, depth, run_dtype)))
+    rows.append(
+        AccountRow(
+            "kv cache",
+            f"2x{model.layers}x{model.kv_heads}x{model.head_dim}x{depth}",
+            0,
+            1 if depth else 0,
+            0,
+            kv_bytes(model, depth, run_dtype),
+        )
+    )
     return rows
 
 
@@ -319,8 +423,11 @@ def linear_bytes(model: ModelConfig, dtype: str) -> int:
 
 def stream_bytes(model: ModelConfig, depth: int, dtype: str) -> int:
     """Everything one decode step reads: linears, KV cache at ``depth``, norms and the embedding row."""
-    return (linear_bytes(model, dtype) + kv_bytes(model, depth, dtype)
-            + (norm_elements(model) + model.hidden) * DTYPE_BYTES[dtype])
+    return (
+        linear_bytes(model, dtype)
+        + kv_bytes(model, depth, dtype)
+        + (norm_elements(model) + model.hidden) * DTYPE_BYTES[dtype]
+    )
 
 
 def _seed_of(*parts: object) -> int:
@@ -360,14 +467,17 @@ class DecodeWorkload(Workload):
 
             entry = self.checkpoint.tensors.get(matrix.tensor)  # type: ignore[attr-defined]
             if entry is None:
-                raise UserError(f"{self.checkpoint.directory}: tensor {matrix.tensor!r} is missing; the "  # type: ignore[attr-defined]
-                                "checkpoint does not match its config.json")
+                raise UserError(
+                    f"{self.checkpoint.directory}: tensor {matrix.tensor!r} is missing; the "  # type: ignore[attr-defined]
+                    "checkpoint does not match its config.json"
+                )
             if tuple(entry.shape) != (matrix.rows, matrix.cols):
-                raise UserError(f"tensor {matrix.tensor!r} is {list(entry.shape)}, config.json says "
-                                f"[{matrix.rows}, {matrix.cols}]")
+                raise UserError(
+                    f"tensor {matrix.tensor!r} is {list(entry.shape)}, config.json says "
+                    f"[{matrix.rows}, {matrix.cols}]"
+                )
             return CheckpointWeights(entry, self.facts.name, "decode stream")
-        return TiledWeights(matrix.rows, matrix.cols, dtype or self.dtype,
-                            _seed_of(self.seed, matrix.tensor))
+        return TiledWeights(matrix.rows, matrix.cols, dtype or self.dtype, _seed_of(self.seed, matrix.tensor))
 
     def vector(self, name: str, size: int) -> np.ndarray:
         """A norm's weights or the embedding row: the checkpoint's, else seeded near-one values."""
@@ -403,14 +513,23 @@ class DecodeWorkload(Workload):
         return stream_bytes(self.facts, self.depth, dtype)
 
     def description(self) -> dict:
-        weights = ({"checkpoint": "safetensors", "head": self.weights.description()}
-                   if self.checkpoint is not None
-                   else {"generator": TILED_GENERATOR, "tile_rows": TILE_ROWS, "seed": self.seed})
-        return {"kind": "decode", "model": self.facts.description(), "depth": self.depth,
-                "dtype": self.dtype, "weights": weights}
+        weights = (
+            {"checkpoint": "safetensors", "head": self.weights.description()}
+            if self.checkpoint is not None
+            else {"generator": TILED_GENERATOR, "tile_rows": TILE_ROWS, "seed": self.seed}
+        )
+        return {
+            "kind": "decode",
+            "model": self.facts.description(),
+            "depth": self.depth,
+            "dtype": self.dtype,
+            "weights": weights,
+        }
 
 
-def decode_workload(model: ModelConfig, depth: int, folder: Path | None = None, seed: int = 0) -> DecodeWorkload:
+def decode_workload(
+    model: ModelConfig, depth: int, folder: Path | None = None, seed: int = 0
+) -> DecodeWorkload:
     """The decode step of ``model`` at ``depth``: the folder's safetensors where it has them."""
     checkpoint = None
     if folder is not None and any(folder.glob("*.safetensors")):
@@ -418,7 +537,18 @@ def decode_workload(model: ModelConfig, depth: int, folder: Path | None = None, 
 
         checkpoint = open_checkpoint(str(folder))
     source = "checkpoint" if checkpoint is not None else "synthetic"
-    note = (f"decode step of {model.name} ({model.family}) at depth {depth}: the weight + KV stream of one "
-            f"token, not a full model; weights {source}; config from {model.source}")
-    return DecodeWorkload(f"decode:{model.name}@{depth}", model.hidden, model.vocab, model.dtype, seed=seed,
-                          note=note[:2000], model=model, depth=depth, checkpoint=checkpoint)
+    note = (
+        f"decode step of {model.name} ({model.family}) at depth {depth}: the weight + KV stream of one "
+        f"token, not a full model; weights {source}; config from {model.source}"
+    )
+    return DecodeWorkload(
+        f"decode:{model.name}@{depth}",
+        model.hidden,
+        model.vocab,
+        model.dtype,
+        seed=seed,
+        note=note[:2000],
+        model=model,
+        depth=depth,
+        checkpoint=checkpoint,
+    )

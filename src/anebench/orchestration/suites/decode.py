@@ -58,28 +58,51 @@ class DecodeSuite:
     notes: list[str] = field(default_factory=list)
 
 
-def stored_curve(saved: Sequence[ResultRecord], engine: str, device: str,
-                 host_fingerprint: str | None) -> tuple[SweepCurve, ResultRecord] | None:
-    """The newest fitted sweep of ``engine:device`` (on this host where given), with its points past the knee."""
+def stored_curve(
+    saved: Sequence[ResultRecord], engine: str, device: str, host_fingerprint: str | None
+) -> tuple[SweepCurve, ResultRecord] | None:
+    """The newest fitted sweep of ``engine:device`` (on this host where given), with its
+    points past the knee."""
     from .latency import newest_sweep_fit
 
     newest = newest_sweep_fit(saved, engine, device, host_fingerprint)
     if newest is None or newest.sweep is None or newest.sweep.fit is None:
         return None
     fit, knee = newest.sweep.fit, newest.sweep.knee_bytes or 0
-    same = [r for r in saved if r.suite == "sweep" and r.sweep is not None and r.sweep.fit == fit
-            and r.engine.name == engine and r.engine.device == device]
-    points = [(r.workload.weight_bytes, r.latency_s() or 0.0) for r in same if r.workload.weight_bytes >= knee]
+    same = [
+        r
+        for r in saved
+        if r.suite == "sweep"
+        and r.sweep is not None
+        and r.sweep.fit == fit
+        and r.engine.name == engine
+        and r.engine.device == device
+    ]
+    points = [
+        (r.workload.weight_bytes, r.latency_s() or 0.0) for r in same if r.workload.weight_bytes >= knee
+    ]
     return SweepCurve(fit.overhead_s, fit.bandwidth_gbps * GB, tuple(points)), newest
 
 
-def predict(workload: DecodeWorkload, engine: str, run_dtype: str, curve: SweepCurve, source: str,
-            chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> DecodePrediction:
+def predict(
+    workload: DecodeWorkload,
+    engine: str,
+    run_dtype: str,
+    curve: SweepCurve,
+    source: str,
+    chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+) -> DecodePrediction:
     sent = token_dispatches(workload, engine, run_dtype, chunk_bytes)
     seconds = seconds_per_token([d.bytes for d in sent], curve)
-    return DecodePrediction(tokens_per_s=1 / seconds, seconds_per_token=seconds, dispatches=len(sent),
-                            overhead_s=max(0.0, curve.overhead_s), bandwidth_gbps=curve.bandwidth_bps / GB,
-                            source=source[:2000], rule=PREDICTION_RULE)
+    return DecodePrediction(
+        tokens_per_s=1 / seconds,
+        seconds_per_token=seconds,
+        dispatches=len(sent),
+        overhead_s=max(0.0, curve.overhead_s),
+        bandwidth_gbps=curve.bandwidth_bps / GB,
+        source=source[:2000],
+        rule=PREDICTION_RULE,
+    )
 
 
 def run_dtype_of(target: DecodeTarget, workload: DecodeWorkload) -> str:
@@ -92,9 +115,13 @@ def decode_section(workload: DecodeWorkload, run_dtype: str, predicted: Predicte
     m = workload.facts
     rows = accounting(m, workload.depth, run_dtype)
     return DecodeSection(
-        model=m.name, family=m.family, config_source=m.source[:2000],
-        weights="checkpoint" if workload.checkpoint is not None else "synthetic", depth=workload.depth,
-        layers=m.layers, stream_bytes=workload.bytes_as(run_dtype),
+        model=m.name,
+        family=m.family,
+        config_source=m.source[:2000],
+        weights="checkpoint" if workload.checkpoint is not None else "synthetic",
+        depth=workload.depth,
+        layers=m.layers,
+        stream_bytes=workload.bytes_as(run_dtype),
         stored_bytes=sum(r.stored_bytes for r in rows),
         accounting=[DecodeBytes(**r.__dict__) for r in rows],
         prediction=predicted.prediction if predicted else None,
@@ -108,9 +135,16 @@ def with_decode(record: ResultRecord, section: DecodeSection) -> ResultRecord:
     return ResultRecord.model_validate({**body, "decode": section.model_dump(mode="json")}).with_id()
 
 
-def curve_for(target: DecodeTarget, saved: Sequence[ResultRecord], saved_from: str | None,
-              host_fingerprint: str | None, options: RunOptions, sweep_if_missing: bool,
-              progress: ProgressFactory, note: Callable[[str], None]) -> tuple[SweepCurve | None, str]:
+def curve_for(
+    target: DecodeTarget,
+    saved: Sequence[ResultRecord],
+    saved_from: str | None,
+    host_fingerprint: str | None,
+    options: RunOptions,
+    sweep_if_missing: bool,
+    progress: ProgressFactory,
+    note: Callable[[str], None],
+) -> tuple[SweepCurve | None, str]:
     """(curve, where it came from) or (None, why there is none)."""
     label = f"{target.engine.name}:{target.device}"
     found = stored_curve(saved, target.engine.name, target.device, host_fingerprint)
@@ -122,13 +156,16 @@ def curve_for(target: DecodeTarget, saved: Sequence[ResultRecord], saved_from: s
     if not sweep_if_missing:
         return None, f"no stored sweep of {label} on this host"
     if target.engine.name == "coreml" and not target.engine.available():
-        return None, (f"no stored sweep of {label} on this host, and Core ML cannot run a small one here; "
-                      "ingest or store a sweep of this Mac")
+        return None, (
+            f"no stored sweep of {label} on this host, and Core ML cannot run a small one here; "
+            "ingest or store a sweep of this Mac"
+        )
     return quick_curve(target, options, progress, note)
 
 
-def quick_curve(target: DecodeTarget, options: RunOptions, progress: ProgressFactory,
-                note: Callable[[str], None]) -> tuple[SweepCurve | None, str]:
+def quick_curve(
+    target: DecodeTarget, options: RunOptions, progress: ProgressFactory, note: Callable[[str], None]
+) -> tuple[SweepCurve | None, str]:
     """A sweep of seconds that reaches past the cache (a decode step's weights always do): 1 MiB to 8x the
     device's cache (at least 64 MiB, at most QUICK_SWEEP_MAX_BYTES), QUICK_SWEEP_POINTS sizes."""
     engine, device = target.engine, target.device
@@ -136,19 +173,39 @@ def quick_curve(target: DecodeTarget, options: RunOptions, progress: ProgressFac
     cache = engine.cache_bytes(device)
     top = min(QUICK_SWEEP_MAX_BYTES, max(64 * MiB, DEFAULT_MAX_CACHE_FACTOR * (cache or 0)))
     try:
-        plan = sweep_suite.plan_sweep(engine, device, 1 * MiB, top, QUICK_SWEEP_POINTS,
-                                      cache if cache and CACHE_FACTOR * cache < top else None, options.host)
-        quick = dc_replace(options, runs=QUICK_SWEEP_RUNS, time_budget_s=QUICK_SWEEP_BUDGET_S,
-                           suite="latency-sweep", power=False)
-        swept = sweep_suite.run_sweep(engine, device, resolve_workload("llama_lm_head"), plan, quick, progress)
+        plan = sweep_suite.plan_sweep(
+            engine,
+            device,
+            1 * MiB,
+            top,
+            QUICK_SWEEP_POINTS,
+            cache if cache and CACHE_FACTOR * cache < top else None,
+            options.host,
+        )
+        quick = dc_replace(
+            options,
+            runs=QUICK_SWEEP_RUNS,
+            time_budget_s=QUICK_SWEEP_BUDGET_S,
+            suite="latency-sweep",
+            power=False,
+        )
+        swept = sweep_suite.run_sweep(
+            engine, device, resolve_workload("llama_lm_head"), plan, quick, progress
+        )
     except UserError as exc:
         return None, f"no stored sweep of {label}, and a small one could not run: {exc}"
     span = f"{len(plan.sizes)} sizes, {plan.sizes[0] / 1e6:.3g}-{plan.sizes[-1] / 1e6:.3g} MB"
     if swept.analysis.fit is None:
-        return None, f"no stored sweep of {label}; the small sweep run here ({span}) has no fit: {swept.error}"
+        return (
+            None,
+            f"no stored sweep of {label}; the small sweep run here ({span}) has no fit: {swept.error}",
+        )
     fit, knee = swept.analysis.fit, swept.analysis.knee.size_bytes or 0
-    points = tuple((r.workload.weight_bytes, r.latency_s() or 0.0) for r in swept.records
-                   if r.workload.weight_bytes >= knee)
+    points = tuple(
+        (r.workload.weight_bytes, r.latency_s() or 0.0)
+        for r in swept.records
+        if r.workload.weight_bytes >= knee
+    )
     curve = SweepCurve(fit.overhead_s, fit.bandwidth_bps, points)
     source = f"a small sweep run here ({span}); `anebench sweep --store` keeps a full one for next time"
     note(f"{label}: no stored sweep; prediction from {source}")
@@ -178,22 +235,40 @@ def run_decode(
 
     for target in targets:
         if not predict_only and target.engine.name == "coreml":
-            raise UserError("decode -e coreml: measured Core ML decode (chained chunk predicts) is not built in "
-                            "this version; --predict and --dry-run show the chunks and the prediction")
-        curve, source = curve_for(target, saved, saved_from, host_fingerprint, options, sweep_if_missing,
-                                  progress, note)
+            raise UserError(
+                "decode -e coreml: measured Core ML decode (chained chunk predicts) is not built in "
+                "this version; --predict and --dry-run show the chunks and the prediction"
+            )
+        curve, source = curve_for(
+            target, saved, saved_from, host_fingerprint, options, sweep_if_missing, progress, note
+        )
         for workload in workloads:
             run_dtype = run_dtype_of(target, workload)
-            prediction = predict(workload, target.engine.name, run_dtype, curve, source, chunk_bytes) \
-                if curve is not None else None
-            predicted = Predicted(target.engine.name, target.device, workload, run_dtype, prediction,
-                                  None if curve is not None else source)
+            prediction = (
+                predict(workload, target.engine.name, run_dtype, curve, source, chunk_bytes)
+                if curve is not None
+                else None
+            )
+            predicted = Predicted(
+                target.engine.name,
+                target.device,
+                workload,
+                run_dtype,
+                prediction,
+                None if curve is not None else source,
+            )
             suite.predicted.append(predicted)
             if predict_only:
                 continue
             label = f"decode {target.engine.name}:{target.device} {workload.name}"
-            record = measure_workload(DecodeEngine(target.engine), target.device, workload,
-                                      dc_replace(options, suite="decode"), progress(label, options.runs))
-            suite.records.append(with_decode(record, decode_section(workload, record.engine.run_dtype,
-                                                                    predicted)))
+            record = measure_workload(
+                DecodeEngine(target.engine),
+                target.device,
+                workload,
+                dc_replace(options, suite="decode"),
+                progress(label, options.runs),
+            )
+            suite.records.append(
+                with_decode(record, decode_section(workload, record.engine.run_dtype, predicted))
+            )
     return suite

@@ -32,8 +32,13 @@ class Chunk:
     splits: int = 1  # output splits of the LM head
 
     def as_dict(self) -> dict:
-        return {"name": self.name, "layers": list(self.layers) if self.layers else None,
-                "weight_bytes": self.weight_bytes, "streamed_bytes": self.streamed_bytes, "splits": self.splits}
+        return {
+            "name": self.name,
+            "layers": list(self.layers) if self.layers else None,
+            "weight_bytes": self.weight_bytes,
+            "streamed_bytes": self.streamed_bytes,
+            "splits": self.splits,
+        }
 
 
 def layer_bytes(workload: DecodeWorkload, layer: int, dtype: str) -> int:
@@ -48,11 +53,15 @@ def stored_layer_bytes(workload: DecodeWorkload, layer: int, dtype: str) -> int:
     if not m.moe:
         return layer_bytes(workload, layer, dtype)
     inactive = m.experts - m.experts_per_token
-    return layer_bytes(workload, layer, dtype) + inactive * 3 * m.hidden * m.expert_intermediate * DTYPE_BYTES[dtype]
+    return (
+        layer_bytes(workload, layer, dtype)
+        + inactive * 3 * m.hidden * m.expert_intermediate * DTYPE_BYTES[dtype]
+    )
 
 
 def coreml_chunks(workload: DecodeWorkload, chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> list[Chunk]:
-    """The embedding, the fewest even chunks of whole layers that keep each under ``chunk_bytes``, the head."""
+    """The embedding, the fewest even chunks of whole layers that keep each under
+    ``chunk_bytes``, the head."""
     m, width = workload.facts, DTYPE_BYTES[COREML_DTYPE]
     if chunk_bytes < 1:
         raise UserError(f"--chunk-mb: a chunk must hold at least one byte (got {chunk_bytes})")
@@ -74,8 +83,9 @@ def coreml_chunks(workload: DecodeWorkload, chunk_bytes: int = DEFAULT_CHUNK_BYT
     return chunks
 
 
-def token_dispatches(workload: DecodeWorkload, engine: str, run_dtype: str,
-                     chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> list[Dispatch]:
+def token_dispatches(
+    workload: DecodeWorkload, engine: str, run_dtype: str, chunk_bytes: int = DEFAULT_CHUNK_BYTES
+) -> list[Dispatch]:
     """What one token issues on ``engine``: Core ML's predicts, or every matvec and attention read."""
     if engine == "coreml":
         return [Dispatch(c.name, c.streamed_bytes) for c in coreml_chunks(workload, chunk_bytes)]

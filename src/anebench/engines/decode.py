@@ -17,6 +17,7 @@ import numpy as np
 
 from ..workloads import DTYPE_BYTES
 from ..workloads.models import (
+    kv_cache,
     DecodeWorkload,
     Matrix,
     TiledWeights,
@@ -106,17 +107,6 @@ class LoadedStream:
     final_norm: Any = None
 
 
-def kv_cache(workload: DecodeWorkload, layer: int, which: str, dtype: str) -> np.ndarray:
-    """A layer's K or V cache at the workload's depth, (kv_heads, D, head_dim), seeded tiled values."""
-    m = workload.facts
-    source = workload.matrix_source(
-        Matrix(which, layer, m.kv_heads * workload.depth, m.head_dim, f"kv.{layer}.{which}"), dtype
-    )
-    return np.asarray(source.read_rows(0, m.kv_heads * workload.depth)).reshape(
-        m.kv_heads, workload.depth, m.head_dim
-    )
-
-
 def load_stream(backend: Backend, workload: DecodeWorkload, dtype: str) -> LoadedStream:
     m = workload.facts
     loaded = LoadedStream()
@@ -139,8 +129,8 @@ def load_stream(backend: Backend, workload: DecodeWorkload, dtype: str) -> Loade
                 np.tile(workload.vector(f"{base}.self_attn.k_norm.weight", m.head_dim), m.kv_heads)
             )
         if workload.depth:
-            arrays["k_cache"] = backend.cache(kv_cache(workload, layer, "k", dtype))
-            arrays["v_cache"] = backend.cache(kv_cache(workload, layer, "v", dtype))
+            arrays["k_cache"] = backend.cache(kv_cache(workload, layer, "k"))
+            arrays["v_cache"] = backend.cache(kv_cache(workload, layer, "v"))
         loaded.layers.append(arrays)
     head = head_matrix(m)
     loaded.head = backend.matrix(workload.matrix_source(head), head.rows, head.cols)

@@ -552,3 +552,12 @@ def decode_workload(
         depth=depth,
         checkpoint=checkpoint,
     )
+
+
+def kv_cache(workload: DecodeWorkload, layer: int, which: str) -> np.ndarray:
+    """A layer's K or V cache at the workload's depth, (kv_heads, D, head_dim): seeded tiled values in the
+    model's dtype (so every engine, fp32 or fp16, holds the same values), also beside a checkpoint."""
+    m = workload.facts
+    rows = m.kv_heads * workload.depth
+    source = TiledWeights(rows, m.head_dim, workload.dtype, _seed_of(workload.seed, f"kv.{layer}.{which}"))
+    return np.asarray(source.read_rows(0, rows)).reshape(m.kv_heads, workload.depth, m.head_dim)

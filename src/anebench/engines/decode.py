@@ -170,6 +170,16 @@ def decode_step(b: Backend, w: LoadedStream, workload: DecodeWorkload) -> tuple[
     return final, None if w.head is None else b.finish(b.matvec(w.head, final))
 
 
+def reference_head_input(workload: DecodeWorkload) -> np.ndarray:
+    """The head's input, (1, hidden), computed in float64 from the workload's weights: what the output
+    check multiplies with rows of the head (the head's own matvec is the check's)."""
+    reference = ReferenceBackend()
+    stream = load_stream(reference, workload, "fp32")
+    stream.head = None
+    final, _ = decode_step(reference, stream, workload)
+    return np.asarray(final, dtype=np.float64).reshape(1, -1)
+
+
 class DecodePrepared(Prepared):
     """One decode step loaded on a device; ``call()`` runs it and waits for the logits."""
 
@@ -196,13 +206,8 @@ class DecodePrepared(Prepared):
         return self.backend.host(self._logits).reshape(1, self.workload.vocab)
 
     def reference_inputs(self) -> np.ndarray:
-        """The head's input computed in float64 from the weights as the engine holds them."""
         if self._reference is None:
-            reference = ReferenceBackend()
-            stream = load_stream(reference, self.workload, self.run_dtype)
-            stream.head = None  # its matvec is the output check's own (3 row blocks of the head)
-            final, _ = decode_step(reference, stream, self.workload)
-            self._reference = np.asarray(final, dtype=np.float64).reshape(1, -1)
+            self._reference = reference_head_input(self.workload)
         return self._reference
 
     def close(self) -> None:
@@ -237,9 +242,10 @@ def dispatches(workload: DecodeWorkload, run_dtype: str) -> list[Dispatch]:
 class DecodeEngine(Engine):
     """An engine's decode step: everything as the engine it wraps, except what ``prepare`` loads."""
 
-    def __init__(self, inner: Engine):
+    def __init__(self, inner: Engine, chunk_bytes: int | None = None):
         self.inner = inner
         self.name = inner.name
+        self.chunk_bytes = chunk_bytes  # Core ML: the most weight bytes per chunk (None: the default)
 
     def thread_limit(self, threads: int):
         return self.inner.thread_limit(threads)
@@ -263,6 +269,11 @@ class DecodeEngine(Engine):
         return self.inner.cache_bytes(device)
 
     def prepare(self, workload, device: str) -> Prepared:
+        if self.inner.name == "coreml":
+            from .coreml_decode import CoreMLDecodePrepared
+
+            return CoreMLDecodePrepared(workload, device, getattr(self.inner, "cache_dir", None),
+                                        self.chunk_bytes)
         from .decode_backends import backend_for
 
         choice = self.dtype_for(workload, device)

@@ -18,7 +18,7 @@ from ...engines.decode import DecodeEngine
 from ...errors import UserError
 from ...measure.decode_predict import PREDICTION_RULE, SweepCurve, seconds_per_token
 from ...measure.sweep import CACHE_FACTOR, MiB
-from ...model import GB, DecodeBytes, DecodePrediction, DecodeSection, ResultRecord
+from ...model import GB, ChunkTime, DecodeBytes, DecodePrediction, DecodeSection, ResultRecord
 from ...workloads import resolve_workload
 from ...workloads.models import DecodeWorkload, accounting
 from ..session import RunOptions, measure_workload
@@ -234,11 +234,6 @@ def run_decode(
             on_note(line)
 
     for target in targets:
-        if not predict_only and target.engine.name == "coreml":
-            raise UserError(
-                "decode -e coreml: measured Core ML decode (chained chunk predicts) is not built in "
-                "this version; --predict and --dry-run show the chunks and the prediction"
-            )
         curve, source = curve_for(
             target, saved, saved_from, host_fingerprint, options, sweep_if_missing, progress, note
         )
@@ -261,14 +256,15 @@ def run_decode(
             if predict_only:
                 continue
             label = f"decode {target.engine.name}:{target.device} {workload.name}"
+            loaded: list = []
             record = measure_workload(
-                DecodeEngine(target.engine),
-                target.device,
-                workload,
-                dc_replace(options, suite="decode"),
-                progress(label, options.runs),
+                DecodeEngine(target.engine, chunk_bytes), target.device, workload,
+                dc_replace(options, suite="decode"), progress(label, options.runs), on_prepared=loaded.append,
             )
-            suite.records.append(
-                with_decode(record, decode_section(workload, record.engine.run_dtype, predicted))
-            )
+            section = decode_section(workload, record.engine.run_dtype, predicted)
+            timeline = getattr(loaded[0], "timeline", None) if loaded else None
+            if timeline is not None:  # chained predicts: each chunk's median over the timed calls
+                section.timeline = [ChunkTime(name=n, bytes=b, median_s=t)
+                                    for n, b, t in timeline(len(record.samples_s))]
+            suite.records.append(with_decode(record, section))
     return suite

@@ -152,3 +152,20 @@ def test_a_checkpoint_folder_streams_its_own_tensors(tmp_path, capsys):
     kinds = ("q", "k", "v", "o", "gate", "up", "down", "lm_head")
     assert sum(rows[k].stored_bytes for k in kinds) == 2 * linears  # the config's arithmetic = the model's
     assert record.decode.weights == "checkpoint" and record.method.output_check.passed
+
+
+def test_the_campaign_step_runs_what_this_host_has_and_says_what_it_leaves_out(capsys, monkeypatch):
+    from anebench.orchestration.suites import decode as decode_suite
+
+    monkeypatch.setattr(decode_suite, "CAMPAIGN_TARGETS", (("numpy", "cpu"), ("coreml", "nowhere")))
+    code, stdout, stderr = run_cli(capsys, "decode", "--campaign", "--predict", "--no-sweep")
+    assert code == 0, stderr
+    assert "coreml:nowhere: not available here" in stderr
+    assert "numpy:cpu  qwen3-0.6b" in stdout and "2048" in stdout
+    code, _, stderr = run_cli(capsys, "decode", "--campaign", "qwen3-0.6b")
+    assert code != 0 and "--campaign chooses" in stderr
+
+
+def test_no_model_and_no_campaign_is_one_line(capsys):
+    code, _, stderr = run_cli(capsys, "decode")
+    assert code != 0 and "give MODEL" in stderr

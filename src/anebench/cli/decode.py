@@ -52,7 +52,7 @@ def decode_targets(engines: tuple[str, ...], device: str | None, measure: bool):
 
 
 @click.command()
-@click.argument("model")
+@click.argument("model", required=False)
 @measuring_options
 @timing_options(runs=10, budget=10.0)
 @power_option
@@ -92,6 +92,12 @@ def decode_targets(engines: tuple[str, ...], device: str | None, measure: bool):
 @click.option(
     "--no-sweep", is_flag=True, help="Do not run a small sweep where none is stored: no prediction."
 )
+@click.option(
+    "--campaign",
+    is_flag=True,
+    help="The Mac campaign's decode step: qwen3-0.6b at depths 0 and 2048 on coreml:ane, mlx:gpu and "
+    "mlx:cpu (those this host has), power on.",
+)
 def decode(
     model,
     engines,
@@ -112,6 +118,7 @@ def decode(
     chunk_mb,
     db,
     no_sweep,
+    campaign,
 ):
     """Decode: a model's per-token weight + KV stream, measured on each engine (tok/s, GB/s, J/token with
     --power) beside the tok/s predicted from a sweep. MODEL: a folder with a Hugging Face config.json
@@ -124,10 +131,25 @@ def decode(
         raise UserError(
             "decode takes MODEL (a config folder or a known name), not -w; the stream is the model's"
         )
+    if campaign:
+        from ..orchestration.suites.decode import CAMPAIGN_DEPTHS, CAMPAIGN_MODEL, campaign_targets
+
+        if model or engines or device:
+            raise UserError("--campaign chooses the model, engines and devices: give none of them")
+        model, depth_text = CAMPAIGN_MODEL, ",".join(map(str, CAMPAIGN_DEPTHS))
+        power = True if power is None else power
+        targets, missing = campaign_targets()
+        for line in missing:
+            say(line)
+        if not targets:
+            raise UserError("decode --campaign: none of its engines and devices is available here")
+    elif not model:
+        raise UserError("decode: give MODEL (a folder with a config.json, or a known config name) or --campaign")
     depths = parse_depths(depth_text)
     facts, folder = resolve_model(model)
     decode_workloads = [decode_workload(facts, d, folder) for d in depths]
-    targets = decode_targets(engines, device, measure=not (predict_only or dry_run))
+    if not campaign:
+        targets = decode_targets(engines, device, measure=not (predict_only or dry_run))
     deepest = decode_workloads[-1]
     for run_dtype in dict.fromkeys(run_dtype_of(t, deepest) for t in targets):
         title = (

@@ -437,9 +437,10 @@ def suite_tables(suite: str, records: list[ResultRecord]) -> list[TermTable]:
     if suite == "quant":
         return [quant_table(records)]
     if suite == "decode":
-        from .decode_tables import decode_table
+        from .decode_tables import decode_table, timeline_table
 
-        return [decode_table(records)]
+        timeline = timeline_table(records)
+        return [decode_table(records)] + ([timeline] if timeline else [])
     raise ValueError(f"no terminal table for suite {suite!r}")
 
 

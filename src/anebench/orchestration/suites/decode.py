@@ -33,6 +33,26 @@ QUICK_SWEEP_RUNS = 15
 QUICK_SWEEP_BUDGET_S = 0.5
 
 
+# The Mac campaign's decode step: one small public config on the Neural Engine, the GPU and the CPU, power on.
+CAMPAIGN_MODEL = "qwen3-0.6b"
+CAMPAIGN_DEPTHS = (0, 2048)
+CAMPAIGN_TARGETS = (("coreml", "ane"), ("mlx", "gpu"), ("mlx", "cpu"))
+
+
+def campaign_targets() -> tuple[list[DecodeTarget], list[str]]:
+    """The campaign's targets this host has, and a line for each it lacks."""
+    from ...engines import available_engine
+
+    found, missing = [], []
+    for name, device in CAMPAIGN_TARGETS:
+        engine = available_engine(name)
+        if engine is not None and device in engine.devices():
+            found.append(DecodeTarget(engine, device))
+        else:
+            missing.append(f"{name}:{device}: not available here, left out of the decode campaign")
+    return found, missing
+
+
 @dataclass
 class DecodeTarget:
     engine: Engine

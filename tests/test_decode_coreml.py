@@ -24,9 +24,18 @@ from anebench.orchestration.session import RunOptions  # noqa: E402
 from anebench.orchestration.suites.decode import DecodeTarget, run_decode  # noqa: E402
 from anebench.workloads.models import config_facts, decode_workload, stream_bytes  # noqa: E402
 
-TINY = dict(model_type="qwen3", hidden_size=64, intermediate_size=128, num_hidden_layers=3,
-            num_attention_heads=4, num_key_value_heads=2, head_dim=16, vocab_size=17000,
-            tie_word_embeddings=True, torch_dtype="bfloat16")
+TINY = dict(
+    model_type="qwen3",
+    hidden_size=64,
+    intermediate_size=128,
+    num_hidden_layers=3,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    head_dim=16,
+    vocab_size=17000,
+    tie_word_embeddings=True,
+    torch_dtype="bfloat16",
+)
 CHUNK_BYTES = 160_000  # 2 chunks of the 3 layers: the chain crosses a bundle boundary
 
 
@@ -41,8 +50,11 @@ def built(workload, tmp_path_factory):
 
 
 def files_digest(package) -> dict[str, str]:
-    return {str(p.relative_to(package)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(package.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(package)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(package.rglob("*"))
+        if p.is_file()
+    }
 
 
 def test_chunks_are_the_plan_and_rebuild_byte_exact(workload, built, tmp_path):
@@ -68,16 +80,24 @@ def test_chained_chunks_compute_the_numpy_stream(workload, built):
 
 def test_the_chunks_stream_the_tokens_bytes(workload):
     assert sum(c.streamed_bytes for c in coreml_chunks(workload, CHUNK_BYTES)) == stream_bytes(
-        workload.facts, workload.depth, "fp16")
+        workload.facts, workload.depth, "fp16"
+    )
 
 
 def test_a_measured_run_keeps_each_chunks_time(workload, built, tmp_path, monkeypatch):
     cache = built[0][1].parent.parent
-    monkeypatch.setattr(coreml_decode, "load_chunk", lambda package, units, warnings: ReferenceProgram(package))
+    monkeypatch.setattr(
+        coreml_decode, "load_chunk", lambda package, units, warnings: ReferenceProgram(package)
+    )
     monkeypatch.setattr(coreml_decode, "platform_problem", lambda device: None)
     options = RunOptions(runs=3, warmup=WarmupPolicy(fixed=1))
-    suite = run_decode([DecodeTarget(CoreMLEngine(cache_dir=cache), "ane")], [workload], options,
-                       sweep_if_missing=False, chunk_bytes=CHUNK_BYTES)
+    suite = run_decode(
+        [DecodeTarget(CoreMLEngine(cache_dir=cache), "ane")],
+        [workload],
+        options,
+        sweep_if_missing=False,
+        chunk_bytes=CHUNK_BYTES,
+    )
     record = suite.records[0]
     assert record.method.output_check.passed and record.engine.run_dtype == "fp16"
     timeline = record.decode.timeline
@@ -87,8 +107,13 @@ def test_a_measured_run_keeps_each_chunks_time(workload, built, tmp_path, monkey
 
 
 def test_moe_chunks_are_planned_not_built(tmp_path):
-    model = replace(config_facts(TINY, "tiny", "test"), experts=4, experts_per_token=2, expert_intermediate=32,
-                    family="qwen3_moe")
+    model = replace(
+        config_facts(TINY, "tiny", "test"),
+        experts=4,
+        experts_per_token=2,
+        expert_intermediate=32,
+        family="qwen3_moe",
+    )
     moe = decode_workload(model, 0)
     assert len(coreml_chunks(moe, CHUNK_BYTES)) >= 3
     with pytest.raises(UserError, match="MoE"):

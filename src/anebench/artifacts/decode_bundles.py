@@ -24,6 +24,7 @@ import numpy as np
 from ..errors import UserError
 from ..workloads import DTYPE_BYTES
 from ..workloads.models import (
+    RESIDUAL_SCALE,
     TOKEN_ID,
     DecodeWorkload,
     Matrix,
@@ -54,9 +55,14 @@ class Chunk:
     splits: int = 1  # output splits of the LM head
 
     def as_dict(self) -> dict:
-        return {"name": self.name, "kind": self.kind, "layers": list(self.layers) if self.layers else None,
-                "weight_bytes": self.weight_bytes, "streamed_bytes": self.streamed_bytes,
-                "splits": self.splits}
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "layers": list(self.layers) if self.layers else None,
+            "weight_bytes": self.weight_bytes,
+            "streamed_bytes": self.streamed_bytes,
+            "splits": self.splits,
+        }
 
 
 def layer_bytes(workload: DecodeWorkload, layer: int, dtype: str) -> int:
@@ -69,8 +75,10 @@ def stored_layer_bytes(workload: DecodeWorkload, layer: int, dtype: str) -> int:
     """A layer as a bundle stores it: every expert (a token streams only the active ones)."""
     m = workload.facts
     inactive = m.experts - m.experts_per_token if m.moe else 0
-    return layer_bytes(workload, layer, dtype) + inactive * 3 * m.hidden * m.expert_intermediate * DTYPE_BYTES[
-        dtype]
+    return (
+        layer_bytes(workload, layer, dtype)
+        + inactive * 3 * m.hidden * m.expert_intermediate * DTYPE_BYTES[dtype]
+    )
 
 
 def coreml_chunks(workload: DecodeWorkload, chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> list[Chunk]:
@@ -93,7 +101,9 @@ def coreml_chunks(workload: DecodeWorkload, chunk_bytes: int = DEFAULT_CHUNK_BYT
         streamed = sum(layer_bytes(workload, i, COREML_DTYPE) for i in range(a, b)) + (b - a) * per_layer_kv
         chunks.append(Chunk(f"chunk {index + 1}/{len(bounds)}", "layers", (a, b), sum(stored[a:b]), streamed))
     head = (m.vocab * m.hidden + m.hidden) * width  # the final norm travels with the head
-    chunks.append(Chunk("lm_head", "lm_head", None, head, head, len(near_equal_splits(m.vocab, MAX_SPLIT_ROWS))))
+    chunks.append(
+        Chunk("lm_head", "lm_head", None, head, head, len(near_equal_splits(m.vocab, MAX_SPLIT_ROWS)))
+    )
     return chunks
 
 
@@ -118,8 +128,11 @@ def _layer_ops(mb, workload: DecodeWorkload, layer: int, h):
     weights = {x.kind: x for x in layer_matrices(m, layer)}
 
     def linear(kind: str, x):
-        return mb.conv(x=x, weight=mb.const(val=_matrix(workload, weights[kind]), name=f"L{layer}_{kind}_w"),
-                       name=f"L{layer}_{kind}")
+        return mb.conv(
+            x=x,
+            weight=mb.const(val=_matrix(workload, weights[kind]), name=f"L{layer}_{kind}_w"),
+            name=f"L{layer}_{kind}",
+        )
 
     def vector(name: str, size: int, tile: int = 1):
         return mb.const(val=_channels(np.tile(workload.vector(name, size), tile), name), name=f"{name}_c")
@@ -139,10 +152,11 @@ def _layer_ops(mb, workload: DecodeWorkload, layer: int, h):
         scores = mb.mul(x=scores, y=np.float16(1.0 / math.sqrt(m.head_dim * workload.depth)))
         read = mb.reshape(x=mb.matmul(x=scores, y=v_cache), shape=[1, m.heads * m.head_dim, 1, 1])
         z = mb.tanh(x=mb.add(x=z, y=read), name=f"L{layer}_attn")
-    h1 = mb.tanh(x=mb.add(x=h, y=linear("o", z)), name=f"L{layer}_h1")
-    x2 = mb.mul(x=h1, y=vector(f"{base}.post_attention_layernorm.weight", m.hidden))
+    scale = np.float16(RESIDUAL_SCALE)  # a power of two: exact in fp16
+    h1 = mb.add(x=h, y=mb.mul(x=linear("o", z), y=scale), name=f"L{layer}_h1")
+    x2 = mb.tanh(x=mb.mul(x=h1, y=vector(f"{base}.post_attention_layernorm.weight", m.hidden)))
     gated = mb.mul(x=mb.tanh(x=linear("gate", x2)), y=linear("up", x2))
-    return mb.tanh(x=mb.add(x=h1, y=linear("down", gated)), name=f"L{layer}_out")
+    return mb.add(x=h1, y=mb.mul(x=linear("down", gated), y=scale), name=f"L{layer}_out")
 
 
 def build_program(workload: DecodeWorkload, chunk: Chunk):
@@ -167,8 +181,9 @@ def build_program(workload: DecodeWorkload, chunk: Chunk):
         assert chunk.layers is not None
         first, last = chunk.layers
 
-        @mb.program(input_specs=[mb.TensorSpec(shape=hidden_shape, dtype=types.fp16)],
-                    opset_version=ct.target.iOS18)
+        @mb.program(
+            input_specs=[mb.TensorSpec(shape=hidden_shape, dtype=types.fp16)], opset_version=ct.target.iOS18
+        )
         def layers(hidden_states):
             h = hidden_states
             for layer in range(first, last):
@@ -178,9 +193,13 @@ def build_program(workload: DecodeWorkload, chunk: Chunk):
         return layers
     head = head_matrix(m)
 
-    @mb.program(input_specs=[mb.TensorSpec(shape=hidden_shape, dtype=types.fp16)], opset_version=ct.target.iOS18)
+    @mb.program(
+        input_specs=[mb.TensorSpec(shape=hidden_shape, dtype=types.fp16)], opset_version=ct.target.iOS18
+    )
     def lm_head(hidden_states):
-        norm = mb.const(val=_channels(workload.vector("model.norm.weight", m.hidden), "norm"), name="final_norm")
+        norm = mb.const(
+            val=_channels(workload.vector("model.norm.weight", m.hidden), "norm"), name="final_norm"
+        )
         final = mb.tanh(x=mb.mul(x=hidden_states, y=norm), name="final")
         source, outputs = workload.matrix_source(head), []
         for index, (start, stop) in enumerate(near_equal_splits(m.vocab, MAX_SPLIT_ROWS)):
@@ -193,22 +212,34 @@ def build_program(workload: DecodeWorkload, chunk: Chunk):
 
 
 def chunk_key(workload: DecodeWorkload, chunk: Chunk) -> str:
-    described = {"builder": DECODE_BUILDER_VERSION, "coremltools": import_coremltools().__version__,
-                 "workload": workload.description(), "chunk": chunk.as_dict()}
+    described = {
+        "builder": DECODE_BUILDER_VERSION,
+        "coremltools": import_coremltools().__version__,
+        "workload": workload.description(),
+        "chunk": chunk.as_dict(),
+    }
     return hashlib.sha256(json.dumps(described, sort_keys=True).encode()).hexdigest()
 
 
 def write_chunk(workload: DecodeWorkload, chunk: Chunk, package: Path) -> None:
     """Build and write one chunk's .mlpackage at ``package`` with reproducible bytes."""
     if workload.facts.moe:
-        raise UserError(f"{workload.facts.name}: Core ML decode chunks of MoE models are planned, not built; "
-                        "--dry-run and --predict show them")
+        raise UserError(
+            f"{workload.facts.name}: Core ML decode chunks of MoE models are planned, not built; "
+            "--dry-run and --predict show them"
+        )
     ct = import_coremltools()
     program = build_program(workload, chunk)
     with no_pass_progress_bars():
-        ct.convert(program, convert_to="mlprogram", minimum_deployment_target=ct.target.macOS15,
-                   compute_precision=ct.precision.FLOAT16, pass_pipeline=ct.PassPipeline.EMPTY,
-                   skip_model_load=True, package_dir=str(package))
+        ct.convert(
+            program,
+            convert_to="mlprogram",
+            minimum_deployment_target=ct.target.macOS15,
+            compute_precision=ct.precision.FLOAT16,
+            pass_pipeline=ct.PassPipeline.EMPTY,
+            skip_model_load=True,
+            package_dir=str(package),
+        )
     _make_reproducible(package, chunk_key(workload, chunk), f"anebench decode {workload.name}: {chunk.name}")
 
 
@@ -229,14 +260,18 @@ def _make_reproducible(package: Path, key: str, description: str) -> None:
     model.description.metadata.shortDescription = description
     model_file.write_bytes(model.SerializeToString(deterministic=True))
     namespace = uuid.UUID(key[:32])
-    manifest["itemInfoEntries"] = dict(sorted({str(uuid.uuid5(namespace, e["path"])): e
-                                               for e in entries.values()}.items()))
+    manifest["itemInfoEntries"] = dict(
+        sorted({str(uuid.uuid5(namespace, e["path"])): e for e in entries.values()}.items())
+    )
     manifest["rootModelIdentifier"] = str(uuid.uuid5(namespace, root_path))
     manifest_path.write_text(json.dumps(manifest, indent=4, sort_keys=True) + "\n")
 
 
-def build_chunks(workload: DecodeWorkload, cache_dir: Path, chunk_bytes: int = DEFAULT_CHUNK_BYTES,
-                 ) -> list[tuple[Chunk, Path]]:
+def build_chunks(
+    workload: DecodeWorkload,
+    cache_dir: Path,
+    chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+) -> list[tuple[Chunk, Path]]:
     """Every chunk's bundle, reused from ``cache_dir`` when complete, else built beside it and renamed in."""
     built = []
     for chunk in coreml_chunks(workload, chunk_bytes):

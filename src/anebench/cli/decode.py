@@ -144,7 +144,9 @@ def decode(
         if not targets:
             raise UserError("decode --campaign: none of its engines and devices is available here")
     elif not model:
-        raise UserError("decode: give MODEL (a folder with a config.json, or a known config name) or --campaign")
+        raise UserError(
+            "decode: give MODEL (a folder with a config.json, or a known config name) or --campaign"
+        )
     depths = parse_depths(depth_text)
     facts, folder = resolve_model(model)
     decode_workloads = [decode_workload(facts, d, folder) for d in depths]

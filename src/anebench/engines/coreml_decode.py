@@ -39,8 +39,9 @@ def platform_problem(device: str) -> str | None:
 class CoreMLDecodePrepared(Prepared):
     """The token's bundles loaded on the compute units; ``call()`` chains their predicts."""
 
-    def __init__(self, workload: DecodeWorkload, device: str, cache_dir: Path | None,
-                 chunk_bytes: int | None = None):
+    def __init__(
+        self, workload: DecodeWorkload, device: str, cache_dir: Path | None, chunk_bytes: int | None = None
+    ):
         super().__init__()
         if device not in COMPUTE_UNITS:
             raise UserError(f"device {device!r} is not a Core ML device; valid: {', '.join(COMPUTE_UNITS)}")
@@ -51,10 +52,14 @@ class CoreMLDecodePrepared(Prepared):
 
         self.workload = workload
         self.run_dtype = COREML_DTYPE
-        self.dtype_note = None if workload.dtype == "fp16" else f"{workload.dtype} weights stored by Core ML as fp16"
+        self.dtype_note = (
+            None if workload.dtype == "fp16" else f"{workload.dtype} weights stored by Core ML as fp16"
+        )
         self.compute_units = COMPUTE_UNITS[device]
         self.output_tolerance = TOLERANCE_16BIT
-        built = build_chunks(workload, Path(cache_dir or default_cache_dir()), chunk_bytes or DEFAULT_CHUNK_BYTES)
+        built = build_chunks(
+            workload, Path(cache_dir or default_cache_dir()), chunk_bytes or DEFAULT_CHUNK_BYTES
+        )
         self.chunks: list[Chunk] = [chunk for chunk, _ in built]
         self.models = [load_chunk(package, self.compute_units, self.warnings) for _, package in built]
         self.weight_bytes = sum(chunk.streamed_bytes for chunk in self.chunks)
@@ -74,8 +79,10 @@ class CoreMLDecodePrepared(Prepared):
         self._outputs = outputs
 
     def output(self) -> np.ndarray:
-        splits = [np.asarray(self._outputs[f"logits{i + 1}"], dtype=np.float32).reshape(-1)
-                  for i in range(len(self._outputs))]
+        splits = [
+            np.asarray(self._outputs[f"logits{i + 1}"], dtype=np.float32).reshape(-1)
+            for i in range(len(self._outputs))
+        ]
         return np.concatenate(splits).reshape(1, self.workload.vocab)
 
     def reference_inputs(self) -> np.ndarray:
@@ -94,4 +101,3 @@ class CoreMLDecodePrepared(Prepared):
 
     def close(self) -> None:
         self.models = []
-

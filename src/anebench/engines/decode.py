@@ -17,18 +17,19 @@ import numpy as np
 
 from ..workloads import DTYPE_BYTES
 from ..workloads.models import (
-    kv_cache,
+    RESIDUAL_SCALE,
     DecodeWorkload,
-    Matrix,
     TiledWeights,
     active_experts,
     head_matrix,
+    kv_cache,
     layer_matrices,
 )
 from .base import DtypeChoice, Engine, Prepared
 
 FILL_ROWS = 4096  # rows copied into a device buffer at a time
-TOLERANCE_16BIT = 0.1  # a 16-bit chain compounds rounding over its layers; a wrong stream gives ~1
+TOLERANCE_16BIT = 0.1
+ # a 16-bit chain compounds rounding over its layers; a wrong stream gives ~1
 
 
 class Backend:
@@ -152,8 +153,8 @@ def decode_step(b: Backend, w: LoadedStream, workload: DecodeWorkload) -> tuple[
         z = q + b.tile(k * v, groups)
         if workload.depth:
             z = b.tanh(z + b.attend(z, a["k_cache"], a["v_cache"], m.kv_heads, m.head_dim))
-        h1 = b.tanh(h + b.matvec(a["o"], z))
-        x2 = h1 * a["norm2"]
+        h1 = h + b.matvec(a["o"], z) * RESIDUAL_SCALE
+        x2 = b.tanh(h1 * a["norm2"])
         if not m.moe:
             mixed = b.matvec(a["down"], b.tanh(b.matvec(a["gate"], x2)) * b.matvec(a["up"], x2))
         else:
@@ -165,7 +166,7 @@ def decode_step(b: Backend, w: LoadedStream, workload: DecodeWorkload) -> tuple[
                 out = b.matvec(down, b.tanh(b.matvec(gate, x2)) * b.matvec(up, x2))
                 out = out * weights[i] if i < m.experts_per_token else out  # the shared expert: unweighted
                 mixed = out if mixed is None else mixed + out
-        h = b.tanh(h1 + mixed)
+        h = h1 + mixed * RESIDUAL_SCALE
     final = b.tanh(h * w.final_norm)
     return final, None if w.head is None else b.finish(b.matvec(w.head, final))
 

@@ -137,14 +137,24 @@ def timeline_table(records: Sequence[ResultRecord]) -> TermTable | None:
     timed = [r for r in records if r.decode is not None and r.decode.timeline]
     if not timed:
         return None
-    table = TermTable("decode: per-token timeline (each predict's median over the timed tokens)",
-                      ["engine:dev", "depth", "predict", "MB", "ms", "GB/s"],
-                      [False, True, False, True, True, True])
+    table = TermTable(
+        "decode: per-token timeline (each predict's median over the timed tokens)",
+        ["engine:dev", "depth", "predict", "MB", "ms", "GB/s"],
+        [False, True, False, True, True, True],
+    )
     for record in timed:
         assert record.decode is not None
         for chunk in record.decode.timeline:
-            table.rows.append([target(record), str(record.decode.depth), chunk.name, sig(chunk.bytes / 1e6),
-                               sig(chunk.median_s * 1e3), f"{chunk.bytes / chunk.median_s / 1e9:.2f}"])
+            table.rows.append(
+                [
+                    target(record),
+                    str(record.decode.depth),
+                    chunk.name,
+                    sig(chunk.bytes / 1e6),
+                    sig(chunk.median_s * 1e3),
+                    f"{chunk.bytes / chunk.median_s / 1e9:.2f}",
+                ]
+            )
     return table
 
 

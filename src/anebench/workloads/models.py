@@ -32,6 +32,10 @@ MAX_LAYERS = 1024
 MAX_EXPERTS = 4096
 MAX_DEPTH = 1 << 20
 TOKEN_ID = 1  # the token whose embedding row the step reads (any row reads the same bytes)
+# Each layer adds its attention and MLP outputs to a residual stream at this scale, as a trained model's
+# small updates do: a chain of tanh(W x) at full gain is chaotic over tens of layers (fp32 and float64
+# part after ~10), so no output check could hold; small updates keep rounding errors from growing.
+RESIDUAL_SCALE = 1 / 16
 CONFIG_DTYPES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
 
 # Config facts of a few well-known models (no weights): each from the model's own config.json.

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import click
 
 from ..errors import UserError
+from ..measure.warmup import WarmupPolicy
 from ..workloads.models import MAX_DEPTH, accounting, decode_workload, resolve_model
 from .common import measuring_options, resolve_targets
 from .run import power_option
@@ -18,6 +20,7 @@ from .suites import stored_sweeps, suite_options, timing_options
 from .terminal import progress, say
 
 MAX_DEPTHS = 16
+DECODE_WARMUP = WarmupPolicy(min_runs=2, window=2, tolerance=0.05, max_runs=20, max_seconds=5.0)
 
 
 def parse_depths(text: str) -> list[int]:
@@ -165,6 +168,8 @@ def decode(
     say(f"config: {facts.source}; weights: {'checkpoint' if deepest.checkpoint is not None else 'synthetic'}")
     saved, saved_from = stored_sweeps(db)
     options = suite_options(runs, time_budget, warmup, "decode", power)
+    if warmup is None:  # a token takes 0.1-1 s: steady after a few, never 15 s of warmup per depth
+        options = replace(options, warmup=DECODE_WARMUP)
     chunk_bytes = int(chunk_mb * 1e6)
     if dry_run:
         show_dry_run(targets, decode_workloads, saved, saved_from, options, chunk_bytes, fmt)

@@ -26,7 +26,7 @@ import numpy as np
 from ..errors import UserError
 from . import DTYPE_BYTES, SyntheticWeights, WeightSource, Workload
 
-TILE_ROWS = 256  # distinct seeded rows per synthetic matrix; rows repeat past it (see TiledWeights)
+TILE_ROWS = 64  # distinct seeded rows per synthetic matrix; rows repeat past it (see TiledWeights)
 TILED_GENERATOR = "anebench-decode-tiled-v1"
 MAX_LAYERS = 1024
 MAX_EXPERTS = 4096

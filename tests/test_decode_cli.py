@@ -71,9 +71,11 @@ def test_decode_measures_each_depth_and_stores_the_accounting(tiny, tmp_path, ca
 
 
 def test_predict_without_a_sweep_says_failed_and_measures_nothing(tiny, capsys):
-    code, stdout, stderr = run_cli(capsys, "decode", str(tiny), "-e", "numpy", "--predict", "--no-sweep")
+    code, stdout, stderr = run_cli(capsys, "decode", str(tiny), "-e", "numpy", "-e", "torch:cpu", "--predict",
+                                   "--no-sweep")
     assert code == 0, stderr
     assert "failed" in stdout and "no stored sweep of numpy:cpu" in stdout
+    assert "no stored sweep of torch:cpu" in stdout  # ENGINE:DEVICE, one table
     assert "saved" not in stderr
 
 

@@ -37,20 +37,24 @@ def parse_depths(text: str) -> list[int]:
 
 
 def decode_targets(engines: tuple[str, ...], device: str | None, measure: bool):
-    """Core ML plans and predicts on any OS; measuring it is refused here in one line before any build."""
+    """-e ENGINE (on -d, or its best device) or -e ENGINE:DEVICE, so one command can put the ANE, the GPU
+    and the CPU side by side. Core ML plans and predicts on any OS; measuring it is refused here in one
+    line before any build."""
     from ..engines.coreml_engine import CoreMLEngine
     from ..orchestration.suites.coreml_plan import CORE_ML, coreml_device, require_measurable
     from ..orchestration.suites.decode import DecodeTarget
 
     targets = []
-    for name in engines or ("numpy",):
+    for spec in engines or ("numpy",):
+        name, _, own = spec.partition(":")
+        where = own or device
         if name == CORE_ML:
-            engine, where = CoreMLEngine(), coreml_device(device)
+            engine, where = CoreMLEngine(), coreml_device(where)
             if measure:
                 require_measurable(engine, where, "decode")
             targets.append(DecodeTarget(engine, where))
         else:
-            targets += [DecodeTarget(t.engine, t.device) for t in resolve_targets((name,), device)]
+            targets += [DecodeTarget(t.engine, t.device) for t in resolve_targets((name,), where)]
     return targets
 
 

@@ -25,6 +25,7 @@ import numpy as np
 
 from ..errors import UserError
 from . import DTYPE_BYTES, SyntheticWeights, WeightSource, Workload
+from .known_models import KNOWN_CONFIGS
 
 TILE_ROWS = 64  # distinct seeded rows per synthetic matrix; rows repeat past it (see TiledWeights)
 TILED_GENERATOR = "anebench-decode-tiled-v1"
@@ -37,104 +38,6 @@ TOKEN_ID = 1  # the token whose embedding row the step reads (any row reads the 
 # part after ~10), so no output check could hold; small updates keep rounding errors from growing.
 RESIDUAL_SCALE = 1 / 16
 CONFIG_DTYPES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
-
-# Config facts of a few well-known models (no weights): each from the model's own config.json.
-KNOWN_CONFIGS: dict[str, dict] = {
-    "qwen3-0.6b": {
-        "model_type": "qwen3",
-        "hidden_size": 1024,
-        "intermediate_size": 3072,
-        "num_hidden_layers": 28,
-        "num_attention_heads": 16,
-        "num_key_value_heads": 8,
-        "head_dim": 128,
-        "vocab_size": 151936,
-        "tie_word_embeddings": True,
-        "torch_dtype": "bfloat16",
-        "_source": "https://huggingface.co/Qwen/Qwen3-0.6B/blob/main/config.json",
-    },
-    "qwen2.5-0.5b": {
-        "model_type": "qwen2",
-        "hidden_size": 896,
-        "intermediate_size": 4864,
-        "num_hidden_layers": 24,
-        "num_attention_heads": 14,
-        "num_key_value_heads": 2,
-        "vocab_size": 151936,
-        "tie_word_embeddings": True,
-        "torch_dtype": "bfloat16",
-        "_source": "https://huggingface.co/Qwen/Qwen2.5-0.5B/blob/main/config.json",
-    },
-    "llama-3.2-1b": {
-        "model_type": "llama",
-        "hidden_size": 2048,
-        "intermediate_size": 8192,
-        "num_hidden_layers": 16,
-        "num_attention_heads": 32,
-        "num_key_value_heads": 8,
-        "head_dim": 64,
-        "vocab_size": 128256,
-        "tie_word_embeddings": True,
-        "torch_dtype": "bfloat16",
-        "_source": "https://huggingface.co/meta-llama/Llama-3.2-1B/blob/main/config.json",
-    },
-    "llama-3.1-8b": {
-        "model_type": "llama",
-        "hidden_size": 4096,
-        "intermediate_size": 14336,
-        "num_hidden_layers": 32,
-        "num_attention_heads": 32,
-        "num_key_value_heads": 8,
-        "vocab_size": 128256,
-        "tie_word_embeddings": False,
-        "torch_dtype": "bfloat16",
-        "_source": "https://huggingface.co/meta-llama/Llama-3.1-8B/blob/main/config.json",
-    },
-    "qwen3-8b": {
-        "model_type": "qwen3",
-        "hidden_size": 4096,
-        "intermediate_size": 12288,
-        "num_hidden_layers": 36,
-        "num_attention_heads": 32,
-        "num_key_value_heads": 8,
-        "head_dim": 128,
-        "vocab_size": 151936,
-        "tie_word_embeddings": False,
-        "torch_dtype": "bfloat16",
-        "_source": "https://huggingface.co/Qwen/Qwen3-8B/blob/main/config.json",
-    },
-    "mixtral-8x7b": {
-        "model_type": "mixtral",
-        "hidden_size": 4096,
-        "intermediate_size": 14336,
-        "num_hidden_layers": 32,
-        "num_attention_heads": 32,
-        "num_key_value_heads": 8,
-        "vocab_size": 32000,
-        "num_local_experts": 8,
-        "num_experts_per_tok": 2,
-        "tie_word_embeddings": False,
-        "torch_dtype": "bfloat16",
-        "_source": "https://huggingface.co/mistralai/Mixtral-8x7B-v0.1/blob/main/config.json",
-    },
-    "qwen3-30b-a3b": {
-        "model_type": "qwen3_moe",
-        "hidden_size": 2048,
-        "intermediate_size": 6144,
-        "moe_intermediate_size": 768,
-        "num_hidden_layers": 48,
-        "num_attention_heads": 32,
-        "num_key_value_heads": 4,
-        "head_dim": 128,
-        "vocab_size": 151936,
-        "num_experts": 128,
-        "num_experts_per_tok": 8,
-        "tie_word_embeddings": False,
-        "torch_dtype": "bfloat16",
-        "_source": "https://huggingface.co/Qwen/Qwen3-30B-A3B/blob/main/config.json",
-    },
-}
-
 
 @dataclass(frozen=True)
 class TiledWeights:

@@ -39,6 +39,8 @@ def platform_problem(device: str) -> str | None:
 class CoreMLDecodePrepared(Prepared):
     """The token's bundles loaded on the compute units; ``call()`` chains their predicts."""
 
+    workload: DecodeWorkload
+
     def __init__(
         self, workload: DecodeWorkload, device: str, cache_dir: Path | None, chunk_bytes: int | None = None
     ):

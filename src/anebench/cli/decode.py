@@ -45,7 +45,12 @@ def decode_targets(engines: tuple[str, ...], device: str | None, measure: bool):
     from ..orchestration.suites.decode import DecodeTarget
 
     targets = []
-    for spec in engines or ("numpy",):
+    if not engines:  # the best engine here (the Neural Engine on a Mac), as `run` chooses it
+        from ..engines import best_engine
+
+        engine, where = best_engine()
+        engines = (f"{engine.name}:{where}",)
+    for spec in engines:
         name, _, own = spec.partition(":")
         where = own or device
         if name == CORE_ML:

@@ -36,6 +36,20 @@ def parse_depths(text: str) -> list[int]:
     return sorted(set(depths))
 
 
+DECODE_ENGINES = ("coreml", "mlx", "torch", "numpy")  # preference order, as ENGINE_FACTORIES's
+
+
+def default_decode_engine() -> str:
+    """ENGINE:DEVICE of the first decode engine with an accelerator here, else numpy:cpu."""
+    from ..engines import available_engine
+
+    for name in DECODE_ENGINES:
+        engine = available_engine(name)
+        if engine is not None and engine.devices() and engine.default_device() != "cpu":
+            return f"{name}:{engine.default_device()}"
+    return "numpy:cpu"
+
+
 def decode_targets(engines: tuple[str, ...], device: str | None, measure: bool):
     """-e ENGINE (on -d, or its best device) or -e ENGINE:DEVICE, so one command can put the ANE, the GPU
     and the CPU side by side. Core ML plans and predicts on any OS; measuring it is refused here in one
@@ -45,14 +59,14 @@ def decode_targets(engines: tuple[str, ...], device: str | None, measure: bool):
     from ..orchestration.suites.decode import DecodeTarget
 
     targets = []
-    if not engines:  # the best engine here (the Neural Engine on a Mac), as `run` chooses it
-        from ..engines import best_engine
-
-        engine, where = best_engine()
-        engines = (f"{engine.name}:{where}",)
+    if not engines:  # the best engine here that runs a decode step (the Neural Engine on a Mac)
+        engines = (default_decode_engine(),)
     for spec in engines:
         name, _, own = spec.partition(":")
         where = own or device
+        if name not in DECODE_ENGINES:
+            raise UserError(f"decode -e {name}: not built for this engine; decode runs on "
+                            f"{', '.join(DECODE_ENGINES)}")
         if name == CORE_ML:
             engine, where = CoreMLEngine(), coreml_device(where)
             if measure:

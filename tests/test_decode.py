@@ -187,3 +187,47 @@ def test_prediction_is_the_sum_over_dispatches():
     assert measured.rate_at(1_000_000) == pytest.approx(1e10)
     assert measured.rate_at(2_000_000) == pytest.approx(1.5e10)
     assert measured.rate_at(100) == 10e9  # below the measured points: the fit's memory bandwidth
+
+
+def test_a_stored_sweep_predicts_beside_the_measurement():
+    from anebench.measure.warmup import WarmupPolicy
+    from anebench.model import LineFitInfo, SweepPoint
+    from anebench.orchestration.session import RunOptions
+    from anebench.orchestration.suites.decode import DecodeTarget, run_decode
+    from anebench.report.decode_tables import decode_table
+    from test_store import make_record
+
+    fit = LineFitInfo(
+        overhead_s=5e-6,
+        overhead_resolved=True,
+        bandwidth_gbps=20.0,
+        r_squared=0.999,
+        median_abs_rel_residual=0.01,
+        max_abs_rel_residual=0.02,
+        points=4,
+        method="ols",
+    )
+    sweep = make_record(
+        engine="numpy",
+        device="cpu",
+        workload="lm_head:4096x2048:fp32",
+        gbps=20.0,
+        sweep=SweepPoint(point=0, points=4, in_fit=True, fit=fit),
+    ).model_copy(update={"suite": "sweep"})
+    workload = decode_workload(config_facts(TINY, "tiny", "test"), 16)
+    suite = run_decode(
+        [DecodeTarget(NumpyEngine(), "cpu")],
+        [workload],
+        RunOptions(runs=3, warmup=WarmupPolicy(fixed=1)),
+        saved=[sweep],
+        saved_from="the test store",
+    )
+    record = suite.records[0]
+    prediction = record.decode.prediction
+    sent = dispatches(workload, "fp32")
+    expected = len(sent) * 5e-6 + sum(d.bytes for d in sent) / 20e9
+    assert prediction.seconds_per_token == pytest.approx(expected)  # no points past the knee: the fit's line
+    assert "the test store" in prediction.source and any("prediction from" in n for n in suite.notes)
+    row = decode_table([record]).rows[0]
+    measured = 1 / record.latency_s()
+    assert row[-1] == f"{(prediction.tokens_per_s - measured) / measured:+.0%}"

@@ -71,8 +71,9 @@ def test_decode_measures_each_depth_and_stores_the_accounting(tiny, tmp_path, ca
 
 
 def test_predict_without_a_sweep_says_failed_and_measures_nothing(tiny, capsys):
-    code, stdout, stderr = run_cli(capsys, "decode", str(tiny), "-e", "numpy", "-e", "torch:cpu", "--predict",
-                                   "--no-sweep")
+    code, stdout, stderr = run_cli(
+        capsys, "decode", str(tiny), "-e", "numpy", "-e", "torch:cpu", "--predict", "--no-sweep"
+    )
     assert code == 0, stderr
     assert "failed" in stdout and "no stored sweep of numpy:cpu" in stdout
     assert "no stored sweep of torch:cpu" in stdout  # ENGINE:DEVICE, one table
@@ -171,3 +172,25 @@ def test_the_campaign_step_runs_what_this_host_has_and_says_what_it_leaves_out(c
 def test_no_model_and_no_campaign_is_one_line(capsys):
     code, _, stderr = run_cli(capsys, "decode")
     assert code != 0 and "give MODEL" in stderr
+
+
+def test_power_records_energy_and_the_table_gives_joules_per_token_per_component(tiny, tmp_path, capsys):
+    from anebench.model import ComponentEnergy, Energy
+    from anebench.report.decode_tables import decode_table
+
+    out = tmp_path / "p.json"
+    code, _, stderr = run_cli(capsys, "decode", str(tiny), "-e", "numpy", *FAST, "--power", "-o", str(out))
+    assert code == 0, stderr
+    record = load_records(out)[0]
+    assert record.energy is not None and (record.energy.available or record.energy.reason)
+    energy = Energy(
+        available=True,
+        joules_per_call=0.5,
+        calls=3,
+        components=[
+            ComponentEnergy(component="ane", available=True, joules_per_call=0.2),
+            ComponentEnergy(component="dram", available=True, joules_per_call=0.1),
+        ],
+    )
+    table = decode_table([record.model_copy(update={"energy": energy})])
+    assert table.columns[-1] == "J/token" and table.rows[0][-1] == "0.5; ane 0.2; dram 0.1"

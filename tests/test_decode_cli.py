@@ -87,6 +87,22 @@ def test_coreml_dry_run_lists_chunks_bytes_and_predicts_per_token(capsys):
     assert code == 0, stderr
     assert "chunk 1/" in stdout and "lm_head" in stdout and "embedding" in stdout
     assert "predicts per token" in stdout
+    code, stdout, stderr = run_cli(
+        capsys, "decode", "qwen3-0.6b", "-e", "coreml", "-e", "numpy", "--dry-run", "--json"
+    )
+    assert code == 0, stderr
+    document = json.loads(stdout)
+    chunks = document["dry_run"][0]["chunks"]
+    assert [c["kind"] for c in chunks] == ["embedding", "layers", "lm_head"]
+    assert document["dry_run"][1] == {
+        "target": "numpy:cpu",
+        "depth": 0,
+        "dispatches": 28 * 7 + 1,
+        "bytes": 2383937536,
+    }
+    assert all(
+        p["prediction"] is None and "no stored sweep" in p["why_none"] for p in document["predictions"]
+    )
 
 
 @pytest.mark.skipif(sys.platform == "darwin", reason="the refusal is of hosts without Core ML")

@@ -274,6 +274,8 @@ def show_dry_run(targets, decode_workloads, saved, saved_from, options, chunk_by
                     f"{' and attention read' if workload.depth else ''}), "
                     f"{sum(d.bytes for d in sent) / 1e6:.1f} MB of weights and KV"
                 )
+                document.append({"target": label, "depth": workload.depth, "dispatches": len(sent),
+                                 "bytes": sum(d.bytes for d in sent)})
             prediction = (
                 predict(workload, target.engine.name, run_dtype, curve, source, chunk_bytes)
                 if curve is not None
@@ -291,7 +293,11 @@ def show_dry_run(targets, decode_workloads, saved, saved_from, options, chunk_by
             )
     show_tables([prediction_table(rows)], "json" if fmt != "table" else "table")
     if fmt == "json":
-        sys.stdout.write(json.dumps({"suite": "decode", "dry_run": document}, indent=1) + "\n")
+        predictions = [{"target": label, "depth": depth, "bytes_per_token": stream,
+                        "prediction": p.model_dump(mode="json") if p else None, "why_none": why}
+                       for label, _model, depth, stream, p, why in rows]
+        sys.stdout.write(json.dumps({"suite": "decode", "dry_run": document, "predictions": predictions},
+                                    indent=1) + "\n")
 
 
 def register(app: click.Group) -> None:

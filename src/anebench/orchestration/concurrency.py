@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from ..engines.base import Engine
 from ..errors import MeasurementError
-from ..measure.concurrency import calls_in_window, checked_window, common_window
+from ..measure.concurrency import busy_share, calls_in_window, checked_window, common_window
 from ..measure.timing import Timing, UntilAllDone, time_calls, timing_loop
 from ..model import Concurrency, Energy, ResultRecord, gbps
 from ..workloads import Workload
@@ -118,7 +118,7 @@ def _together(prepared, job: CopyJob, shared: Shared, resolution_s: float, barri
         samples, device, 0, True, "none: warm from its solo phase", options.clock.name, resolution_s
     )
     counts = {"calls": len(spans), "whole_calls_in_window": len(inside), "calls_in_window": fraction,
-              "window_ns": max(window[1] - window[0], 0)}
+              "window_ns": max(window[1] - window[0], 0), "busy_share": busy_share(spans, window)}
     return timing, counts
 
 
@@ -154,7 +154,7 @@ def run_copy(job: CopyJob, shared: Shared) -> None:
             together = build_record(engine, job.device, workload, prepared, options, timing, check, None)
             section = _section(job, "together", calls=counts["calls"],
                                whole_calls_in_window=counts["whole_calls_in_window"],
-                               calls_in_window=counts["calls_in_window"])
+                               calls_in_window=counts["calls_in_window"], busy_share=counts["busy_share"])
             together = together.model_copy(update={"concurrency": section})
             outcome.together_json = together.model_dump_json(by_alias=True)
     except BaseException as exc:  # noqa: BLE001 - every failure must release the others from the barrier

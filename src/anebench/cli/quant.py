@@ -10,6 +10,7 @@ from ..orchestration.suites.coreml_plan import CORE_ML
 from ..report.suite_terminal import capability_table
 from .common import check_out_path, measuring_options, resolve_workloads
 from .plans import coreml_only_target, dry_run_option, measuring_targets, show_plan
+from .results import store_options
 from .run import power_option
 from .suite_output import finish, output_format, show_tables
 from .suites import suite_options, timing_options
@@ -20,6 +21,7 @@ from .terminal import progress, say
 @measuring_options
 @timing_options(runs=100, budget=5.0)
 @power_option
+@store_options
 @dry_run_option
 def quant(
     engines,

@@ -233,28 +233,30 @@ def store_remove(record_ids: tuple[str, ...], db: Path | None) -> None:
             err_console.print(f"removed record {removed} from {escape(str(opened.path))}", highlight=False)
 
 
-def store_measured(records: list[ResultRecord], db: Path | None) -> None:
-    """`anebench run --store`: the run's records into the store, one transaction."""
+def store_measured(records: list[ResultRecord], db: Path | None, source: str = "anebench run") -> None:
+    """`anebench run --store` (and every suite's): the records into the store, one transaction."""
     with open_store(db) as store:
-        done = store.ingest(records, "anebench run")
+        done = store.ingest(records, source)
         say(f"stored {done.added} record(s) in {store.path} ({done.duplicates} already there)")
 
 
-def store_options(func):
-    """`run --store [--db PATH]`; the values wait in the click context for finish_run."""
+def store_options(func, db: bool = True):
+    """`--store [--db PATH]` for `run` and every suite; the values wait in the click context for
+    finish_run / suite_output.finish. ``db=False``: the command has its own --db (latency)."""
 
     def remember(ctx: click.Context, param: click.Parameter, value):
         ctx.meta[f"anebench.{param.name}"] = value
         return value
 
-    func = click.option(
-        "--db",
-        type=click.Path(dir_okay=False, path_type=Path),
-        default=None,
-        expose_value=False,
-        callback=remember,
-        help="Results database for --store (default: the user data dir).",
-    )(func)
+    if db:
+        func = click.option(
+            "--db",
+            type=click.Path(dir_okay=False, path_type=Path),
+            default=None,
+            expose_value=False,
+            callback=remember,
+            help="Results database for --store (default: the user data dir).",
+        )(func)
     return click.option(
         "--store",
         is_flag=True,

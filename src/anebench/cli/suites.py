@@ -23,6 +23,7 @@ from ..results.files import load_records
 from .common import add_input, check_out_path, measuring_options, resolve_targets, resolve_workloads
 from .params import MEBIBYTES, MEBIBYTES_OR_ZERO, timing_flags
 from .plans import coreml_only_target, dry_run_option, measuring_targets, show_plan
+from .results import store_options
 from .run import options_from, power_option
 from .suite_output import finish, output_format, stem_for, write_plot
 from .terminal import console, progress, say
@@ -75,6 +76,7 @@ def suite_options(runs, time_budget, warmup, suite, power) -> RunOptions:
 @measuring_options
 @timing_options(runs=50, budget=2.0)
 @power_option
+@store_options
 @click.option(
     "--min-mb",
     type=MEBIBYTES,
@@ -203,6 +205,7 @@ def sweep(
 @measuring_options
 @timing_options(runs=30, budget=5.0)
 @power_option
+@store_options
 @click.option(
     "--max-batch",
     type=click.IntRange(2, 1 << 20),
@@ -295,6 +298,7 @@ def roofline(
 @measuring_options
 @timing_options(runs=1000, budget=2.0, plot=False)
 @power_option
+@functools.partial(store_options, db=False)  # its own --db, below, serves --store too
 @click.option(
     "--sweep",
     "sweep_file",
@@ -306,8 +310,8 @@ def roofline(
     "--db",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="Results store to take the newest sweep of the same engine and device on this host from "
-    "(default: the default store, where one exists).",
+    help="Results store to take the newest sweep of the same engine and device on this host from, and "
+    "to store into with --store (default: the default store, where one exists).",
 )
 @click.option(
     "--no-sweep", is_flag=True, help="Do not look for a sweep or run a small one: no overhead column."
@@ -333,6 +337,7 @@ def latency(
     from ..orchestration.suites.latency import LatencyTarget, run_latency_suite
 
     fmt = output_format(as_json, fmt, out, no_save)
+    click.get_current_context().meta["anebench.db"] = db  # --store stores where the sweep came from
     if sum(bool(x) for x in (sweep_file, db, no_sweep)) > 1:
         raise UserError(
             "--sweep, --db and --no-sweep: give at most one (each says where the overhead comes from)"
@@ -383,6 +388,7 @@ def stored_sweeps(db: Path | None) -> tuple[list[ResultRecord], str | None]:
 @measuring_options
 @timing_options(runs=20, budget=3.0, plot=False)
 @power_option
+@store_options
 @click.option(
     "--batch",
     "-b",
@@ -452,6 +458,7 @@ def compute(
 @measuring_options
 @timing_options(runs=50, budget=10.0)
 @power_option
+@store_options
 @click.option(
     "--copies",
     type=click.IntRange(2, 256),

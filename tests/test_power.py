@@ -103,10 +103,9 @@ def test_window_reports_a_counter_that_did_not_move_and_an_unavailable_meter():
 
 def test_run_power_records_energy_or_the_reason(monkeypatch):
     from anebench.engines import get_engine
+    from anebench.orchestration import session
     from anebench.orchestration.session import RunOptions, measure_workload
     from anebench.workloads import Workload
-
-    from anebench.orchestration import session
 
     # The window's own clock is fake (0.1 s per reading): five tiny calls would make a real window ~0 s
     # long, and 0.5 J over ~0 s is refused as not physical (the test was red 2 runs in 3).

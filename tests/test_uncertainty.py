@@ -31,12 +31,12 @@ def test_the_validator_floor_follows_the_records_own_timer():
 
 def test_latency_records_are_stored_with_store(capsys, tmp_path):
     db = tmp_path / "store.sqlite"
-    code, _, stderr = run_cli(capsys, "latency", "-e", "numpy", "--no-sweep", "--runs", "200", "--warmup", "2",
-                              "--time-budget", "0.5", "--no-save", "--store", "--db", str(db))
+    quick = ("--runs", "200", "--warmup", "2", "--time-budget", "0.5", "--no-save")
+    code, _, stderr = run_cli(capsys, "latency", "-e", "numpy", "--no-sweep", *quick, "--store",
+                              "--db", str(db))
     # --no-sweep and --db name different things for `latency`; --db with --store alone is the store
     assert code == 2 and "--db" in stderr
-    code, _, stderr = run_cli(capsys, "latency", "-e", "numpy", "--no-sweep", "--runs", "200", "--warmup", "2",
-                              "--time-budget", "0.5", "--no-save", "--store")
+    code, _, stderr = run_cli(capsys, "latency", "-e", "numpy", "--no-sweep", *quick, "--store")
     assert code == 0, stderr
     assert "stored 1 record(s)" in stderr and "0 already there" in stderr
 
@@ -44,7 +44,8 @@ def test_latency_records_are_stored_with_store(capsys, tmp_path):
 def test_every_suite_takes_store_and_db(capsys, tmp_path):
     db = tmp_path / "store.sqlite"
     code, _, stderr = run_cli(capsys, "compute", "-e", "numpy", "-w", "lm_head:64x256:fp32", "--runs", "5",
-                              "--warmup", "1", "--time-budget", "0.2", "--no-save", "--store", "--db", str(db))
+                              "--warmup", "1", "--time-budget", "0.2", "--no-save", "--store", "--db",
+                              str(db))
     assert code in (0, 1), stderr
     with open_store(db, create=False, readonly=True) as store:
         stored = store.records()

@@ -30,7 +30,7 @@ from .common import (
     verbosity,
     warn,
 )
-from .tables import FittingTable, between_run_cell, fmt_sig
+from .tables import FittingTable, fmt_sig
 
 # Where `submit`'s issue body goes; the same placeholder as [tool.anebench] submit-url in pyproject.toml
 # (a test keeps them equal) until the project has a public tracker.
@@ -279,9 +279,9 @@ def show_family_comparison(records: list[ResultRecord], console: Console) -> Non
     """End of `anebench run`: the user's figure beside the published ones of the same chip family (each
     published point judged against the run's between-run interval) where there are any; else beside
     the published ranges by device kind, said once for the whole run."""
+    from ..measure.uncertainty import gbps_cell
     from ..report.compare import versus_label
     from ..report.published_context import published_context
-    from ..report.tables import fmt_halfwidth
 
     if verbosity() <= QUIET:
         return
@@ -290,8 +290,8 @@ def show_family_comparison(records: list[ResultRecord], console: Console) -> Non
         rows = []
         for row in context.family_rows:
             gbps = f"{row.gbps:.2f}" if row.gbps else "-"
-            if row.yours:
-                gbps += f" {fmt_halfwidth(row.halfwidth) or '(± unknown)'}"
+            if row.yours and row.record is not None:  # the same range as the results table above
+                gbps = gbps_cell(row.record)
             rows.append(
                 [
                     clean_text(row.chip),
@@ -325,7 +325,7 @@ def show_family_comparison(records: list[ResultRecord], console: Console) -> Non
             if kind.low is None or kind.high is None:
                 figure = "-"
             elif kind.record is not None:  # the same ± as the results table above
-                figure = f"{kind.low:.2f} {between_run_cell(kind.record).replace('unknown', '(± unknown)')}"
+                figure = gbps_cell(kind.record)
             else:
                 figure = (
                     fmt_sig(kind.low)

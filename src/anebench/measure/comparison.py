@@ -15,6 +15,7 @@ from typing import Literal
 
 from ..errors import UserError
 from ..model import ResultRecord, t975
+from ..model.statistics import MAX_LOG_HALFWIDTH
 
 COMPARISON_METHOD = (
     "ratio = GB/s of b / GB/s of a (> 1: b is faster); 95% CI: Welch t-interval on the difference of the "
@@ -109,7 +110,7 @@ def compare_results(a: ResultRecord, b: ResultRecord) -> Comparison:
         notes.append(f"a's latency is a {a.method.statistic}, b's a {b.method.statistic}")
     variance = ua.variance + ub.variance
     df = welch_df([(u.variance, u.df) for u in (ua, ub) if not u.point])
-    half = t975(df) * math.sqrt(variance)
+    half = min(t975(df) * math.sqrt(variance), 2 * MAX_LOG_HALFWIDTH)  # two capped intervals at most
     low, high = ratio * math.exp(-half), ratio * math.exp(half)
     significant = not (low <= 1.0 <= high)
     verdict: Verdict = "no significant difference"

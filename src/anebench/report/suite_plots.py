@@ -24,6 +24,7 @@ from matplotlib.figure import Figure
 from matplotlib.text import Annotation
 from matplotlib.transforms import Bbox
 
+from ..measure.uncertainty import gbps_range
 from ..model import ResultRecord
 from ..results.files import atomic_write_bytes
 from ..results.validate import record_chip
@@ -202,6 +203,11 @@ def plot_sweep(
             linewidth=1,
             label="past the knee (fitted)" if fit else "past the knee",
         )
+    ranged = [(r.workload.weight_bytes / MB, found) for r in records or [] if (found := gbps_range(r))]
+    if ranged:  # each size's 95% range (its repetitions' spread), as the tables show it
+        ax_bw.errorbar([m for m, _ in ranged], [g.gbps for _, g in ranged],
+                       yerr=[[g.gbps - g.low for _, g in ranged], [g.high - g.gbps for _, g in ranged]],
+                       fmt="none", ecolor=colour, elinewidth=1, capsize=2, label="95% range")
     if fit:
         ax_bw.axhline(
             analysis["bandwidth_gbps"],

@@ -59,3 +59,190 @@ def test_every_suite_takes_store_and_db(capsys, tmp_path):
 def _isolated_store(monkeypatch, tmp_path):
     """The default store lives in the test's own directory."""
     monkeypatch.setattr("anebench.results.store.default_db_path", lambda: tmp_path / "default.sqlite")
+
+
+# --- one way to show uncertainty -------------------------------------------------------------------
+
+MS = 1e-3
+
+
+def test_one_record_shows_one_range_in_run_compare_submit_report_and_plot(capsys, tmp_path):
+    from rich.console import Console
+
+    from anebench.cli.common import results_table
+    from anebench.measure.uncertainty import gbps_range
+    from anebench.report.escape import md_cell
+    from anebench.report.plots import bar_chart
+    from anebench.report.submission import issue_body
+    from anebench.report.tables import sections
+    from anebench.results.aggregate import aggregate
+    from anebench.results.files import save_records
+    from uncertainty_records import repeated_record
+
+    record = repeated_record([31.22 * MS, 31.68 * MS, 33.05 * MS])
+    found = gbps_range(record)
+    assert found is not None and found.low < record.gbps < found.high
+    cell, span = found.cell(), found.text()  # "33.17 [30.82-35.69]"
+    assert span.startswith("[") and "%" not in cell
+
+    console = Console(width=120, record=True)
+    console.print(results_table([record]))
+    assert span in console.export_text()  # run
+
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    save_records(a, [record])
+    save_records(b, [repeated_record([31.17 * MS, 32.66 * MS, 32.10 * MS])])
+    code, _, stderr = run_cli(capsys, "compare", str(a), str(b))
+    assert code == 0 and f"GB/s {cell}" in stderr  # compare
+
+    assert md_cell(cell) in issue_body([record], "s.json", anonymized=True)  # submit
+
+    agg = aggregate([record])
+    (matrix,) = [s for s in sections(agg) if s.title.startswith("Results:")]
+    assert matrix.rows[0][2] == cell  # report
+
+    figure = bar_chart(agg.rows, "t")  # plot: the error bar spans the same range
+    (container,) = figure.axes[0].containers[1:]
+    (segment,) = container.lines[2][0].get_segments()
+    assert segment[0][0] == pytest.approx(found.low) and segment[1][0] == pytest.approx(found.high)
+
+
+def test_a_report_cell_of_several_records_takes_the_spread_between_them():
+    """The issue's cell: contributors at 16.8, 28.5 and 35.7 GB/s read "28.49 +-8.7%" (one run's own
+    interval); their spread gives a range far wider, marked unreliable."""
+    from anebench.measure.uncertainty import spread_range
+    from anebench.results.aggregate import aggregate
+    from anebench.workloads import resolve_workload
+    from uncertainty_records import repeated_record
+
+    weight = resolve_workload("llama_lm_head").weight_bytes
+    records = [repeated_record([weight / (g * 1e9) * f for f in (0.99, 1.0, 1.01)], chip="Apple M4 Pro")
+               for g in (16.8, 28.5, 35.7)]
+    (row,) = aggregate(records).rows
+    expected = spread_range([r.gbps for r in records])
+    assert row.gbps_range == expected and row.gbps_range.unreliable
+    assert row.gbps_range.low < 16.8 and row.gbps_range.high > 35.7
+
+
+def test_a_wild_interval_never_overflows_nor_shows_a_percentage():
+    from anebench.measure.uncertainty import GbpsRange, spread_range
+    from anebench.model import between_run_interval
+
+    low, high = between_run_interval([1e-300, 1e300, 1.0], 1.0)  # exp() of this spread would overflow
+    assert 0 < low < 1 < high < float("inf")
+    wide = spread_range([0.001, 1000.0])
+    assert wide is not None and wide.unreliable and "%" not in wide.cell()
+    assert GbpsRange(10.0, 9.5, 10.4).text() == "[9.50-10.40]"  # within 10%: no mark
+    assert GbpsRange(10.0, 8.9, 10.4).text() == "[8.90-10.40] unreliable"
+
+
+# --- interleaved runs and honest comparisons --------------------------------------------------------
+
+
+def _interleaved(medians_s, position, group="g1", threads=None):
+    from anebench.model import Interleave
+    from uncertainty_records import repeated_record
+
+    record = repeated_record(medians_s, engine="numpy", device="cpu")
+    place = Interleave(group=group, position=position, configurations=2, label=f"config {position}",
+                       threads=threads)
+    reps = record.repetitions.model_copy(update={"interleave": place})
+    return record.model_copy(update={"repetitions": reps}).with_id()
+
+
+PHASES = [10 * MS, 13 * MS, 8 * MS]  # a shared machine's host phases: 30% apart round to round
+
+
+def test_interleaved_configurations_compare_paired_so_the_host_phases_cancel():
+    from anebench.measure.comparison import PAIRED_METHOD, compare_results
+
+    a = _interleaved(PHASES, 0)
+    slower = _interleaved([m * 1.05 for m in PHASES], 1)  # 5% slower in every round
+    paired = compare_results(a, slower)
+    assert paired.method == PAIRED_METHOD and paired.verdict == "b is slower"
+    assert paired.ratio == pytest.approx(1 / 1.05) and paired.high < 1
+    # the same figures as two separate runs: the phases swamp the 5% (no pairing possible)
+    unpaired = compare_results(_interleaved(PHASES, 0, "g1"),
+                               _interleaved([m * 1.05 for m in PHASES], 1, "g2"))
+    assert unpaired.method != PAIRED_METHOD and unpaired.verdict == "no significant difference"
+    itself = compare_results(a, _interleaved([m * f for m, f in zip(PHASES, (1.002, 0.999, 0.998))], 1))
+    assert itself.verdict == "no significant difference"
+
+
+def test_separate_runs_on_a_busy_machine_read_unreliable_not_significant():
+    from anebench.measure.comparison import compare_results
+    from anebench.model import HostState
+    from uncertainty_records import repeated_record
+
+    a = repeated_record([10 * MS, 10.01 * MS, 9.99 * MS])
+    b = repeated_record([12 * MS, 12.01 * MS, 11.99 * MS])
+    assert compare_results(a, b).verdict == "b is slower"  # quiet and in one state: significant
+    busy = b.model_copy(update={"host": b.host.model_copy(update={"state": HostState(load_average_1m=3.5,
+                                                                                     busy=True)})})
+    verdict = compare_results(a, busy)
+    assert verdict.verdict == "unreliable" and verdict.significant is None
+    assert any("busy machine" in n for n in verdict.notes)
+    other = HostState(governor="powersave")
+    a2 = a.model_copy(update={"host": a.host.model_copy(update={"state": HostState(governor="performance")})})
+    b2 = b.model_copy(update={"host": b.host.model_copy(update={"state": other})})
+    assert compare_results(a2, b2).verdict == "unreliable"
+
+
+def test_compare_of_one_interleaved_file_pairs_its_configurations(capsys, tmp_path):
+    from anebench.results.files import save_records
+
+    path = tmp_path / "il.json"
+    save_records(path, [_interleaved(PHASES, 0, threads=1),
+                        _interleaved([m / 1.3 for m in PHASES], 1, threads=2)])
+    code, stdout, stderr = run_cli(capsys, "compare", str(path), "--json")
+    assert code == 0, stderr
+    import json
+
+    (pair,) = json.loads(stdout)["pairs"]
+    assert pair["verdict"] == "b is faster" and pair["ratio"] == pytest.approx(1.3)
+    assert pair["method"].startswith("paired") and pair["b"]["configuration"] == "config 1"
+    assert pair["a"]["gbps_range"] and pair["a"]["warnings"] == []
+    plain = tmp_path / "plain.json"
+    from uncertainty_records import repeated_record
+
+    save_records(plain, [repeated_record(PHASES)])
+    code, _, stderr = run_cli(capsys, "compare", str(plain))
+    assert code == 2 and "holds none" in stderr and len(stderr.strip().splitlines()) == 1
+
+
+def test_run_interleave_alternates_the_configurations_round_by_round(capsys, tmp_path, monkeypatch):
+    """The real loop, with each call's configuration logged: A's repetition i, then B's, then round i+1."""
+    import anebench.orchestration.interleave as interleave
+
+    order = []
+    real = interleave.time_calls
+
+    def logged(prepared, size, *args):
+        order.append(id(prepared))
+        return real(prepared, size, *args)
+
+    monkeypatch.setattr(interleave, "time_calls", logged)
+    out = tmp_path / "r.json"
+    code, _, stderr = run_cli(capsys, "run", "--interleave", "-e", "numpy", "-w", "lm_head:64x256:fp32",
+                              "--interleave-threads", "1,2", "--runs", "9", "--warmup", "1",
+                              "--out", str(out))
+    assert code == 0, stderr
+    a, b = order[0], order[1]
+    assert a != b and order == [a, b] * 3
+    import json
+
+    records = json.loads(out.read_text())["results"]
+    places = [r["repetitions"]["interleave"] for r in records]
+    assert [p["threads"] for p in places] == [1, 2] and places[0]["group"] == places[1]["group"]
+    code, _, stderr = run_cli(capsys, "compare", str(out))
+    assert code == 0 and "paired over the 3 rounds" in stderr
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (("-e", "numpy"), "at least two configurations"),
+    (("-e", "numpy", "-e", "numpy", "--repetitions", "1"), "--interleave with --repetitions 1"),
+    (("-e", "numpy", "--interleave-threads", "1,x"), "--interleave-threads '1,x'"),
+])
+def test_interleave_refusals_are_one_line(capsys, argv, expected):
+    code, stdout, stderr = run_cli(capsys, "run", "--interleave", "-w", "lm_head:64x256:fp32", *argv)
+    assert code == 2 and stdout == "" and expected in stderr and len(stderr.strip().splitlines()) == 1

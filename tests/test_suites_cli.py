@@ -55,10 +55,10 @@ def test_sweep_fits_and_plots(capsys, tmp_path, monkeypatch):
     )
     assert code == 0, stderr
     records = document(stdout)
-    assert len(records) == 4 and [r["sweep"]["point"] for r in records] == [0, 1, 2, 3]
+    assert len(records) == 6 and [r["sweep"]["point"] for r in records] == list(range(6))
     for record in records:
         sweep = record["sweep"]
-        assert sweep["fit"]["points"] == 4 and sweep["fit"]["bandwidth_gbps"] == pytest.approx(10)
+        assert sweep["fit"]["points"] == 6 and sweep["fit"]["bandwidth_gbps"] == pytest.approx(10)
         assert (
             sweep["fit"]["overhead_s"] == pytest.approx(5e-6)
             and sweep["in_fit"]
@@ -91,7 +91,7 @@ def test_sweep_runs_on_torch_and_mlx(capsys, tmp_path):
     out = tmp_path / "sweep.json"
     code, _, stderr = run_cli(capsys, "sweep", "-e", "torch", "-e", "mlx", *SWEEP, *QUICK, "--out", str(out))
     records = json.loads(out.read_text())["results"]
-    assert {r["engine"]["name"] for r in records} == {"torch", "mlx"} and len(records) == 8
+    assert {r["engine"]["name"] for r in records} == {"torch", "mlx"} and len(records) == 12
     for engine in ("torch", "mlx"):
         sweep = next(r for r in records if r["engine"]["name"] == engine)["sweep"]
         if sweep["fit"] is not None:

@@ -87,7 +87,8 @@ def suite_options(runs, time_budget, warmup, suite, power) -> RunOptions:
     "--max-mb",
     type=MEBIBYTES,
     default=None,
-    help="Largest weight size, in MiB (2^20 bytes). Default 8x the device's cache, 1024 when unknown.",
+    help="Largest weight size, in MiB (2^20 bytes). Default 32x the device's cache (the fit's sizes span "
+    "8x past the knee), 1024 when unknown; at most a quarter of the free memory.",
 )
 @click.option("--points", type=click.IntRange(2, 1000), default=None, help="Sizes to measure (default 12).")
 @click.option(
@@ -135,6 +136,17 @@ def sweep(
         runs, time_budget, points = min(runs, 15), min(time_budget or 0.5, 0.5), points or 7
     def to_bytes(mb: float | None) -> int | None:
         return int(mb * MiB) if mb else None
+    if dry_run and tuple(engines) != ("coreml",):
+        for target in resolve_targets(engines, device):
+            plan = plan_sweep(target.engine, target.device, to_bytes(min_mb), to_bytes(max_mb), points or 12,
+                              -1 if cache_mb is None else to_bytes(cache_mb))
+            label = f"sweep {target.engine.name}:{target.device}"
+            click.echo(f"{label}: {len(plan.sizes)} sizes, " + ", ".join(f"{s / MiB:.3g}" for s in plan.sizes)
+                       + f" MiB; {runs} runs each over its repetitions, at most {time_budget} s of calls per "
+                       "size (plus warmups)")
+            for note in plan.notes:
+                click.echo(f"{label}: {note}")
+        return
     if dry_run:
         engine, device = coreml_only_target(engines, device, "sweep")
         for base in bases:

@@ -152,6 +152,12 @@ def concurrency_title(records: list[ResultRecord]) -> str:
     )
 
 
+def overhead_label(analysis: dict) -> str:
+    """The fitted overhead for a legend; a negative one (within error) is below resolution, no number."""
+    overhead = analysis.get("overhead_us")
+    return "overhead below resolution" if overhead is None else f"{overhead:.1f} µs"
+
+
 def plot_sweep(
     sizes_bytes: list[int],
     latencies_s: list[float],
@@ -238,7 +244,7 @@ def plot_sweep(
             "-",
             color="black",
             label=wrap(
-                f"fit: {analysis['overhead_us']:.1f} µs + bytes / {analysis['bandwidth_gbps']:.1f} "
+                f"fit: {overhead_label(analysis)} + bytes / {analysis['bandwidth_gbps']:.1f} "
                 f"GB/s (R² {fit['r_squared']:.4f})"
             ),
         )

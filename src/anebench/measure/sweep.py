@@ -30,7 +30,8 @@ FIT_GATES = (
     "overhead not negative beyond two standard errors; the fitted line agrees with the directly measured "
     f"GB/s of the {AGREEMENT_SIZES} largest sizes within their between-run intervals (at least "
     f"+-{AGREEMENT_FLOOR:.0%}), and none of them reads faster than the fitted bandwidth (impossible "
-    "with a non-negative overhead), so a line steeper or shallower than its own largest points is refused. Otherwise: 'fit failed: "
+    "with a non-negative overhead), so a line steeper or shallower than its own largest points is "
+    "refused. Otherwise: 'fit failed: "
     "<reason>', no bandwidth and no overhead. A negative overhead within two standard errors of zero is "
     f"reported as '{BELOW_RESOLUTION}', never as a number"
 )

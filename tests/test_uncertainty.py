@@ -246,3 +246,24 @@ def test_run_interleave_alternates_the_configurations_round_by_round(capsys, tmp
 def test_interleave_refusals_are_one_line(capsys, argv, expected):
     code, stdout, stderr = run_cli(capsys, "run", "--interleave", "-w", "lm_head:64x256:fp32", *argv)
     assert code == 2 and stdout == "" and expected in stderr and len(stderr.strip().splitlines()) == 1
+
+
+# --- one exit-code policy for a suite whose analysis fails ------------------------------------------
+
+
+def test_a_failed_sweep_fit_exits_3_with_its_records_saved(capsys, tmp_path, monkeypatch):
+    """Every suite: records saved (and stored with --store), 'analysis failed: <why>', exit 3."""
+    import json
+
+    from test_suites_cli import scripted_sweep
+
+    scripted_sweep(monkeypatch, overhead_s=1e-2, bytes_per_s=-1e12)  # latency falls with size
+    out, db = tmp_path / "s.json", tmp_path / "db.sqlite"
+    code, _, stderr = run_cli(capsys, "sweep", "-e", "numpy", "-w", "lm_head:256x8:fp32", "--min-mb", "1",
+                              "--max-mb", "8", "--points", "4", "--cache-mb", "0.25", "--runs", "3",
+                              "--warmup", "1", "--time-budget", "0.2", "--out", str(out), "--store", "--db",
+                              str(db))
+    assert code == 3 and "analysis failed: sweep fit failed" in stderr
+    assert len(json.loads(out.read_text())["results"]) == 6
+    with open_store(db, create=False, readonly=True) as store:
+        assert len(store.records()) == 6

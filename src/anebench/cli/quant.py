@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from ..errors import AnalysisFailed
+from ..measure.quant import INCONCLUSIVE
 from ..orchestration.suites.coreml_plan import CORE_ML
 from ..report.suite_terminal import capability_table
 from .common import check_out_path, measuring_options, resolve_workloads
@@ -77,6 +79,10 @@ def quant(
         say(f"{target.engine.name}:{target.device}: {result.inference.inference}")
     if results:
         say(f"rule: {results[0][1].inference.rule}")
+    failed = [f"{t.engine.name}:{t.device}: {res.inference.inference}" for t, res in results
+              if INCONCLUSIVE in res.inference.inference]
+    if failed:  # the records are saved; the rule could not tell what is streamed
+        raise AnalysisFailed("no streaming inference: " + "; ".join(failed))
 
 
 def register(app: click.Group) -> None:

@@ -10,11 +10,12 @@ the records, so the store renders the same ones), and writes its plots beside th
 from __future__ import annotations
 
 import functools
+from dataclasses import replace as dc_replace
 from pathlib import Path
 
 import click
 
-from ..errors import MeasurementError, UserError
+from ..errors import AnalysisFailed, UserError
 from ..measure.sweep import MiB
 from ..model import ResultRecord
 from ..orchestration.session import RunOptions
@@ -210,7 +211,7 @@ def sweep(
         )
     failed = [f"{t.engine.name}:{t.device}: {res.error}" for t, _, res in results if res.error]
     if failed:  # the records are saved; the fit could not be made from them
-        raise MeasurementError("sweep fit failed: " + "; ".join(failed))
+        raise AnalysisFailed("sweep fit failed: " + "; ".join(failed))
 
 
 @click.command()
@@ -247,12 +248,29 @@ def roofline(
     """Batch sweep of the same weights: the ridge, achieved FLOP/s and bytes/FLOP, as a roofline.
     Core ML: tokens per predict of token-batched bundles (1, 2, 4, ... --max-tokens)."""
     from ..measure.roofline import RIDGE_GATES, RIDGE_RULE
-    from ..orchestration.suites.roofline import run_roofline
+    from ..orchestration.suites.roofline import FirstLook, run_roofline
     from ..orchestration.suites.tokens import alignment_note, plan_token_roofline, run_token_roofline
     from ..report.suite_plots import plot_roofline
 
     fmt = output_format(as_json, fmt, out, no_save)
+    ctx = click.get_current_context()
+    given = {name for name in ("max_batch", "time_budget")
+             if ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT}
+    cpu = tuple(engines) != ("coreml",) and all(t.device == "cpu" for t in resolve_targets(engines, device))
+    first_look = FirstLook() if cpu and not workloads else None
+    if first_look is not None:  # the CPU default: under a minute (the full head took 5.5 min, 4 GB)
+        workloads = (first_look.workload,)
+        max_batch = max_batch if "max_batch" in given else first_look.max_batch
+        time_budget = time_budget if "time_budget" in given else first_look.budget_s
     bases = resolve_workloads(workloads)
+    if dry_run and tuple(engines) != ("coreml",):
+        for target in resolve_targets(engines, device):
+            label = f"roofline {target.engine.name}:{target.device}"
+            click.echo(f"{label}: " + (first_look.describe() if first_look else
+                                       f"{', '.join(b.name for b in bases)}, batches 1-{max_batch} doubling "
+                                       f"(stopping once clearly compute-bound), at most {time_budget:g} s of "
+                                       "calls per batch"))
+        return
     if dry_run:
         engine, device = coreml_only_target(engines, device, "roofline")
         for base in bases:
@@ -261,6 +279,8 @@ def roofline(
     targets = measuring_targets(engines, device, "roofline")
     check_out_path(out)
     options = suite_options(runs, time_budget, warmup, "roofline", power)
+    if first_look is not None and warmup is None:
+        options = dc_replace(options, warmup=dc_replace(options.warmup, max_seconds=first_look.warmup_s))
     results = []
     with progress() as factory:
         for target in targets:
@@ -289,7 +309,7 @@ def roofline(
             if a.model_ridge_batch
             else ""
         )
-        ridge = f"ridge at batch {a.ridge_batch}" if a.ridge_batch else f"ridge failed: {a.ridge_error}"
+        ridge = f"ridge at batch {a.ridge_batch}" if a.ridge_batch else f"ridge not found: {a.ridge_error}"
         say(
             f"{target.engine.name}:{target.device} {base.name}: {ridge}"
             f"{model}; peak {a.peak_flop_per_s / 1e12:.4g} TFLOP/s; batch-1 {a.memory_gbps:.3g} GB/s"
@@ -304,6 +324,10 @@ def roofline(
             a.as_dict(),
             title,
         )
+    failed = [f"{t.engine.name}:{t.device} {b.name}: {res.analysis.ridge_error}" for t, b, res in results
+              if res.analysis.ridge_error]
+    if failed:  # the records and plots are saved; no ridge could be placed from them
+        raise AnalysisFailed("ridge not found: " + "; ".join(failed))
 
 
 @click.command()
@@ -464,6 +488,11 @@ def compute(
                     workload = with_dtype(base, dtype).with_batch(batch)
                     records.append(run_compute(target.engine, target.device, workload, options, factory))
     finish(records, "compute", out, no_save, fmt)
+    failed = [f"{r.engine.name}:{r.engine.device} {r.workload.name}: not compute-bound ({r.compute.rule}, "
+              f"grew {r.compute.growth_from_half:.2f}x)"
+              for r in records if r.compute and not r.compute.compute_bound]
+    if failed:  # the records are saved; their FLOP/s is not a peak
+        raise AnalysisFailed("no compute peak: " + "; ".join(failed) + "; raise --batch")
 
 
 @click.command()
@@ -579,6 +608,11 @@ def concurrent(
             result.analysis.as_dict(),
             title,
         )
+    failed = [f"{t.engine.name}:{t.device} {b.name}: verdict inconclusive (scaling "
+              f"{res.analysis.verdict.scaling:.2f}; {res.analysis.verdict.rule})"
+              for t, b, res in results if res.analysis.verdict.verdict == "inconclusive"]
+    if failed:  # the records and plots are saved; the rule could not decide
+        raise AnalysisFailed("no concurrency verdict: " + "; ".join(failed))
 
 
 def load_saved_sweep(path: Path) -> list[ResultRecord]:

@@ -309,7 +309,7 @@ def plot_roofline(
     legend_outside(ax_lat)
     failed = analysis.get("ridge_error")
     fig.suptitle(
-        plain(title, 160) + ("\n" + textwrap.fill(f"ridge failed: {failed}", 110) if failed else ""),
+        plain(title, 160) + ("\n" + textwrap.fill(f"ridge not found: {failed}", 110) if failed else ""),
         fontsize=10,
     )
     freeze_layout(fig)

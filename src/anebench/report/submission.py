@@ -68,6 +68,7 @@ COMMON_WORDS = {
     "fp32",
     "bf16",
     "coreml",
+    "coreai",
     "numpy",
     "torch",
     "mlx",

@@ -125,7 +125,7 @@ def test_a_token_roofline_shows_its_tokens_and_keeps_its_ridge_in_every_format(f
         assert group["figures"]["ridge_batch"] == 4 and group["result"].startswith("ridge at 4 tokens")
         assert [p["tokens"] for p in group["points"]] == [1, 2, 4, 8, 16]
         return
-    assert "ridge at 4 tokens" in text  # the rule's own text names 'ridge not found: <reason>'; no result does
+    assert "ridge at 4 tokens" in text  # the rule names 'ridge not found: <reason>'; no result does
     for count in (2, 4, 8, 16):
         assert f"{count} tokens" in text
 

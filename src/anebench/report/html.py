@@ -56,7 +56,7 @@ nav.toc{position:sticky;top:12px;max-height:calc(100vh - 24px);overflow-y:auto;m
 @media (max-width:600px){body{font-size:14px}.page{padding:8px}}
 """
 NUMERIC = {
-    "GB/s (median ± between-run)",
+    "GB/s [95% range]",
     "contributors",
     "latency ms (median)",
     "utilisation",

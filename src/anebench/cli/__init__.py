@@ -18,8 +18,18 @@ from .boundary import describe, safe_streams, silence_stdout
 from .common import NORMAL, QUIET, SAVED_SO_FAR, VERBOSE, err_console, flush_warnings, interrupted_line
 
 
+class ClosedOutput(Exception):
+    """stdout or stderr was closed (a BrokenPipeError), carried past click, which would exit silently."""
+
+
 class Commands(click.Group):
     """`anebench --help` lists each command with its whole first sentence, wrapped, never cut."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError as exc:
+            raise ClosedOutput() from exc
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = []
@@ -140,9 +150,9 @@ def _main(argv: list[str] | None) -> None:
     try:
         _run(argv)
         sys.stdout.flush()  # a closed pipe or a full disk under stdout shows here, not in Python's exit
-    except BrokenPipeError as exc:
+    except (BrokenPipeError, ClosedOutput):
         silence_stdout()
-        _fail(describe(exc)[0], 1)
+        _fail(describe(BrokenPipeError())[0], 1)
     except KeyboardInterrupt:
         _ignore_interrupts()
         try:

@@ -107,10 +107,18 @@ def describe_os_error(exc: OSError) -> str:
     if cwd_missing():
         return "the current directory no longer exists (deleted while in use): cd to an existing folder"
     paths = [str(p) for p in (exc.filename, exc.filename2) if p is not None]
+    if not paths and _from_a_stream_write(exc):
+        paths = ["writing the output (stdout or stderr)"]
     reason = exc.strerror or str(exc) or type(exc).__name__
     where = f"{' -> '.join(paths)}: " if paths else ""
     hint = _HINTS.get(exc.errno or 0)
     return f"{where}{reason}" + (f"; {hint}" if hint else "")
+
+
+def _from_a_stream_write(exc: OSError) -> bool:
+    """The error came from writing a console or stream (stdout redirected to a full disk), not a file."""
+    frames = traceback.extract_tb(exc.__traceback__) if exc.__traceback__ else []
+    return bool(frames) and frames[-1].name in ("write", "flush", "_write_buffer", "_check_buffer")
 
 
 def describe(exc: BaseException) -> tuple[str, int]:

@@ -159,13 +159,13 @@ def add_input(path: Path) -> None:
 
 
 def protected_paths() -> list[tuple[Path, str]]:
-    """The command's inputs and, with --store, the results store: never an output."""
-    protected = [(p, "an input of this command") for p in _meta("inputs", []) or []]
-    if _meta("store"):
-        from ..results.store import default_db_path
+    """The command's inputs, the default results store and any --db: never an output (the output policy
+    also refuses their SQLite side files and any other SQLite database)."""
+    from ..results.store import default_db_path
 
-        db = _meta("db") or default_db_path()
-        protected.append((Path(db), "the results store (--db)"))
+    protected = [(p, "an input of this command") for p in _meta("inputs", []) or []]
+    stores = [Path(db) for db in (_meta("db"), default_db_path()) if db]
+    protected += [(db, "the results store (--db)" if _meta("store") else "a results store") for db in stores]
     return protected
 
 
@@ -281,9 +281,8 @@ def announce_workloads(workloads: list[Workload]) -> None:
     """A checkpoint's tensor file is an input of the command, and the user is told which real weights
     are measured (e.g. the tensor chosen)."""
     for workload in workloads:
-        entry = getattr(workload.source, "entry", None)
-        if entry is not None:
-            add_input(entry.path)
+        for path in getattr(workload.source, "inputs", ()) or ():  # shards, index, config: all inputs
+            add_input(path)
         if workload.source is not None:
             say(clean_text(f"{workload.name}: {workload.note}"))
 

@@ -5,6 +5,8 @@
   (a link to a device or a directory is refused like the device or directory itself).
 - A read-only file is replaced only with ``force``.
 - A target that is one of the command's own inputs, or the open results store, is refused.
+- An SQLite database (a results store anywhere) and the side files of a protected one (``-journal``,
+  ``-wal``, ``-shm``: SQLite deletes or replays them) are refused, ``force`` or not.
 - Default names never replace anything: the file is linked into place only if the name is free.
 
 Every refusal is a ``UserError``: one line naming the option and the path, exit code 2.
@@ -49,13 +51,44 @@ def same_file(a: Path, b: Path) -> bool:
         return False
 
 
+SQLITE_MAGIC = b"SQLite format 3\x00"
+SQLITE_SIDE_FILES = ("-journal", "-wal", "-shm")
+
+
+def _is_sqlite(path: Path) -> bool:
+    try:
+        with open(path, "rb", opener=lambda p, f: os.open(p, f | os.O_NONBLOCK)) as handle:
+            return handle.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
+    except OSError:
+        return False
+
+
+def _sqlite_side_file_of(path: Path) -> Path | None:
+    """The database a name like ``x.db-journal`` belongs to, when that database exists."""
+    for suffix in SQLITE_SIDE_FILES:
+        if path.name.endswith(suffix) and len(path.name) > len(suffix):
+            database = path.with_name(path.name[: -len(suffix)])
+            if _is_sqlite(database):
+                return database
+    return None
+
+
 def check_target(path: Path, what: str = "--out", force: bool = False, protected: Protected = (),
                  need_parent: bool = True) -> Path:
     """The path to write for ``path`` under the policy (a symlink resolved), or a UserError."""
     path = Path(path)
     for other, label in protected:
-        if same_file(path, Path(other)):
+        other = Path(other)
+        if same_file(path, other):
             raise UserError(f"{what} {path}: is {label}; writing there would destroy it")
+        for suffix in SQLITE_SIDE_FILES:
+            if same_file(path, other.with_name(other.name + suffix)):
+                raise UserError(f"{what} {path}: is SQLite's {suffix[1:]} file of {label} {other}; "
+                                "SQLite would delete or replay it")
+    database = _sqlite_side_file_of(path)
+    if database is not None:
+        raise UserError(f"{what} {path}: is the side file of the SQLite database {database}; "
+                        "SQLite would delete or replay it; give another name")
     target = path
     try:
         link = os.lstat(path)
@@ -75,6 +108,9 @@ def check_target(path: Path, what: str = "--out", force: bool = False, protected
         if why:
             raise UserError(f"{what} {path}: {why}")
         # Mode bits, not os.access: as root, access() says every file is writable.
+        if stat.S_ISREG(info.st_mode) and _is_sqlite(target):
+            raise UserError(f"{what} {path}: is an SQLite database (a results store?); writing there would "
+                            "destroy it; give another name")
         if not force and (info.st_mode & 0o222 == 0 or not os.access(target, os.W_OK)):
             raise UserError(f"{what} {path}: is read-only; give --force to replace it")
     if need_parent and not target.parent.is_dir():

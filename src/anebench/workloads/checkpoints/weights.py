@@ -7,6 +7,7 @@ which is exact (bf16 is the top half of an fp32), because numpy has no bf16 type
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from functools import cached_property
 from typing import Any
 
@@ -50,6 +51,7 @@ class CheckpointWeights:
         self.reason = reason
         self.revision = revision
         self.use_hash_cache = use_hash_cache
+        self.inputs: list[Path] = [entry.path]  # every file of the checkpoint (set by checkpoint_workload)
 
     @property
     def dtype(self) -> str:

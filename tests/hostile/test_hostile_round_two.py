@@ -1,0 +1,180 @@
+"""Round two of the hostile review (shared/reviews/hostile.md): one test per failure class. Each asserts
+the exit code, one line, no traceback and that nothing measured or owned by the user is lost."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from checkpoint_builders import sharded_model, single_file_model, weights
+from clitools import run_cli
+from conftest import digest, one_line_error
+
+SMALL = ("--engine", "numpy", "--workload", "lm_head:256x4096:fp32", "--runs", "5", "--warmup", "0")
+SRC = os.environ.get("ANEBENCH_TEST_SRC") or str(Path(__file__).resolve().parents[2] / "src")
+
+
+def cli(args: list[str], cwd: Path, env: dict | None = None, stdin=None, **kw) -> subprocess.CompletedProcess:
+    """The real entry point in a child process (the scenarios need a real stdout, cwd or encoding)."""
+    full = {**os.environ, "PYTHONPATH": SRC, **(env or {})}
+    return subprocess.run([sys.executable, "-m", "anebench", *args], cwd=cwd, env=full, capture_output=True,
+                          text=True, timeout=180, stdin=stdin, **kw)
+
+
+def no_traceback(stderr: str) -> None:
+    assert "Traceback" not in stderr and "Exception ignored" not in stderr, stderr
+
+
+# -- class: the workload's own files, the store and SQLite's side files are inputs of the output policy --
+
+@pytest.mark.parametrize("victim", ["config.json", "model.safetensors.index.json", "other-shard"])
+def test_a_checkpoints_own_files_are_refused_as_out(victim, tmp_path, capsys):
+    model = sharded_model(
+        tmp_path / "ckpt",
+        [{"lm_head.weight": weights(256, 64)}, {"model.embed_tokens.weight": weights(256, 64)}],
+    )
+    shards = sorted(model.glob("*.safetensors"))
+    target = shards[1] if victim == "other-shard" else model / victim
+    before = {p.name: digest(p) for p in model.iterdir()}
+    code, _, err = run_cli(capsys, "run", "--engine", "numpy", "-w", f"hf:{model}:lm_head.weight",
+                           "--runs", "5", "--warmup", "0", "--out", str(target))
+    assert code == 2
+    one_line_error(err, "is an input of this command")
+    assert {p.name: digest(p) for p in model.iterdir()} == before
+
+
+def test_the_default_store_a_stores_side_file_and_any_sqlite_file_are_refused(tmp_path, capsys):
+    from anebench.results.store import default_db_path
+
+    code, _, err = run_cli(capsys, "ingest", "--published")
+    assert code == 0, err
+    store = default_db_path()
+    before = digest(store)
+    for target, phrase in (
+        (store, "results store"),  # without --store: the default store is still the store
+        (Path(f"{store}-journal"), "journal file"),
+        (Path(f"{store}-wal"), "wal file"),
+    ):
+        code, _, err = run_cli(capsys, "run", *SMALL, "--out", str(target))
+        assert code == 2, target
+        one_line_error(err, phrase)
+    other = tmp_path / "elsewhere.db"
+    sqlite3.connect(other).execute("create table t (x)").connection.commit()
+    code, _, err = run_cli(capsys, "run", *SMALL, "--out", str(other), "--force")
+    assert code == 2
+    one_line_error(err, "is an SQLite database")
+    code, _, err = run_cli(capsys, "run", *SMALL, "--out", f"{other}-journal")
+    assert code == 2
+    one_line_error(err, "side file of the SQLite database")
+    assert digest(store) == before and sqlite3.connect(other).execute("select * from t").fetchall() == []
+
+
+# -- class: the error boundary (full disk, read-only folder, deleted cwd, encoding, closed pipe, bugs) --
+
+def test_a_closed_stdout_keeps_the_measurement_and_says_so(tmp_path):
+    out = tmp_path / "bp.json"
+    proc = subprocess.Popen([sys.executable, "-m", "anebench", "run", *SMALL, "--out", str(out)],
+                            cwd=tmp_path, env={**os.environ, "PYTHONPATH": SRC}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    proc.stdout.close()  # `| head -c 0`
+    err = proc.stderr.read()
+    code = proc.wait(timeout=180)
+    assert code == 1
+    no_traceback(err)
+    assert json.loads(out.read_text())["results"][0]["engine"]["name"] == "numpy"  # saved before printing
+    assert err.strip().splitlines()[-1].startswith("error:") and "closed" in err
+
+
+def test_an_ascii_only_output_gets_ascii_fallbacks(tmp_path):
+    result = cli(["run", *SMALL, "--no-save"], tmp_path, env={"PYTHONIOENCODING": "ascii", "LANG": "C"})
+    assert result.returncode == 0, result.stderr
+    no_traceback(result.stderr)
+    assert "median us" in result.stdout or "median ms" in result.stdout
+    assert "+/-" in result.stdout + result.stderr
+    report = cli(["report", "--format", "md", "--db", str(tmp_path / "s.db")], tmp_path,
+                 env={"PYTHONIOENCODING": "ascii"})
+    no_traceback(report.stderr)
+
+
+def test_a_deleted_working_directory_is_named_and_the_records_kept(tmp_path):
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    data = tmp_path / "data"
+    script = (
+        "import os, sys, runpy; os.chdir(sys.argv[1]); os.rmdir(sys.argv[1]); "
+        "sys.argv = ['anebench', *sys.argv[2:]]; runpy.run_module('anebench', run_name='__main__')"
+    )
+    result = subprocess.run([sys.executable, "-c", script, str(gone), "run", *SMALL], capture_output=True,
+                            text=True, timeout=180,
+                            env={**os.environ, "PYTHONPATH": SRC, "XDG_DATA_HOME": str(data)})
+    no_traceback(result.stderr)
+    assert result.returncode == 2
+    line = one_line_error(result.stderr, "no longer exists", "kept in")
+    kept = Path(line.split("kept in ")[1].split()[0].rstrip(";"))
+    assert json.loads(kept.read_text())["results"]
+
+
+def test_a_read_only_output_folder_fails_in_one_line_for_every_writer(tmp_path):
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    db = tmp_path / "s.db"
+    assert cli(["ingest", "--published", "--db", str(db)], tmp_path).returncode == 0
+    drop = ["setpriv", "--inh-caps=-all", "--bounding-set=-all"] if os.geteuid() == 0 else []
+    if drop and subprocess.run(["setpriv", "--help"], capture_output=True).returncode != 0:
+        pytest.skip(reason="needs setpriv to drop root's capabilities")
+    folder.chmod(0o555)
+    try:
+        commands = (
+            ["report", "--db", str(db), "--format", "md", "--out", str(folder / "r.md")],
+            ["report", "--db", str(db), "--format", "html", "--out", str(folder / "r.html")],
+        )
+        for args in commands:
+            result = subprocess.run([*drop, sys.executable, "-m", "anebench", *args], capture_output=True,
+                                    text=True, timeout=180, cwd=tmp_path,
+                                    env={**os.environ, "PYTHONPATH": SRC})
+            assert result.returncode == 2, (args, result.stderr)
+            no_traceback(result.stderr)
+            one_line_error(result.stderr, str(folder))
+    finally:
+        folder.chmod(0o755)
+    assert not list(folder.iterdir())
+
+
+def test_an_unexpected_error_is_one_line_and_debug_shows_the_traceback(tmp_path, capsys, monkeypatch):
+    import anebench.cli.run as run_module
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("engine exploded\nsecond line")
+
+    monkeypatch.setattr(run_module, "run_campaign", broken)
+    code, _, err = run_cli(capsys, "run", *SMALL, "--no-save")
+    assert code == 1
+    line = one_line_error(err, "unexpected RuntimeError", "engine exploded", "--debug")
+    assert "second line" in line
+    code, _, err = run_cli(capsys, "--debug", "run", *SMALL, "--no-save")
+    assert code == 1 and "Traceback" in err
+
+
+def test_memory_and_disk_errors_from_the_library_are_one_line(tmp_path, capsys, monkeypatch):
+    import errno
+
+    import anebench.cli.run as run_module
+
+    for exc, phrase in (
+        (MemoryError(), "out of memory"),
+        (OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "x")), "the disk is full"),
+        (PermissionError(errno.EACCES, "Permission denied", str(tmp_path / "y")), str(tmp_path / "y")),
+    ):
+        def raising(*args, _exc=exc, **kwargs):
+            raise _exc
+
+        monkeypatch.setattr(run_module, "run_campaign", raising)
+        code, _, err = run_cli(capsys, "run", *SMALL, "--no-save")
+        assert code == 2, err
+        one_line_error(err, phrase)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from checkpoint_builders import sharded_model, single_file_model, weights
+from checkpoint_builders import sharded_model, weights
 from clitools import run_cli
 from conftest import digest, one_line_error
 
@@ -178,3 +178,52 @@ def test_memory_and_disk_errors_from_the_library_are_one_line(tmp_path, capsys, 
         code, _, err = run_cli(capsys, "run", *SMALL, "--no-save")
         assert code == 2, err
         one_line_error(err, phrase)
+
+
+# -- class: no orphans: SIGKILL of the parent leaves no process of the run --
+
+def _group(pgid: int) -> list[int]:
+    import psutil
+
+    alive = []
+    for proc in psutil.process_iter(["pid", "status"]):
+        try:
+            if os.getpgid(proc.pid) == pgid and proc.info["status"] != psutil.STATUS_ZOMBIE:
+                alive.append(proc.pid)
+        except (ProcessLookupError, psutil.Error):
+            continue
+    return alive
+
+
+@pytest.mark.parametrize("args", [
+    ["run", "--keep-awake"],
+    ["concurrent", "--processes", "--copies", "2"],
+    ["run", "--fresh-processes", "--repetitions", "3"],
+], ids=["keep-awake", "concurrent-processes", "fresh-processes"])
+def test_sigkill_of_the_parent_leaves_no_process_of_the_run(args, tmp_path):
+    import signal
+    import time
+
+    import psutil
+
+    command = [sys.executable, "-m", "anebench", *args, "-e", "numpy", "-w", "lm_head:256x4096:fp32",
+               "--runs", "1000000", "--time-budget", "60", "--warmup", "1", "--no-save"]
+    proc = subprocess.Popen(command, cwd=tmp_path, env={**os.environ, "PYTHONPATH": SRC},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:  # until the children (spinner, copies, worker) run
+            children = psutil.Process(proc.pid).children(recursive=True)
+            if len([c for c in children if "resource_tracker" not in " ".join(c.cmdline())]) >= 1:
+                break
+            time.sleep(0.2)
+        else:
+            pytest.fail("the run started no child process")
+        time.sleep(2)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+        time.sleep(5)
+        assert _group(proc.pid) == []
+    finally:
+        for pid in _group(proc.pid):
+            os.kill(pid, signal.SIGKILL)

@@ -7,8 +7,8 @@ which is exact (bf16 is the top half of an fp32), because numpy has no bf16 type
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from functools import cached_property
+from pathlib import Path
 from typing import Any
 
 import numpy as np

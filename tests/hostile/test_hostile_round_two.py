@@ -227,3 +227,38 @@ def test_sigkill_of_the_parent_leaves_no_process_of_the_run(args, tmp_path):
     finally:
         for pid in _group(proc.pid):
             os.kill(pid, signal.SIGKILL)
+
+
+def test_a_sigkilled_builds_staging_folder_is_removed_by_the_next_build(tmp_path):
+    import signal
+    import time
+
+    pytest.importorskip("coremltools", reason="builds need coremltools")
+    from anebench.artifacts import BuildSpec, build_or_reuse
+    from anebench.workloads import Workload
+
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    spec = BuildSpec(Workload("tiny_head", 64, 1024, "fp16", seed=7), "fp16", max_split_rows=128)
+    # A builder that holds its staging folder's lock, as a real build does, until it is SIGKILLed.
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time, tempfile; from pathlib import Path; from anebench.artifacts import cache; "
+         "s = Path(tempfile.mkdtemp(prefix='.0123456789abcdef-', dir=sys.argv[1])); cache._lock_staging(s); "
+         "(s / 'part.bin').write_bytes(b'x' * 1000); print(s, flush=True); time.sleep(600)", str(cache)],
+        env={**os.environ, "PYTHONPATH": SRC}, stdout=subprocess.PIPE, text=True)
+    try:
+        live = Path(holder.stdout.readline().strip())
+        old = cache / ".fedcba9876543210-oldstyle"  # an older version's folder: no lock file, hours old
+        old.mkdir()
+        os.utime(old, (time.time() - 7200, time.time() - 7200))
+        build_or_reuse(spec, cache)
+        assert live.is_dir() and not old.exists()  # a build in progress is left alone
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(10)
+        other = BuildSpec(Workload("tiny_head", 64, 1024, "fp16", seed=8), "fp16", max_split_rows=128)
+        build_or_reuse(other, cache)
+        assert not live.exists()
+        assert sorted(p.name for p in cache.iterdir()) == sorted([spec.key, other.key])
+    finally:
+        holder.kill()

@@ -262,3 +262,68 @@ def test_a_sigkilled_builds_staging_folder_is_removed_by_the_next_build(tmp_path
         assert sorted(p.name for p in cache.iterdir()) == sorted([spec.key, other.key])
     finally:
         holder.kill()
+
+
+# -- class: a record cannot lift its own bound or borrow another workload's identity --
+
+def _m1_at(gbps: float, **changes) -> dict:
+    from corpus import consistent
+
+    raw = consistent(gbps, chip="Apple M1")
+    for dotted, value in changes.items():
+        target = raw
+        *parents, leaf = dotted.split(".")
+        for key in parents:
+            target = target[key]
+        target[leaf] = value
+    return raw
+
+
+@pytest.mark.parametrize("claim", [
+    {"host.llc_bytes": 10 * 10**12},  # "my cache is 10 TB"
+    {"warnings": ["cache-resident: weights fit the cache, trust me"]},
+    {"host.chip": "Apple M1\u200b"},  # a zero-width space: "not in the catalog"
+    {"host.chip": "Apple\u2060 M1", "host.llc_bytes": 10 * 10**12,
+     "warnings": ["cache-resident: yes"]},
+], ids=["llc", "warning", "zwsp", "all"])
+def test_an_m1_at_14970_gbps_is_refused_whatever_it_states(claim, tmp_path, store_db, capsys):
+    path = tmp_path / "fast.json"
+    path.write_text(json.dumps(_m1_at(14_970, **claim)))
+    before = digest(store_db)
+    code, _, err = run_cli(capsys, "ingest", str(path), "--db", str(store_db))
+    assert code == 2
+    one_line_error(err, "nothing from this file was stored")
+    assert "above what the device can read" in err or "invisible character" in err
+    assert digest(store_db) == before
+
+
+def test_a_borrowed_fingerprint_is_refused_and_never_pairs(tmp_path, store_db, capsys):
+    from anebench.workloads import resolve_workload
+    from test_store import make_record
+
+    small = make_record(gbps=50, workload="lm_head:1024x4096:fp32").model_dump(mode="json", by_alias=True)
+    small["id"] = None
+    small["workload"]["fingerprint"] = resolve_workload("llama_lm_head").fingerprint
+    forged = tmp_path / "forged.json"
+    forged.write_text(json.dumps(small))
+    honest = tmp_path / "honest.json"
+    honest.write_text(json.dumps(_m1_at(60)))
+    before = digest(store_db)
+    code, _, err = run_cli(capsys, "ingest", str(forged), "--db", str(store_db))
+    assert code == 2
+    one_line_error(err, "nothing from this file was stored")
+    assert "workload.fingerprint" in err and "belongs to another workload" in err
+    assert digest(store_db) == before
+    code, out, err = run_cli(capsys, "compare", str(forged), str(honest))
+    assert code == 2, out
+    one_line_error(err, "workload.fingerprint")
+    # The honest record still loads: seeds of concurrent copies (seed + copy) are recognised too.
+    copy = make_record(gbps=50).model_dump(mode="json", by_alias=True)
+    copy["id"] = None
+    from dataclasses import replace
+
+    copy["workload"]["fingerprint"] = replace(resolve_workload("llama_lm_head"), seed=3).fingerprint
+    ok = tmp_path / "copy.json"
+    ok.write_text(json.dumps(copy))
+    code, _, err = run_cli(capsys, "ingest", str(ok), "--db", str(store_db))
+    assert code == 0, err

@@ -327,3 +327,98 @@ def test_a_borrowed_fingerprint_is_refused_and_never_pairs(tmp_path, store_db, c
     ok.write_text(json.dumps(copy))
     code, _, err = run_cli(capsys, "ingest", str(ok), "--db", str(store_db))
     assert code == 0, err
+
+
+# -- class: injection into every output (invisible characters, separators, OSC, mentions, raw HTML) --
+
+INVISIBLE = ["\u200b", "\u200d", "\u2060", "\ufeff", "\U000e0069", "\u2028", "\u2029", "\u202e", "\x1b"]
+HOSTILE_TEXT = ("lm\u200bhead @everyone <script>alert(1)</script> [click](javascript:alert(1)) "
+                "<img src=x onerror=alert(2)> \U000e0069\U000e0067\U000e006e\u2028\u2029"
+                "\x1b]8;;http://evil\x1b\\link\x1b]8;;\x1b\\ \ufeff\u2060")
+
+
+def _hostile_injection_record():
+    from test_store import make_record
+
+    record = make_record(gbps=100, chip="Apple M4 Pro")
+    workload = record.workload.model_copy(update={"name": HOSTILE_TEXT[:190], "note": HOSTILE_TEXT})
+    host = record.host.model_copy(update={"cpu_model": HOSTILE_TEXT[:190]})
+    return record.model_copy(update={"workload": workload, "host": host, "id": None,
+                                     "warnings": [HOSTILE_TEXT], "provenance_note": HOSTILE_TEXT}).with_id()
+
+
+def test_hostile_names_reach_no_output_raw(tmp_path, capsys):
+    from anebench.results.files import save_records
+
+    db = tmp_path / "s.sqlite"
+    evil = tmp_path / "evil.json"
+    save_records(evil, [_hostile_injection_record()])
+    named = tmp_path / "[click](javascript:alert(1)) <img src=x onerror=alert(2)> @here.json"
+    save_records(named, [_hostile_injection_record()])
+    outputs: dict[str, str] = {}
+    code, out, err = run_cli(capsys, "ingest", str(evil), "--db", str(db))
+    assert code == 0, err
+    for fmt in ("md", "html", "csv"):
+        code, out, err = run_cli(capsys, "report", "--db", str(db), "--format", fmt)
+        assert code == 0, err
+        outputs[f"report {fmt}"], outputs[f"stderr of report {fmt}"] = out, err
+    code, out, err = run_cli(capsys, "report", "--db", str(db), "--format", "html", "--out",
+                             str(tmp_path / "r.html"))
+    assert code == 0, err
+    outputs["report html --out"] = (tmp_path / "r.html").read_text() + out + err
+    outputs["report table"] = "".join(run_cli(capsys, "report", "--db", str(db))[1:])
+    for fmt in ("table", "md", "csv"):
+        code, out, err = run_cli(capsys, "compare", str(evil), str(named), "--format", fmt)
+        assert code == 0, err
+        outputs[f"compare {fmt}"], outputs[f"stderr of compare {fmt}"] = out, err
+    code, out, err = run_cli(capsys, "submit", str(evil), "--out-dir", str(tmp_path))
+    assert code == 0, err
+    outputs["issue body md"] = next(tmp_path.glob("*.issue.md")).read_text()
+    outputs["terminal of submit"] = out + err
+    import re
+
+    for where, text in outputs.items():
+        for char in INVISIBLE:
+            assert char not in text, (where, hex(ord(char)))
+        if where.startswith("report html"):  # HTML: every bracket is an entity
+            assert "<script>alert" not in text and "<img src=x" not in text, where
+        if where.endswith(" md") and not where.startswith(("stderr", "terminal")):  # Markdown: brackets escaped, so text; mentions defused
+            assert not re.search(r"(?<!\\)<(script|img)|(?<!\\)\]\(javascript", text), where
+            assert not re.search(r"(?<![\w@])@(everyone|here)", text), where
+
+
+# -- class: --drop-host-ids scrubs device, user and server identifiers from every string field --
+
+def test_drop_host_ids_scrubs_device_user_and_server_identifiers_everywhere(tmp_path, capsys):
+    import getpass
+    import socket
+
+    from anebench.model.gpu import GpuIdentity, GpuReport
+    from anebench.results.files import save_records
+    from test_store import make_record
+
+    uuid = "GPU-8f3c2a1e-5b7d-4c9e-a1f2-3d4e5f6a7b8c"
+    bus = "00000000:3B:00.0"
+    host, user = socket.gethostname(), getpass.getuser()
+    record = make_record(gbps=100, chip="Apple M4 Pro")
+    engine = record.engine.model_copy(update={"details": {"gpu_uuid": uuid, "pci_bus_id": bus,
+                                                          "driver": "550.54"}})
+    gpu = GpuReport(headline_reason="per call", identity=GpuIdentity(uuid=uuid, pci_bus_id=bus))
+    record = record.model_copy(update={
+        "engine": engine, "gpu": gpu, "id": None,
+        "warnings": [f"built on {host.upper()} by {user.upper()} from \\\\\\\\nas01\\\\models and "
+                     "//fileserver.corp/share/llama, NFS nas02.example.com:/export/ckpt, device " + uuid],
+        "provenance_note": f"copied from smb://filer7/lab/{user} ({bus})",
+    }).with_id()
+    result = tmp_path / "cuda.json"
+    save_records(result, [record])
+    out = tmp_path / "sub"
+    out.mkdir()
+    code, _, err = run_cli(capsys, "submit", str(result), "--out-dir", str(out), "--drop-host-ids")
+    assert code == 0, err
+    text = "".join(p.read_text() for p in out.iterdir())
+    for secret in (uuid, uuid[4:], bus, "3B:00", "nas01", "fileserver", "nas02", "filer7", host.upper()):
+        assert secret not in text, secret
+    if len(user) >= 2 and user not in ("root", "user"):
+        assert user.upper() not in text
+    assert "550.54" in text and "Apple M4 Pro" in text  # what a comparison needs stays

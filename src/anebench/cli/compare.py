@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from ..errors import UserError
-from ..report.escape import clean_text, csv_cell
+from ..report.escape import clean_text, csv_cell, md_cell
 from ..results.pairing import FileComparison, Pair, Side, compare_files
 from ..results.validate import InvalidFile
 from .common import QUIET, err_console, format_option, out_console, output_format, say, verbosity
@@ -182,8 +182,10 @@ def compare(files: tuple[Path, ...], as_json: bool, fmt: str | None = None) -> N
         sys.stdout.write(json.dumps(document(result), indent=1) + "\n")
     elif machine == "csv":
         sys.stdout.write(csv_text(result))
-    elif machine == "md":
-        sys.stdout.write(markdown_table(header, rows) + f"\n{legend}\n\n{LEGEND}\n")
+    elif machine == "md":  # file names are a contributor's text too: no live link or image in Markdown
+        md_legend = "; ".join(f"{letter(i)} = {md_cell(str(p))}" for i, p in enumerate(result.paths))
+        md_legend += "; A, B: each file's median latency"
+        sys.stdout.write(markdown_table(header, rows) + f"\n{md_legend}\n\n{LEGEND}\n")
     say(LEGEND)
     say(f"method: {result.method}")
     for pair in result.pairs:

@@ -14,8 +14,8 @@ from pydantic import ValidationError
 from ..errors import UserError
 from ..model import DOCUMENT_SCHEMA, OLD_DOCUMENT_SCHEMAS, ResultRecord, gbps
 from ..system.bounds import stored_record_bound
-from ..util.validation import error_lines
 from ..system.chips import INVISIBLE
+from ..util.validation import error_lines
 from ..workloads import DTYPE_BYTES, QUANT_BITS, quantized_bytes, synthetic_fingerprint_matches
 from .files import read_json_file
 
@@ -109,7 +109,7 @@ def identity_problems(record: ResultRecord) -> list[str]:
                         f"{w.dtype} head of shape {w.shape} (batch {w.batch}, tokens {w.tokens}, quant "
                         f"{w.quant}); it belongs to another workload")
     gpu = record.engine.details.get("gpu")
-    for field, value in (("host.chip", record.host.chip), ("host.cpu_model", record.host.cpu_model),
+    for field, value in (("host.chip", record.host.chip),
                          ("engine.details.gpu", gpu if isinstance(gpu, str) else None)):
         found = INVISIBLE.search(value or "")
         if found:

@@ -422,3 +422,52 @@ def test_drop_host_ids_scrubs_device_user_and_server_identifiers_everywhere(tmp_
     if len(user) >= 2 and user not in ("root", "user"):
         assert user.upper() not in text
     assert "550.54" in text and "Apple M4 Pro" in text  # what a comparison needs stays
+
+
+# -- class: the store after a SIGKILLed writer, and a /1 store's own records --
+
+def test_a_hot_journal_is_rolled_back_not_called_read_only(tmp_path, store_db, capsys):
+    import signal
+
+    writer = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sqlite3, sys, time; c = sqlite3.connect(sys.argv[1], isolation_level=None); "
+         "c.execute('PRAGMA cache_size=1'); c.execute('BEGIN IMMEDIATE'); "
+         "[c.execute('INSERT INTO ingests (source_label, at, added, duplicates) VALUES (?, ?, 0, 0)', "
+         "('x' * 2000, 'now')) for _ in range(300)]; print('ready', flush=True); time.sleep(600)",
+         str(store_db)], stdout=subprocess.PIPE, text=True)
+    assert writer.stdout.readline().strip() == "ready"
+    writer.send_signal(signal.SIGKILL)
+    writer.wait(10)
+    journal = Path(f"{store_db}-journal")
+    assert journal.exists() and journal.stat().st_size > 0  # hot: a killed write transaction
+    code, out, err = run_cli(capsys, "report", "--db", str(store_db), "--format", "csv")
+    assert code == 0, err
+    assert "read-only" not in err and "M4 Pro" in out
+    assert sqlite3.connect(store_db).execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+def test_reingesting_a_v1_file_into_the_v1_store_that_holds_it_is_a_duplicate(tmp_path, capsys):
+    import shutil
+
+    data = Path(__file__).resolve().parents[1] / "data" / "v1"
+    db = tmp_path / "v1.db"
+    shutil.copy(data / "store.db", db)
+    count = sqlite3.connect(db).execute("select count(*) from records").fetchone()[0]
+    code, out, err = run_cli(capsys, "ingest", str(data / "run.json"), "--db", str(db))
+    assert code == 0, err
+    assert sqlite3.connect(db).execute("select count(*) from records").fetchone()[0] == count
+
+
+def test_latency_skips_a_store_row_it_cannot_load_by_name(tmp_path, store_db, capsys):
+    connection = sqlite3.connect(store_db)
+    record_id, body = connection.execute("select id, body from records where provenance='measured'").fetchone()
+    poisoned = json.loads(body)
+    poisoned["concurrency"] = {"mode": 5}
+    connection.execute("update records set body = ? where id = ?", (json.dumps(poisoned), record_id))
+    connection.commit()
+    code, _, err = run_cli(capsys, "latency", "-e", "numpy", "--runs", "3", "--warmup", "0",
+                           "-w", "lm_head:256x1024:fp32", "--time-budget", "0.5", "--db", str(store_db), "--no-save")
+    no_traceback(err)
+    assert code == 0, err
+    assert f"record {record_id[:16]} skipped" in err

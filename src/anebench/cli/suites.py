@@ -20,7 +20,7 @@ from ..model import ResultRecord
 from ..orchestration.session import RunOptions
 from ..orchestration.suites.common import with_dtype
 from ..results.files import load_records
-from .common import add_input, check_out_path, measuring_options, resolve_targets, resolve_workloads
+from .common import add_input, check_out_path, measuring_options, resolve_targets, resolve_workloads, warn
 from .params import MEBIBYTES, MEBIBYTES_OR_ZERO, timing_flags
 from .plans import coreml_only_target, dry_run_option, measuring_targets, show_plan
 from .run import options_from, power_option
@@ -376,7 +376,11 @@ def stored_sweeps(db: Path | None) -> tuple[list[ResultRecord], str | None]:
         return [], None
     add_input(path)
     with open_store(path, create=False, readonly=True) as store:
-        return [r for r in store.records(provenance="measured") if r.suite == "sweep"], str(path)
+        sweeps = [r for r in store.records(provenance="measured") if r.suite == "sweep"]
+        for record_id, why in store.skipped:
+            warn(f"record {record_id[:16]} skipped: this version cannot load it ({why}); "
+                 f"`anebench store remove {record_id[:16]} --db {path}` deletes it")
+        return sweeps, str(path)
 
 
 @click.command()

@@ -471,3 +471,53 @@ def test_latency_skips_a_store_row_it_cannot_load_by_name(tmp_path, store_db, ca
     no_traceback(err)
     assert code == 0, err
     assert f"record {record_id[:16]} skipped" in err
+
+
+# -- class: crafted files that raised inside the library (overflow, unhashable, huge integers) --
+
+def _crafted_files(tmp_path: Path) -> dict[str, Path]:
+    from corpus import record_json
+
+    files = {}
+    overflow = record_json()
+    overflow["samples_s"] = [1e-60, 3000.0]
+    overflow["summary"] = {"n": 2, "median": 1500.0}
+    overflow["method"]["runs"] = 2
+    overflow["gbps"] = None
+    overflow["repetitions"] = {"runs": [{"runs": 1, "warmup_runs": 0}, {"runs": 1, "warmup_runs": 0}]}
+    files["overflow"] = tmp_path / "n14.json"
+    files["overflow"].write_text(json.dumps(overflow))
+    v1 = json.loads((Path(__file__).resolve().parents[1] / "data" / "v1" / "run.json").read_text())
+    first = v1["results"][0] if "results" in v1 else v1
+    first["suite"] = ["run"]
+    first.pop("id", None)
+    files["v1 suite list"] = tmp_path / "v02.json"
+    files["v1 suite list"].write_text(json.dumps(v1))
+    from corpus import ANEMLL_DOC
+
+    files["anemll 5000 digits"] = tmp_path / "a01.md"  # a pasted issue: the block is found in the text
+    files["anemll 5000 digits"].write_text(
+        "My results:\n```json\n" + json.dumps(ANEMLL_DOC).replace('"cores": 10', '"cores": ' + "9" * 5000)
+        + "\n```\n")
+    return files
+
+
+def test_crafted_files_are_refused_in_one_line_by_every_reader(tmp_path, store_db, capsys):
+    from test_store import make_record
+
+    from anebench.results.files import save_records
+
+    good = tmp_path / "good.json"
+    save_records(good, [make_record(gbps=100)])
+    before = digest(store_db)
+    for name, path in _crafted_files(tmp_path).items():
+        commands = [["ingest", str(path), "--db", str(store_db)], ["compare", str(good), str(path)]]
+        if "anemll" in name:
+            commands = [["ingest", "--from", "anemll-bench", str(path), "--db", str(store_db)]]
+        else:
+            commands.append(["submit", str(path), "--out-dir", str(tmp_path)])
+        for args in commands:
+            code, _, err = run_cli(capsys, *args)
+            assert code == 2, (name, args, err)
+            one_line_error(err)
+    assert digest(store_db) == before

@@ -114,6 +114,9 @@ def log_spread(medians: Sequence[float]) -> float:
     return float(np.std(np.log(np.asarray(medians, dtype=np.float64)), ddof=1))
 
 
+MAX_LOG_HALFWIDTH = 700.0  # math.exp overflows past ~709.8
+
+
 def between_run_interval(medians: Sequence[float], centre: float) -> tuple[float, float] | None:
     """The 95% between-run interval around ``centre`` from R >= 2 repetition medians; None for R = 1.
 
@@ -124,4 +127,7 @@ def between_run_interval(medians: Sequence[float], centre: float) -> tuple[float
     if r < 2:
         return None
     half = t975(r - 1) * log_spread(medians) / math.sqrt(r)
+    if not half < MAX_LOG_HALFWIDTH:  # exp() would overflow: medians 1e-60 s and 3000 s apart
+        raise ValueError(f"the repetitions' medians ({min(medians):g} s to {max(medians):g} s) are too far "
+                         "apart for a finite between-run interval")
     return centre * math.exp(-half), centre * math.exp(half)

@@ -382,7 +382,8 @@ def test_hostile_names_reach_no_output_raw(tmp_path, capsys):
             assert char not in text, (where, hex(ord(char)))
         if where.startswith("report html"):  # HTML: every bracket is an entity
             assert "<script>alert" not in text and "<img src=x" not in text, where
-        if where.endswith(" md") and not where.startswith(("stderr", "terminal")):  # Markdown: brackets escaped, so text; mentions defused
+        markdown = where.endswith(" md") and not where.startswith(("stderr", "terminal"))
+        if markdown:  # Markdown: brackets escaped, so text; mentions defused
             assert not re.search(r"(?<!\\)<(script|img)|(?<!\\)\]\(javascript", text), where
             assert not re.search(r"(?<![\w@])@(everyone|here)", text), where
 
@@ -461,13 +462,15 @@ def test_reingesting_a_v1_file_into_the_v1_store_that_holds_it_is_a_duplicate(tm
 
 def test_latency_skips_a_store_row_it_cannot_load_by_name(tmp_path, store_db, capsys):
     connection = sqlite3.connect(store_db)
-    record_id, body = connection.execute("select id, body from records where provenance='measured'").fetchone()
+    query = "select id, body from records where provenance='measured'"
+    record_id, body = connection.execute(query).fetchone()
     poisoned = json.loads(body)
     poisoned["concurrency"] = {"mode": 5}
     connection.execute("update records set body = ? where id = ?", (json.dumps(poisoned), record_id))
     connection.commit()
     code, _, err = run_cli(capsys, "latency", "-e", "numpy", "--runs", "3", "--warmup", "0",
-                           "-w", "lm_head:256x1024:fp32", "--time-budget", "0.5", "--db", str(store_db), "--no-save")
+                           "-w", "lm_head:256x1024:fp32", "--time-budget", "0.5", "--db", str(store_db),
+                           "--no-save")
     no_traceback(err)
     assert code == 0, err
     assert f"record {record_id[:16]} skipped" in err
@@ -503,9 +506,8 @@ def _crafted_files(tmp_path: Path) -> dict[str, Path]:
 
 
 def test_crafted_files_are_refused_in_one_line_by_every_reader(tmp_path, store_db, capsys):
-    from test_store import make_record
-
     from anebench.results.files import save_records
+    from test_store import make_record
 
     good = tmp_path / "good.json"
     save_records(good, [make_record(gbps=100)])

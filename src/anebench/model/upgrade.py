@@ -28,7 +28,8 @@ def upgrade_record(data: dict[str, Any]) -> dict[str, Any]:
     upgraded["schema"] = V2
     suite = data.get("suite", "run")
     if not isinstance(suite, str):  # a list or an object would not even be a dict key
-        raise ValueError(f"suite: expected a string in an anebench.result/1 record, not {type(suite).__name__}")
+        raise ValueError(f"suite: expected a string in an anebench.result/1 record, not "
+                         f"{type(suite).__name__}")
     upgraded["suite"] = SUITE_RENAMES.get(suite, suite)
     extras = data.get("extras") or {}
     if not isinstance(extras, dict):

@@ -523,3 +523,35 @@ def test_crafted_files_are_refused_in_one_line_by_every_reader(tmp_path, store_d
             assert code == 2, (name, args, err)
             one_line_error(err)
     assert digest(store_db) == before
+
+
+# -- class: finished steps survive every way of stopping a multi-step run --
+
+@pytest.mark.parametrize("how", ["SIGHUP", "SIGINT twice", "SIGTERM", "SIGKILL"])
+def test_finished_steps_survive_every_way_of_stopping(how, tmp_path):
+    import signal
+    import time
+
+    out = tmp_path / "steps.json"
+    command = [sys.executable, "-m", "anebench", "run", "-e", "numpy", "-w", "lm_head:256x4096:fp32",
+               "-w", "lm_head:257x4096:fp32", "-w", "lm_head:258x4096:fp32", "--runs", "4000",
+               "--warmup", "1", "--out", str(out)]
+    proc = subprocess.Popen(command, cwd=tmp_path, env={**os.environ, "PYTHONPATH": SRC},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not out.exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)  # the first step's checkpoint
+    time.sleep(0.3)
+    if how == "SIGINT twice":
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.005)
+        proc.send_signal(signal.SIGINT)
+    else:
+        proc.send_signal(getattr(signal, how))
+    _, err = proc.communicate(timeout=120)
+    no_traceback(err)
+    assert proc.returncode in ((-9,) if how == "SIGKILL" else (130,)), err
+    saved = json.loads(out.read_text())["results"]
+    assert 1 <= len(saved) < 3
+    if how != "SIGKILL":
+        assert f"saved to {out}" in err or f"are saved to {out}" in err, err

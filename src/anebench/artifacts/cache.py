@@ -152,7 +152,7 @@ def _abandoned(folder: Path) -> bool:
 
 def remove_abandoned_staging(cache_dir: Path) -> list[Path]:
     """Remove the staging folders of builds that died without cleaning up; the removed folders."""
-    removed = []
+    removed: list[Path] = []
     try:
         candidates = [p for p in cache_dir.iterdir() if STAGING.match(p.name) and p.is_dir()]
     except OSError:

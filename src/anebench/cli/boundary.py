@@ -14,6 +14,7 @@ import sys
 import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 # The signs the tool prints itself; anything else a stream cannot encode is shown as a \\x escape.
 ASCII_FALLBACKS = str.maketrans(
@@ -27,7 +28,7 @@ class AsciiFallback(io.TextIOBase):
     """A text stream that writes what its encoding cannot hold as ASCII fallbacks, never raising
     UnicodeEncodeError. Attributes (encoding, isatty, fileno) are the wrapped stream's."""
 
-    def __init__(self, stream: io.TextIOBase):
+    def __init__(self, stream: Any):
         self._stream = stream
 
     def write(self, text: str) -> int:
@@ -71,9 +72,9 @@ def safe_streams() -> Iterator[None]:
     signs; restored afterwards (tests call ``main`` many times in one process)."""
     saved = sys.stdout, sys.stderr
     if sys.stdout is not None and _cannot_encode(sys.stdout):
-        sys.stdout = AsciiFallback(sys.stdout)  # type: ignore[assignment]
+        sys.stdout = AsciiFallback(sys.stdout)
     if sys.stderr is not None and _cannot_encode(sys.stderr):
-        sys.stderr = AsciiFallback(sys.stderr)  # type: ignore[assignment]
+        sys.stderr = AsciiFallback(sys.stderr)
     try:
         yield
     finally:

@@ -388,13 +388,13 @@ class StepSaver:
         if not self.active:
             return
         try:
-            if self.path is None and self.out is None:
-                data = document_json(records).encode()
-                self.path = write_new(Path.cwd(), default_out_stem(self.suite), ".json", data)
-            elif self.path is None:
+            if self.path is not None:
+                save_records(self.path, records, "--out", True, protected_paths())
+            elif self.out is not None:
                 self.path = save_records(self.out, records, "--out", bool(_meta("force")), protected_paths())
             else:
-                save_records(self.path, records, "--out", True, protected_paths())
+                data = document_json(records).encode()
+                self.path = write_new(Path.cwd(), default_out_stem(self.suite), ".json", data)
             self.count = len(records)
             _remember_saved(self.path, self.count)
         except (OSError, UserError):

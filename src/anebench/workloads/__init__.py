@@ -264,7 +264,7 @@ def synthetic_fingerprint_matches(fingerprint: str, shape: tuple[int, int], dtyp
     if dtype not in DTYPE_BYTES or quant not in QUANTS:
         return False
     try:
-        return any(fingerprint in synthetic_fingerprints(tuple(shape), dtype, batch, tokens, quant, seed)
+        return any(fingerprint in synthetic_fingerprints((shape[0], shape[1]), dtype, batch, tokens, quant, seed)
                    for seed in range(MAX_SYNTHETIC_SEED + 1))  # seed 0 first: the common case is quick
     except UserError:
         return False

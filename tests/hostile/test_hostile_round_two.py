@@ -555,3 +555,38 @@ def test_finished_steps_survive_every_way_of_stopping(how, tmp_path):
     assert 1 <= len(saved) < 3
     if how != "SIGKILL":
         assert f"saved to {out}" in err or f"are saved to {out}" in err, err
+
+
+# -- class: races and partial commands (a file swapped for a FIFO, one bad id among good ones) --
+
+def test_a_file_swapped_for_a_fifo_after_the_check_does_not_hang(tmp_path):
+    fifo = tmp_path / "swapped.json"
+    os.mkfifo(fifo)
+    regular = tmp_path / "regular.json"
+    regular.write_text("{}")
+    # The check sees a regular file; by the open, the name is a FIFO (with no writer, open() would block).
+    script = (
+        "import os, sys; from anebench.util import inputs; from anebench.errors import UserError\n"
+        "real = os.stat\n"
+        "inputs.os.stat = lambda p, *a, **k: real(sys.argv[2]) if str(p) == sys.argv[1] else real(p, *a, **k)\n"
+        "try:\n    inputs.read_input_bytes(sys.argv[1], 'result file')\n"
+        "except UserError as exc:\n    print(exc)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script, str(fifo), str(regular)], capture_output=True,
+                            text=True, timeout=30, env={**os.environ, "PYTHONPATH": SRC})
+    assert "is not a regular file" in result.stdout, result.stderr
+
+
+def test_store_remove_with_one_missing_id_removes_nothing(tmp_path, store_db, capsys):
+    connection = sqlite3.connect(store_db)
+    ids = [row[0] for row in connection.execute("select id from records limit 2")]
+    connection.close()
+    before = digest(store_db)
+    code, _, err = run_cli(capsys, "store", "remove", ids[0][:12], "00000000deadbeef", "--db", str(store_db))
+    assert code == 2
+    one_line_error(err, "00000000deadbeef", "nothing was removed")
+    assert digest(store_db) == before
+    code, _, err = run_cli(capsys, "store", "remove", ids[0][:12], ids[1][:12], "--db", str(store_db))
+    assert code == 0, err
+    remaining = {row[0] for row in sqlite3.connect(store_db).execute("select id from records")}
+    assert not remaining & set(ids)

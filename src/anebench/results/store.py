@@ -168,21 +168,30 @@ class Store:
     def count(self) -> int:
         return with_retries(lambda: self._db.execute("SELECT COUNT(*) FROM records").fetchone()[0], self.path)
 
-    def remove(self, prefix: str) -> str:
-        """Delete the one record whose id starts with ``prefix`` (at least 8 hex digits); its full id."""
-        if not (8 <= len(prefix) <= 64 and all(c in "0123456789abcdef" for c in prefix)):
-            raise UserError(f"record id {prefix[:80]!r}: give at least 8 hex digits of an id")
+    def remove(self, *prefixes: str) -> list[str]:
+        """Delete the records whose ids start with ``prefixes`` (each at least 8 hex digits, each naming
+        exactly one record); their full ids. All or nothing: every prefix is checked before any row is
+        deleted, in one transaction, so a refused command leaves the store as it was."""
+        for prefix in prefixes:
+            if not (8 <= len(prefix) <= 64 and all(c in "0123456789abcdef" for c in prefix)):
+                raise UserError(f"record id {prefix[:80]!r}: give at least 8 hex digits of an id")
 
-        def delete() -> str:
+        def delete() -> list[str]:
             with self._db:
-                found = self._db.execute("SELECT id FROM records WHERE id LIKE ? || '%' LIMIT 2",
-                                         (prefix,)).fetchall()
-                if not found:
-                    raise UserError(f"record {prefix}: no record in {self.path} has this id")
-                if len(found) > 1:
-                    raise UserError(f"record {prefix}: more than one record starts with it; give more digits")
-                self._db.execute("DELETE FROM records WHERE id = ?", (found[0][0],))
-                return str(found[0][0])
+                ids = []
+                for prefix in prefixes:
+                    found = self._db.execute("SELECT id FROM records WHERE id LIKE ? || '%' LIMIT 2",
+                                             (prefix,)).fetchall()
+                    if not found:
+                        raise UserError(f"record {prefix}: no record in {self.path} has this id; "
+                                        "nothing was removed")
+                    if len(found) > 1:
+                        raise UserError(f"record {prefix}: more than one record starts with it; give more "
+                                        "digits; nothing was removed")
+                    ids.append(str(found[0][0]))
+                for record_id in dict.fromkeys(ids):
+                    self._db.execute("DELETE FROM records WHERE id = ?", (record_id,))
+                return list(dict.fromkeys(ids))
 
         return with_retries(delete, self.path)
 

@@ -568,7 +568,8 @@ def test_a_file_swapped_for_a_fifo_after_the_check_does_not_hang(tmp_path):
     script = (
         "import os, sys; from anebench.util import inputs; from anebench.errors import UserError\n"
         "real = os.stat\n"
-        "inputs.os.stat = lambda p, *a, **k: real(sys.argv[2]) if str(p) == sys.argv[1] else real(p, *a, **k)\n"
+        "inputs.os.stat = lambda p, *a, **k: (real(sys.argv[2]) if str(p) == sys.argv[1]\n"
+        "                                     else real(p, *a, **k))\n"
         "try:\n    inputs.read_input_bytes(sys.argv[1], 'result file')\n"
         "except UserError as exc:\n    print(exc)\n"
     )
@@ -590,3 +591,24 @@ def test_store_remove_with_one_missing_id_removes_nothing(tmp_path, store_db, ca
     assert code == 0, err
     remaining = {row[0] for row in sqlite3.connect(store_db).execute("select id from records")}
     assert not remaining & set(ids)
+
+
+def test_a_sigtermed_sweep_keeps_its_finished_points(tmp_path):
+    import signal
+    import time
+
+    out = tmp_path / "sweep.json"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "anebench", "sweep", "-e", "numpy", "--points", "5", "--min-mb", "1",
+         "--max-mb", "8", "--cache-mb", "0", "--runs", "2000", "--out", str(out)],
+        cwd=tmp_path, env={**os.environ, "PYTHONPATH": SRC}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)
+    deadline = time.monotonic() + 90
+    while not out.exists() and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    no_traceback(err)
+    assert proc.returncode == 130, err
+    assert 1 <= len(json.loads(out.read_text())["results"]) < 5
+    assert f"saved to {out}" in err

@@ -20,7 +20,15 @@ from ..model import ResultRecord
 from ..orchestration.session import RunOptions
 from ..orchestration.suites.common import with_dtype
 from ..results.files import load_records
-from .common import add_input, check_out_path, measuring_options, resolve_targets, resolve_workloads, warn
+from .common import (
+    StepSaver,
+    add_input,
+    check_out_path,
+    measuring_options,
+    resolve_targets,
+    resolve_workloads,
+    warn,
+)
 from .params import MEBIBYTES, MEBIBYTES_OR_ZERO, timing_flags
 from .plans import coreml_only_target, dry_run_option, measuring_targets, show_plan
 from .run import options_from, power_option
@@ -163,12 +171,17 @@ def sweep(
     for target, base, plan in plans:  # every refusal before anything is measured
         sweep_workloads(target.engine, target.device, base, plan)
     results = []
+    checkpoint = StepSaver("sweep", out, no_save, steps=2)  # every finished point, saved as it finishes
+    finished: list = []
     with progress() as factory:
         for target, base, plan in plans:
-            results.append(
-                (target, base, run_sweep(target.engine, target.device, base, plan, options, factory))
-            )
-    saved = finish([r for *_, res in results for r in res.records], "sweep", out, no_save, fmt)
+            before = list(finished)
+            result = run_sweep(target.engine, target.device, base, plan, options, factory,
+                               finished=lambda points, before=before: checkpoint(before + points))
+            results.append((target, base, result))
+            finished += result.records
+    saved = finish([r for *_, res in results for r in res.records], "sweep", checkpoint.final_out(), no_save,
+                   fmt)
     if results:
         say(f"fit gates: {results[0][2].analysis.gates}")
     for i, (target, base, result) in enumerate(results):

@@ -264,7 +264,8 @@ def synthetic_fingerprint_matches(fingerprint: str, shape: tuple[int, int], dtyp
     if dtype not in DTYPE_BYTES or quant not in QUANTS:
         return False
     try:
-        return any(fingerprint in synthetic_fingerprints((shape[0], shape[1]), dtype, batch, tokens, quant, seed)
+        pair = (shape[0], shape[1])
+        return any(fingerprint in synthetic_fingerprints(pair, dtype, batch, tokens, quant, seed)
                    for seed in range(MAX_SYNTHETIC_SEED + 1))  # seed 0 first: the common case is quick
     except UserError:
         return False

@@ -102,20 +102,30 @@ def test_an_ascii_only_output_gets_ascii_fallbacks(tmp_path):
     no_traceback(report.stderr)
 
 
-def test_a_deleted_working_directory_is_named_and_the_records_kept(tmp_path):
+def test_a_deleted_working_directory_is_refused_before_anything_runs(tmp_path):
     gone = tmp_path / "gone"
     gone.mkdir()
-    data = tmp_path / "data"
     script = (
         "import os, sys, runpy; os.chdir(sys.argv[1]); os.rmdir(sys.argv[1]); "
         "sys.argv = ['anebench', *sys.argv[2:]]; runpy.run_module('anebench', run_name='__main__')"
     )
-    result = subprocess.run([sys.executable, "-c", script, str(gone), "run", *SMALL], capture_output=True,
-                            text=True, timeout=180,
-                            env={**os.environ, "PYTHONPATH": SRC, "XDG_DATA_HOME": str(data)})
-    no_traceback(result.stderr)
-    assert result.returncode == 2
-    line = one_line_error(result.stderr, "no longer exists", "kept in")
+    for args in (["run", *SMALL], ["engines"], ["report"]):
+        gone.mkdir(exist_ok=True)
+        result = subprocess.run([sys.executable, "-c", script, str(gone), *args], capture_output=True,
+                                text=True, timeout=180, env={**os.environ, "PYTHONPATH": SRC})
+        no_traceback(result.stderr)
+        assert result.returncode == 2, result.stderr
+        one_line_error(result.stderr, "current directory no longer exists")
+
+
+def test_a_working_directory_deleted_during_the_run_keeps_the_records(tmp_path, capsys, monkeypatch):
+    def deleted() -> Path:
+        raise FileNotFoundError(2, "No such file or directory")
+
+    monkeypatch.setattr(Path, "cwd", staticmethod(deleted))
+    code, _, err = run_cli(capsys, "run", *SMALL)
+    assert code == 2
+    line = one_line_error(err, "no longer exists", "kept in")
     kept = Path(line.split("kept in ")[1].split()[0].rstrip(";"))
     assert json.loads(kept.read_text())["results"]
 

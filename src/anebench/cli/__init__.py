@@ -14,7 +14,7 @@ from rich.markup import escape  # messages quote shapes like [vocab, hidden]
 from .. import __version__
 from ..errors import MeasurementError, UserError
 from ..report.escape import clean_text
-from .boundary import describe, safe_streams, silence_stdout
+from .boundary import cwd_missing, describe, safe_streams, silence_stdout
 from .common import NORMAL, QUIET, SAVED_SO_FAR, VERBOSE, err_console, flush_warnings, interrupted_line
 
 
@@ -120,6 +120,9 @@ def main(argv: list[str] | None = None) -> None:
     _debug = _debug or "--debug" in (sys.argv[1:] if argv is None else argv)
     try:
         with safe_streams():
+            if cwd_missing():  # before any import that resolves paths (torch's MKL aborts there)
+                _fail("the current directory no longer exists (deleted while in use): cd to an existing "
+                      "folder and run the command again", 2)
             _main(argv)
     finally:
         _debug = debug_before

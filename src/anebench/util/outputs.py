@@ -14,6 +14,7 @@ Every refusal is a ``UserError``: one line naming the option and the path, exit 
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import tempfile
@@ -136,8 +137,11 @@ def atomic_write_bytes(path: Path, data: bytes, what: str = "output", force: boo
     is never replaced (FileExistsError). Returns the path written (a symlink's target).
     """
     target = check_target(path, what, force, protected, need_parent=False)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as exc:
+        raise _cannot_write(what, path, exc) from None
     try:
         with os.fdopen(fd, "wb") as handle:
             os.fchmod(handle.fileno(), 0o666 & ~_UMASK)  # mkstemp makes 0600; results are shared files
@@ -149,10 +153,28 @@ def atomic_write_bytes(path: Path, data: bytes, what: str = "output", force: boo
             os.unlink(tmp)
         else:
             os.replace(tmp, target)
+    except FileExistsError:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    except OSError as exc:  # a full disk, a quota, an I/O error: the target named, not the temp file
+        Path(tmp).unlink(missing_ok=True)
+        raise _cannot_write(what, path, exc) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     return target
+
+
+_WRITE_HINTS = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is used up",
+                errno.EACCES: "the folder is not writable", errno.EPERM: "the folder is not writable",
+                errno.EROFS: "the file system is read-only", errno.EFBIG: "the file size limit is reached"}
+
+
+def _cannot_write(what: str, path: Path, exc: OSError) -> UserError:
+    hint = _WRITE_HINTS.get(exc.errno or 0)
+    reason = exc.strerror or str(exc)
+    return UserError(f"{what} {path}: cannot be written ({reason}" + (f": {hint})" if hint else ")")
+                     + "; nothing was written there")
 
 
 def write_new(directory: Path, stem: str, suffix: str, data: bytes) -> Path:

@@ -7,9 +7,8 @@ from __future__ import annotations
 import os
 import re
 
-import pytest
-
 import environments
+import pytest
 
 WRITERS = ("run --out", "run (default name)", "report md --out", "report html --out", "submit", "ingest")
 

@@ -79,8 +79,8 @@ def commands(inputs: dict[str, Path], out: Path) -> dict[str, list[str]]:
         "run --format md": ["run", *SMALL, "--format", "md", "--no-save"],
         "run --store": ["run", *SMALL, "--store", "--db", str(out / "new.sqlite"),
                         "--out", str(out / "s.json")],
-        "sweep": ["sweep", "-e", "numpy", "--points", "4", "--min-mb", "1", "--max-mb", "4", "--cache-mb", "0",
-                  "--runs", "10", "--warmup", "0"],
+        "sweep": ["sweep", "-e", "numpy", "--points", "4", "--min-mb", "1", "--max-mb", "4",
+                  "--cache-mb", "0", "--runs", "10", "--warmup", "0"],
         "latency": ["latency", "-e", "numpy", "-w", "lm_head:256x1024:fp32", "--runs", "5", "--warmup", "0",
                     "--no-sweep"],
         "concurrent": ["concurrent", *SMALL, "--copies", "2"],
@@ -170,7 +170,8 @@ def environment(kind: str, base: Path) -> Iterator[tuple[dict, Path, Path, list[
 ENVIRONMENTS = ("LANG=C, ASCII output", "full disk", "deleted cwd", "read-only folder")
 # A child that removes its own working directory before the CLI starts (Python cannot start in one).
 _IN_DELETED_CWD = ("import os, sys, runpy; os.chdir(sys.argv[1]); os.rmdir(sys.argv[1]); "
-                   "sys.argv = ['anebench', *sys.argv[2:]]; runpy.run_module('anebench', run_name='__main__')")
+                   "sys.argv = ['anebench', *sys.argv[2:]]; "
+                   "runpy.run_module('anebench', run_name='__main__')")
 
 
 def run_in(kind: str, base: Path, inputs: dict[str, Path], only: tuple[str, ...] = (),

@@ -254,14 +254,14 @@ def test_a_sigkilled_builds_staging_folder_is_removed_by_the_next_build(tmp_path
     holder = subprocess.Popen(
         [sys.executable, "-c",
          "import sys, time, tempfile; from pathlib import Path; from anebench.artifacts import cache; "
-         "s = Path(tempfile.mkdtemp(prefix='.0123456789abcdef-', dir=sys.argv[1])); cache._lock_staging(s); "
+         "s = Path(tempfile.mkdtemp(prefix='.0123456789abcdef-', dir=sys.argv[1])); cache.lock_staging(s); "
          "(s / 'part.bin').write_bytes(b'x' * 1000); print(s, flush=True); time.sleep(600)", str(cache)],
         env={**os.environ, "PYTHONPATH": SRC}, stdout=subprocess.PIPE, text=True)
     try:
         live = Path(holder.stdout.readline().strip())
-        old = cache / ".fedcba9876543210-oldstyle"  # an older version's folder: no lock file, hours old
+        old = cache / ".fedcba9876543210-oldstyle"  # an older version's folder: no lock file, days old
         old.mkdir()
-        os.utime(old, (time.time() - 7200, time.time() - 7200))
+        os.utime(old, (time.time() - 3 * 86400, time.time() - 3 * 86400))
         build_or_reuse(spec, cache)
         assert live.is_dir() and not old.exists()  # a build in progress is left alone
         holder.send_signal(signal.SIGKILL)

@@ -30,7 +30,9 @@ from .mlprogram import MLProgramBundle
 MANIFEST_NAME = "anebench-build.json"
 STAGING = re.compile(r"^\.[0-9a-f]{16}-")  # .KEY16-RANDOM: a build's staging folder
 STAGING_LOCK = ".building"
-UNLOCKED_GRACE_S = 60.0  # a folder without a lock file is only this old while its builder creates it
+# A folder without a lock file: an older version's build (or one being created this instant); removed
+# only once older than any build takes.
+UNLOCKED_GRACE_S = 24 * 3600.0
 MANIFEST_SCHEMA = "anebench.coreml-build/1"
 def default_cache_dir() -> Path:
     """The bundle cache: ``$ANEBENCH_CACHE_DIR`` or the platform's cache directory (e.g.
@@ -123,7 +125,7 @@ def lookup(spec: BuildSpec, cache_dir: Path | None = None) -> Artifact | None:
     return _cached(cache_dir / spec.key, spec.key)
 
 
-def _lock_staging(staging: Path) -> int:
+def lock_staging(staging: Path) -> int:
     """Hold an exclusive lock in the staging folder for as long as this process lives (the kernel
     releases it however the process ends)."""
     fd = os.open(staging / STAGING_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
@@ -176,7 +178,7 @@ def build_or_reuse(spec: BuildSpec, cache_dir: Path | None = None,
         cache_dir.mkdir(parents=True, exist_ok=True)
         remove_abandoned_staging(cache_dir)
         staging = Path(tempfile.mkdtemp(prefix=f".{spec.key[:16]}-", dir=cache_dir))
-        lock = _lock_staging(staging)
+        lock = lock_staging(staging)
     except OSError as exc:
         raise UserError(
             f"bundle cache {cache_dir}: cannot write there ({exc.strerror or exc}); "

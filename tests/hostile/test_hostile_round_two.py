@@ -506,6 +506,10 @@ def _crafted_files(tmp_path: Path) -> dict[str, Path]:
     first.pop("id", None)
     files["v1 suite list"] = tmp_path / "v02.json"
     files["v1 suite list"].write_text(json.dumps(v1))
+    stated = record_json(provenance="imported", provenance_note="from a colleague's notes")
+    stated["samples_s"] = [1.0] * len(stated["samples_s"])  # samples of 1 s under a 7.4 ms median
+    files["stated contradicts its samples"] = tmp_path / "s12.json"
+    files["stated contradicts its samples"].write_text(json.dumps(stated))
     from corpus import ANEMLL_DOC
 
     files["anemll 5000 digits"] = tmp_path / "a01.md"  # a pasted issue: the block is found in the text

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from ..errors import UserError
 from ..model import DOCUMENT_SCHEMA, OLD_DOCUMENT_SCHEMAS, ResultRecord, gbps
+from ..model.statistics import median
 from ..system.bounds import stored_record_bound
 from ..system.chips import INVISIBLE
 from ..util.validation import error_lines
@@ -166,6 +167,12 @@ def plausibility_problems(record: ResultRecord) -> list[str]:
             problems.append(
                 f"gbps: {record.gbps:g} disagrees with weight_bytes / latency = {implied:.4g} GB/s"
             )
+    stated = record.summary.median
+    if record.provenance != "measured" and record.samples_s and stated is not None:
+        truth = median(record.samples_s)  # a stated record is not re-derived, but must not contradict itself
+        if abs(stated - truth) > 1e-6 * max(abs(truth), 1e-12):
+            problems.append(f"summary.median: {stated:g} s contradicts the record's own samples, whose "
+                            f"median is {truth:g} s")
     if record.provenance == "measured":
         if not record.samples_s:
             problems.append("samples_s: a measured record must keep its raw samples")

@@ -1,6 +1,7 @@
 """Rerun the hostile review's attack (shared/reviews/hostile.md) and print its counts.
 
     python tests/hostile/attack.py            # environments x commands, the corpus, the scenario tests
+    python tests/hostile/attack.py --skip-scenarios   # the first two only
 
 Three parts: (1) every command in each hostile environment (LANG=C, full disk, deleted cwd, read-only
 folder; environments.py), (2) the generated corpus of hostile files through ingest, compare and submit,
@@ -97,7 +98,8 @@ def main() -> int:
         Path(path).unlink(missing_ok=True)
     with tempfile.TemporaryDirectory(prefix="anebench-corpus-") as tmp:
         rows += corpus_outcomes(Path(tmp))
-    rows += scenario_outcomes()
+    if "--skip-scenarios" not in sys.argv:  # when the suite has just run them
+        rows += scenario_outcomes()
     columns = ("clean refusal", "handled", "traceback", "loss", "leak", "hang", "wrong", "skipped")
     table: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     for group, _name, verdict in rows:

@@ -84,6 +84,9 @@ def _register_commands() -> None:
         "quant",
         "results",
         "compare",
+        "doctor",
+        "leaderboard",
+        "decode",
     ):  # each concern adds its commands when present
         try:
             imported = __import__(f"anebench.cli.{module}", fromlist=["register"])

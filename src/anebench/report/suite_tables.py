@@ -28,9 +28,20 @@ def _latency(points: list[SuitePoint]) -> tuple[str, list[str]]:
     return f"latency {unit}", cells
 
 
+def _vectors(point: SuitePoint) -> str:
+    """The vectors one call multiplies: the batch, or a token-batched bundle's tokens per predict."""
+    return str(point.batch) if point.tokens == 1 else f"{point.tokens} tokens"
+
+
 def _rows(group: SuiteGroup) -> tuple[list[str], list[list[str]]]:
     points = group.points
     latency, lat = _latency(points)
+    if group.kind == "decode":
+        return (["depth", "MB/token", latency, "tok/s", "GB/s", "predicted tok/s"],
+                [[_opt(p.depth), sig3(p.weight_bytes / 1e6), lat[i],
+                  sig3(1 / p.latency_s) if p.latency_s else "-", _num(p.gbps, ".2f"),
+                  sig3(p.predicted_tokens_per_s) if p.predicted_tokens_per_s else "-"]
+                 for i, p in enumerate(points)])
     if group.kind == "sweep":
         knee = group.figures.get("knee_bytes")
         return (["size MB", latency, "GB/s", "past the knee", "threads"],
@@ -39,7 +50,7 @@ def _rows(group: SuiteGroup) -> tuple[list[str], list[list[str]]]:
                  for i, p in enumerate(points)])
     if group.kind == "roofline":
         return (["batch", latency, "GFLOP/s", "weight GB/s", "threads"],
-                [[str(p.batch), lat[i], _num(p.flop_per_s, ".2f", 1e-9), _num(p.gbps, ".2f"),
+                [[_vectors(p), lat[i], _num(p.flop_per_s, ".2f", 1e-9), _num(p.gbps, ".2f"),
                   _opt(p.threads)] for i, p in enumerate(points)])
     if group.kind == "latency":
         return (["workload", "KB", latency, "threads"],
@@ -52,6 +63,11 @@ def _rows(group: SuiteGroup) -> tuple[list[str], list[list[str]]]:
     if group.kind == "concurrency":
         return (["copy", "phase", "threads", "GB/s", latency, "provenance"],
                 [[_opt(p.copy), _opt(p.phase), _opt(p.threads), _num(p.gbps, ".2f"), lat[i], p.provenance]
+                 for i, p in enumerate(points)])
+    if group.kind == "quant":
+        return (["variant", "stored MB", latency, "GB/s", "fp16-eq GB/s", "verdict"],
+                [[_opt(p.variant), f"{p.weight_bytes / 1e6:.2f}", lat[i], _num(p.gbps, ".2f"),
+                  _num(p.gbps_fp16_equivalent, ".2f"), p.quant_verdict or "(reference)"]
                  for i, p in enumerate(points)])
     return (["batch", "tokens", "MB", latency, "GB/s", "provenance"],
             [[str(p.batch), str(p.tokens), f"{p.weight_bytes / 1e6:.2f}", lat[i], _num(p.gbps, ".2f"),

@@ -278,8 +278,7 @@ def store() -> None:
 def store_remove(record_ids: tuple[str, ...], db: Path | None) -> None:
     """Delete records by id (at least 8 leading hex digits), e.g. one that a report skips."""
     with open_store(db, create=False) as opened:
-        for prefix in record_ids:
-            removed = opened.remove(prefix.strip().lower())
+        for removed in opened.remove(*(prefix.strip().lower() for prefix in record_ids)):
             err_console.print(f"removed record {removed} from {escape(str(opened.path))}", highlight=False)
 
 

@@ -69,6 +69,7 @@ def pretend_linux_host(monkeypatch) -> None:
     monkeypatch.setattr(power, "current_platform", lambda: "linux")
     linux = this_machine()
     if linux.os != "Linux":
-        linux = linux.model_copy(update=dict(os="Linux", os_version="6.1", arch="x86_64", cpu_model="Fake CPU",
-                                             chip=None, machine_model=None, rosetta=None))
+        facts = dict(os="Linux", os_version="6.1", arch="x86_64", cpu_model="Fake CPU", chip=None,
+                     machine_model=None, rosetta=None)
+        linux = linux.model_copy(update=facts)
     monkeypatch.setattr(host, "describe_host", lambda: linux)

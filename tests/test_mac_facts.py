@@ -9,11 +9,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from clitools import run_cli
-from fakehost import MAC_CHIP, pretend_linux_host, pretend_mac_host
-
 from anebench.system import ioreport, power, preflight
 from anebench.system.host import SYSTEM_HOST
+from clitools import run_cli
+from fakehost import MAC_CHIP, pretend_linux_host, pretend_mac_host
 
 pytest_plugins = ["pytester"]
 

@@ -69,6 +69,16 @@ def test_energy_sources_on_a_mac_list_rapl_as_linux_only_even_where_a_powercap_t
     assert rapl.available, rapl.reason
 
 
+def test_doctor_names_the_macos_and_machine_the_host_seams_state(monkeypatch):
+    """doctor read platform.mac_ver() and platform.machine() itself, so under stated facts it printed
+    another host's version and "native x86_64" on an arm64 Mac."""
+    from anebench.orchestration import doctor
+
+    pretend_mac_host(monkeypatch, version=(15, 5))
+    assert "macOS 15.5," in doctor.check_versions().detail
+    assert doctor.check_rosetta().detail == "native arm64"
+
+
 def test_a_representative_subset_of_the_suite_passes_under_the_mac_facts(pytester):
     result = pytester.runpytest_inprocess(*[str(TESTS / name) for name in MAC_SUBSET], "--platform=mac",
                                           "-p", "no:cacheprovider", "-q")

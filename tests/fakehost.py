@@ -38,6 +38,14 @@ def pretend_macos(monkeypatch, version: tuple[int, ...] = (27, 0)) -> None:
     monkeypatch.setattr(preflight, "proc_translated", lambda libc=None: 0)
 
 
+class NativeMacLibc:
+    """libSystem's sysctlbyname on a native Apple-silicon Mac: sysctl.proc_translated reads 0."""
+
+    def sysctlbyname(self, name, oldp, oldlenp, newp, newlen):
+        oldp.contents.value = 0
+        return 0
+
+
 MAC_CHIP = "Apple M4 Pro"
 MAC_VERSION = (15, 5)
 
@@ -47,9 +55,13 @@ def pretend_mac_host(monkeypatch, version: tuple[int, ...] = MAC_VERSION, chip: 
     preflight's (OS, machine, macOS version, Rosetta), power's platform and the host description (this
     machine's memory, cores and caches, with the Mac's OS, arch and chip). The native Core ML and IOReport
     bindings are not pretended: they stay as absent as they are here."""
-    from anebench.system import host, power
+    from anebench.system import host, power, preflight
 
-    pretend_macos(monkeypatch, version)
+    monkeypatch.setattr(preflight, "_system", lambda: "darwin")
+    monkeypatch.setattr(preflight, "_machine", lambda: "arm64")
+    monkeypatch.setattr(preflight, "_macos_version", lambda: version)
+    # Native, stated where the kernel answers (sysctlbyname), so Rosetta's own logic still runs.
+    monkeypatch.setattr(preflight, "_libc", NativeMacLibc)
     monkeypatch.setattr(power, "current_platform", lambda: "darwin")
     mac = this_machine().model_copy(update=dict(
         os="macOS", os_version=".".join(map(str, version)), arch="arm64", cpu_model=chip, chip=chip,

@@ -7,6 +7,7 @@ CI runs the subset below, since a second whole run would double its time."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -33,7 +34,8 @@ def test_the_mac_facts_reach_every_seam_and_the_native_bindings_stay_absent(monk
     code, stdout, _ = run_cli(capsys, "info", "--json")
     facts = json.loads(stdout)
     assert code == 0 and (facts["os"], facts["arch"], facts["chip"]) == ("macOS", "arm64", MAC_CHIP)
-    assert ioreport.ioreport_problem() is not None  # the IOReport binding is not pretended
+    if sys.platform != "darwin":
+        assert ioreport.ioreport_problem() is not None  # the IOReport binding is not pretended
 
 
 def test_linux_facts_stated_by_a_test_override_the_suites_platform(monkeypatch):

@@ -23,7 +23,7 @@ from ..orchestration.runplan import (
     describe_plan,
     mac_campaign_plan,
 )
-from ..orchestration.session import RunOptions
+from ..orchestration.session import RunOptions, check_threads
 from ..system.host import busy_warning, describe_host
 from ..system.power import energy_sources
 from .common import (
@@ -96,7 +96,15 @@ def options_from(
         raise UserError(
             "--power with --fresh-processes: the energy counter is read in one process; drop one of them"
         )
+    ctx = click.get_current_context(silent=True)
+    threads = ctx.meta.get("anebench.threads") if ctx is not None else None
+    if threads is not None and ctx is not None and ctx.params.get("keep_awake"):
+        raise UserError(
+            "--threads with --keep-awake: keep-awake already gives a CPU engine one thread fewer than the "
+            "cores; drop one of them"
+        )
     return RunOptions(
+        threads=threads,
         runs=runs,
         time_budget_s=time_budget,
         warmup=policy,
@@ -234,6 +242,8 @@ def run(
         return
     check_out_path(out)
     preflight_steps(plan.steps)
+    for step in plan.steps:  # every engine of the plan, before the first is measured
+        check_threads(step.engine, click.get_current_context().meta.get("anebench.threads"))
     options = options_from(
         runs, time_budget, warmup, power=power, repetitions=repetitions, fresh_processes=fresh_processes
     )
@@ -264,21 +274,37 @@ def run(
 
 
 @click.command()
-def engines() -> None:
+@format_option("table", "json")
+@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
+def engines(fmt: str | None, as_json: bool) -> None:
     """List engines, their devices, and why any are unavailable."""
-    rows = []
+    found = []
     for name, factory in ENGINE_FACTORIES.items():
         engine = factory()
         availability = engine.available()
-        rows.append(
-            [
-                name,
-                "yes" if availability else "no",
-                engine.version() if availability else "-",
-                ", ".join(engine.devices()) if availability else "-",
-                availability.reason or "-",
-            ]
+        found.append(
+            {
+                "engine": name,
+                "available": bool(availability),
+                "version": engine.version() if availability else None,
+                "devices": engine.devices() if availability else [],
+                "thread_control": engine.thread_control,
+                "why_not": availability.reason or None,
+            }
         )
+    if output_format(fmt, as_json) == "json":
+        click.echo(json.dumps({"engines": found}, indent=1))
+        return
+    rows = [
+        [
+            e["engine"],
+            "yes" if e["available"] else "no",
+            e["version"] or "-",
+            ", ".join(e["devices"]) or "-",
+            e["why_not"] or "-",
+        ]
+        for e in found
+    ]
     out_console().print(
         FittingTable(
             ["engine", "available", "version", "devices", "why not"],

@@ -136,6 +136,9 @@ class MethodInfo(_Model):
     timing: ShortStr = "wall clock per call"
     mitigations: list[ShortStr] = Field(default_factory=list, max_length=16)
     output_check: OutputCheck | None = None
+    # CPU threads one call was limited to (`--threads`: BLAS via threadpoolctl, torch.set_num_threads);
+    # None: the engine's own default, not limited by anebench.
+    threads: Annotated[int, Field(ge=1, le=4096)] | None = None
 
 
 class Summary(_Model):

@@ -1,0 +1,139 @@
+"""What tripped a newcomer in the first hour (issue 26): the install hint, JSON from `engines`, the store's
+list and show, --threads, and names matched ignoring case with a "did you mean"."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import pytest
+
+from clitools import run_cli
+
+SMALL = ["-w", "lm_head:64x256:fp32", "--runs", "4", "-r", "2", "--warmup", "1"]
+
+
+def test_engines_on_the_base_install_names_each_extra(capsys, monkeypatch):
+    """rich markup once swallowed '[coreml]', printing `pip install 'anebench'`: the hint must be whole."""
+    real = importlib.util.find_spec
+    missing = {"coremltools", "mlx", "torch"}
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name.split(".")[0] in missing else real(name, *a)
+    )
+    monkeypatch.setenv("COLUMNS", "200")
+    code, out, _ = run_cli(capsys, "engines")
+    assert code == 0
+    for extra in ("coreml", "mlx", "torch"):
+        assert f"pip install 'anebench[{extra}]'" in out
+    code, out, _ = run_cli(capsys, "engines", "--format", "json")
+    why = {e["engine"]: e["why_not"] for e in json.loads(out)["engines"]}
+    assert why["torch"] == "torch is not installed (pip install 'anebench[torch]')"
+
+
+def test_engines_json_lists_every_engine_with_its_devices(capsys):
+    code, out, err = run_cli(capsys, "engines", "--json")
+    assert code == 0, err
+    found = {e["engine"]: e for e in json.loads(out)["engines"]}
+    assert set(found) == {"coreml", "mlx", "torch", "numpy"}
+    assert found["numpy"]["available"] is True and found["numpy"]["devices"] == ["cpu"]
+    assert found["numpy"]["thread_control"]
+
+
+def test_info_json_is_one_document(capsys):
+    code, out, _ = run_cli(capsys, "info", "--format", "json")
+    assert code == 0 and json.loads(out)["os"]
+
+
+def test_bare_store_prints_its_help_and_succeeds(capsys):
+    code, out, _ = run_cli(capsys, "store")
+    assert code == 0
+    assert "Usage: anebench store" in out and "list" in out and "show" in out and "remove" in out
+
+
+def test_store_list_and_show(capsys, tmp_path):
+    db = str(tmp_path / "db.sqlite")
+    assert run_cli(capsys, "ingest", "--published", "--db", db)[0] == 0
+    code, out, _ = run_cli(capsys, "store", "list", "--db", db, "--json")
+    assert code == 0
+    records = json.loads(out)["records"]
+    assert len(records) == 48
+    first = records[0]
+    assert {"id", "suite", "workload", "engine", "device", "host", "created"} <= set(first)
+    assert first["host"].startswith("Apple M")
+    code, out, _ = run_cli(capsys, "store", "list", "--db", db)
+    assert code == 0 and first["id"][:12] in out and "48 record(s)" in out
+    code, out, _ = run_cli(capsys, "store", "show", first["id"][:10], "--db", db)
+    assert code == 0 and first["id"] in out and first["workload"] in out
+    code, out, _ = run_cli(capsys, "store", "show", first["id"][:10], "--db", db, "--json")
+    assert json.loads(out)["id"] == first["id"]
+    code, _, err = run_cli(capsys, "store", "show", "deadbeefdeadbeef", "--db", db)
+    assert code == 2 and "no record" in err
+
+
+def test_store_list_without_a_store_is_one_line(capsys, tmp_path):
+    code, _, err = run_cli(capsys, "store", "list", "--db", str(tmp_path / "none.sqlite"))
+    assert code == 2 and err.count("\n") == 1
+
+
+def test_threads_limit_the_blas_and_are_recorded_and_shown(capsys, monkeypatch):
+    from anebench.engines.numpy_engine import NumpyEngine
+
+    applied = []
+    real = NumpyEngine.thread_limit
+
+    def spy(self, threads):
+        applied.append(threads)
+        return real(self, threads)
+
+    monkeypatch.setattr(NumpyEngine, "thread_limit", spy)
+    monkeypatch.setenv("COLUMNS", "100")
+    code, out, err = run_cli(capsys, "run", "-e", "numpy", *SMALL, "--threads", "1", "--no-save")
+    assert code == 0, err
+    assert applied == [1]
+    assert "thr" in out.splitlines()[1]
+    code, out, err = run_cli(capsys, "run", "-e", "numpy", *SMALL, "-t", "1", "--json", "--no-save")
+    assert json.loads(out)["results"][0]["method"]["threads"] == 1
+    code, out, err = run_cli(capsys, "run", "-e", "numpy", *SMALL, "--json", "--no-save")
+    assert json.loads(out)["results"][0]["method"]["threads"] is None
+
+
+def test_threads_for_an_engine_without_a_setting_is_refused_before_work(capsys):
+    code, _, err = run_cli(capsys, "run", "-e", "numpy", "-e", "mlx", *SMALL, "--threads", "1", "--no-save")
+    assert code == 2
+    assert "--threads 1: mlx has no setting for its CPU threads" in err
+    assert "numpy:cpu" not in err  # nothing was measured first
+
+
+def test_threads_on_a_suite_is_recorded(capsys):
+    code, out, err = run_cli(
+        capsys, "compute", "-e", "numpy", "-w", "lm_head:64x64:fp32", "--batch", "8", "--runs", "3",
+        "--threads", "1", "--json", "--no-save",
+    )
+    assert code == 0, err
+    assert all(r["method"]["threads"] == 1 for r in json.loads(out)["results"])
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["-e", "nunpy"], "unknown engine 'nunpy'; did you mean 'numpy'? valid: coreml, mlx, torch, numpy"),
+        (["-w", "llama_lm_had"], "did you mean 'llama_lm_head'?"),
+        (["-w", "lm_head:64x64:fp8"], "unknown dtype 'fp8'; valid: fp32, fp16, bf16"),
+        (["-e", "numpy", "-d", "cpux"], "did you mean 'cpu'?"),
+    ],
+)
+def test_a_typo_gets_the_nearest_name(capsys, args, expected):
+    code, _, err = run_cli(capsys, "run", *args, "--dry-run")
+    assert code == 2
+    assert expected in err
+
+
+def test_unrelated_device_gets_no_suggestion(capsys):
+    code, _, err = run_cli(capsys, "run", "-e", "numpy", "-d", "gpu", "--dry-run")
+    assert code == 2 and "did you mean" not in err
+
+
+def test_names_match_ignoring_case(capsys):
+    code, out, err = run_cli(capsys, "run", "-e", "NumPy", "-d", "CPU", "-w", "Llama_lm_head", "--dry-run")
+    assert code == 0, err
+    assert "numpy" in out and "llama_lm_head" in out

@@ -17,9 +17,10 @@ def test_engines_on_the_base_install_names_each_extra(capsys, monkeypatch):
     """rich markup once swallowed '[coreml]', printing `pip install 'anebench'`: the hint must be whole."""
     real = importlib.util.find_spec
     missing = {"coremltools", "mlx", "torch"}
-    monkeypatch.setattr(
-        importlib.util, "find_spec", lambda name, *a: None if name.split(".")[0] in missing else real(name, *a)
-    )
+    def find_spec(name, *args):
+        return None if name.split(".")[0] in missing else real(name, *args)
+
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
     monkeypatch.setenv("COLUMNS", "200")
     code, out, _ = run_cli(capsys, "engines")
     assert code == 0

@@ -49,7 +49,8 @@ def get_engine(name: str) -> Engine:
     known = match_name(name, ENGINE_FACTORIES)
     if known is None:
         raise UserError(
-            f"unknown engine {name!r}; {did_you_mean(name, ENGINE_FACTORIES)}valid: {', '.join(ENGINE_FACTORIES)}"
+            f"unknown engine {name!r}; {did_you_mean(name, ENGINE_FACTORIES)}"
+            f"valid: {', '.join(ENGINE_FACTORIES)}"
         )
     return ENGINE_FACTORIES[known]()
 

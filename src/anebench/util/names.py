@@ -14,7 +14,8 @@ def match_name(given: str, valid: Iterable[str]) -> str | None:
 
 
 def did_you_mean(given: str, valid: Iterable[str]) -> str:
-    """"did you mean 'numpy'? " for the closest valid name (difflib's ratio >= 0.7: gpu is not a typo of cpu), else ''."""
+    """"did you mean 'numpy'? " for the closest valid name, else ''. difflib's ratio >= 0.7: 'nunpy' and
+    'cpux' get a suggestion, 'gpu' (ratio 0.67 against 'cpu') does not, as it is not a typo of it."""
     names = list(valid)
     by_fold = {name.casefold(): name for name in names}
     close = difflib.get_close_matches(given.strip().casefold(), list(by_fold), n=1, cutoff=0.7)

@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -278,7 +279,7 @@ def run(
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 def engines(fmt: str | None, as_json: bool) -> None:
     """List engines, their devices, and why any are unavailable."""
-    found = []
+    found: list[dict[str, Any]] = []
     for name, factory in ENGINE_FACTORIES.items():
         engine = factory()
         availability = engine.available()

@@ -164,7 +164,13 @@ class Store:
                  "json_extract(body, '$.host.chip'), json_extract(body, '$.host.cpu_model') "
                  "FROM records ORDER BY created, id")
         rows = with_retries(lambda: self._db.execute(query).fetchall(), self.path)
-        return [StoredRecord(*row[:9], host=row[9] or row[10] or "") for row in rows]
+        return [
+            StoredRecord(
+                id=row[0], suite=row[1], workload=row[2], engine=row[3], device=row[4], provenance=row[5],
+                gbps=row[6], created=row[7], source_label=row[8], host=row[9] or row[10] or "",
+            )
+            for row in rows
+        ]
 
     def _one_id(self, prefix: str) -> str:
         """The full id of the one record whose id starts with ``prefix`` (at least 8 hex digits)."""

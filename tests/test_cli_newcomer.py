@@ -138,3 +138,40 @@ def test_names_match_ignoring_case(capsys):
     code, out, err = run_cli(capsys, "run", "-e", "NumPy", "-d", "CPU", "-w", "Llama_lm_head", "--dry-run")
     assert code == 0, err
     assert "numpy" in out and "llama_lm_head" in out
+
+
+def test_a_piped_suite_prints_one_line_per_finished_point_with_the_time_left(capsys):
+    """The default roofline was silent for 5.5 minutes when piped; now each point says it is done."""
+    code, _, err = run_cli(
+        capsys, "roofline", "-e", "numpy", "-w", "lm_head:64x256:fp32", "--max-batch", "4", "--runs", "3",
+        "--no-save",
+    )
+    assert code == 0, err
+    done = [line for line in err.splitlines() if line.startswith("done: roofline numpy:cpu batch")]
+    assert [line.split(" batch ")[1].split(" in ")[0] for line in done] == ["1 (1/3)", "2 (2/3)", "4 (3/3)"]
+    assert "left)" in done[0] and "elapsed" in done[-1]
+
+
+def test_a_piped_run_of_several_steps_says_each_step_done(capsys):
+    code, _, err = run_cli(capsys, "run", "-e", "numpy", "-e", "torch", *SMALL, "--no-save")
+    assert code == 0, err
+    assert "done: numpy:cpu lm_head:64x256:fp32 (1/2) in " in err
+    assert "done: torch:cpu lm_head:64x256:fp32 (2/2) in " in err
+
+
+def test_quiet_prints_no_progress(capsys):
+    code, _, err = run_cli(capsys, "-q", "roofline", "-e", "numpy", "-w", "lm_head:64x256:fp32", "--max-batch",
+                           "2", "--runs", "3", "--no-save")
+    assert code == 0 and "done:" not in err
+
+
+def test_time_left_is_the_mean_point_times_the_points_to_come(monkeypatch):
+    from anebench.cli import terminal
+
+    now = [100.0]
+    monkeypatch.setattr(terminal.time, "monotonic", lambda: now[0])
+    log = terminal.PointLog()
+    assert log.start("sweep (1/5)") is None
+    now[0] = 110.0
+    line = log.start("sweep (2/5)")  # point 1 took 10 s; 4 points to come
+    assert line == "done: sweep (1/5) in 10 s (elapsed 10 s, about 40 s left)"

@@ -19,7 +19,14 @@ from typing import Any
 import click
 from rich.console import Console, ConsoleDimensions
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from ..errors import SettingError, UserError
 from ..model import ResultRecord
@@ -352,6 +359,8 @@ def progress_bar() -> Iterator[Progress]:
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
+        TextColumn("left"),
+        TimeRemainingColumn(),
         console=err_console,
         transient=False,
         disable=verbosity() <= QUIET,

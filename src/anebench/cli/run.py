@@ -28,6 +28,7 @@ from ..orchestration.session import RunOptions, check_threads
 from ..system.host import busy_warning, describe_host
 from ..system.power import energy_sources
 from .common import (
+    QUIET,
     announce_workloads,
     check_out_path,
     emit,
@@ -39,11 +40,18 @@ from .common import (
     output_format,
     progress_bar,
     say,
+    verbosity,
     warn,
 )
 from .params import timing_flags
 from .results import finish_run, store_options
 from .tables import FittingTable, fmt_mb
+from .terminal import PointLog
+
+
+def say_line(line: str | None) -> None:
+    if line:
+        say(line)
 
 run_options = timing_flags(
     DEFAULT_RUNS,
@@ -252,13 +260,20 @@ def run(
     if busy:  # said before measuring, so the user can stop and retry on a quiet machine; only once
         warn(busy)
         flush_warnings()
+    log, piped = PointLog(), not err_console.is_terminal and verbosity() > QUIET
     with progress_bar() as progress:  # its exit restores the cursor, however the campaign ends
 
         def started(label: str, total: int) -> Callable[[int, int], None]:
+            if len(plan.steps) > 1:  # "(2/5)": which step, and what the time-left estimate counts
+                label = f"{label} ({len(progress.tasks) + 1}/{len(plan.steps)})"
+            if piped:  # a log gets one line per finished step, not redraws
+                say_line(log.start(label))
             task = progress.add_task(f"{label} (loading)", total=total)
             return lambda done, total: progress.update(task, completed=done, description=label)
 
         result = run_campaign(plan.steps, options, mitigations, started)
+        if piped and not result.interrupted:
+            say_line(log.finish())
     if result.interrupted:
         saved = emit(result.records, "run", out, no_save, as_json)
         where = f"saved to {saved}" if saved else "not saved (--no-save)"

@@ -160,8 +160,11 @@ def test_a_piped_run_of_several_steps_says_each_step_done(capsys):
 
 
 def test_quiet_prints_no_progress(capsys):
-    code, _, err = run_cli(capsys, "-q", "roofline", "-e", "numpy", "-w", "lm_head:64x256:fp32", "--max-batch",
-                           "2", "--runs", "3", "--no-save")
+    code, _, err = run_cli(
+        capsys, "-q", "roofline", "-e", "numpy", "-w", "lm_head:64x256:fp32", "--max-batch", "2",
+        "--runs", "3",
+        "--no-save",
+    )
     assert code == 0 and "done:" not in err
 
 

@@ -178,3 +178,19 @@ def test_time_left_is_the_mean_point_times_the_points_to_come(monkeypatch):
     now[0] = 110.0
     line = log.start("sweep (2/5)")  # point 1 took 10 s; 4 points to come
     assert line == "done: sweep (1/5) in 10 s (elapsed 10 s, about 40 s left)"
+
+
+def test_a_record_without_threads_keeps_the_id_it_had_before_the_field():
+    """method.threads was added later: records that do not set it keep their content ids."""
+    from anebench.results.published import published_records
+
+    record = published_records()[0]
+    assert record.method.threads is None
+    body = record.model_dump(mode="json", by_alias=True, exclude={"id"})
+    del body["method"]["threads"]
+    import hashlib
+
+    old_id = hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    assert record.content_id() == old_id
+    threaded = record.model_copy(update={"method": record.method.model_copy(update={"threads": 2})})
+    assert threaded.content_id() != old_id

@@ -242,6 +242,10 @@ class ResultRecord(_Model):
     def content_id(self) -> str:
         """A stable id: the sha256 of the record's canonical JSON without its id."""
         body = self.model_dump(mode="json", by_alias=True, exclude={"id"})
+        # Fields added after records were first stored count only when set, so that a record that does not
+        # use them keeps the id it always had (a re-ingest stays a no-op).
+        if body["method"].get("threads") is None:
+            body["method"].pop("threads", None)
         canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()
 

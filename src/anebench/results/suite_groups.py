@@ -60,6 +60,8 @@ class SuiteGroup:
     result: str  # one line: the fit, the ridge, the verdict with its phases, or "... failed: <reason>"
     figures: Figures = field(default_factory=dict)  # the result as numbers (none when it failed)
     rule: str = ""
+    # the group's records, smallest first: the HTML report draws the suite's own plot from them
+    records: list[ResultRecord] = field(default_factory=list, repr=False, compare=False)
 
     @property
     def title(self) -> str:
@@ -238,6 +240,7 @@ def suite_groups(entries: list[tuple[ResultRecord, str, str]],
                                      "each copy solo, then together from a common start"))
         else:
             groups.append(_simple_group(kind, tuple(key), records, points))
+        groups[-1].records = records
     order = list(SUITE_TITLES)
     groups.sort(key=lambda g: (order.index(g.kind), g.workload, g.chip, g.engine, g.device))
     return groups

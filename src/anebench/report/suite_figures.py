@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from ..results.suite_groups import SuiteGroup
 from .suite_plots import plot_concurrency, plot_roofline, plot_sweep
@@ -40,7 +41,7 @@ def _sweep(group: SuiteGroup):
     knee = first.knee_bytes or sizes[0]
     passed = "bandwidth_gbps" in group.figures  # the report re-checked the stored fit against the gates
     fit = first.fit if passed else None
-    analysis = {
+    analysis: dict[str, Any] = {
         "knee_bytes": knee,
         "cache_bytes": first.cache_bytes,
         "cache_peak_bytes": first.cache_peak_bytes or sizes[peak],

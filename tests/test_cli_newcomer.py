@@ -112,6 +112,11 @@ def test_threads_on_a_suite_is_recorded(capsys):
     )
     assert code == 0, err
     assert all(r["method"]["threads"] == 1 for r in json.loads(out)["results"])
+    code, out, err = run_cli(
+        capsys, "compute", "-e", "numpy", "-w", "lm_head:64x64:fp32", "--batch", "8", "--runs", "3",
+        "--threads", "1", "--no-save",
+    )
+    assert code == 0 and "numpy:cpu t=1" in out  # the suite's table names the limit
 
 
 @pytest.mark.parametrize(

@@ -70,7 +70,8 @@ class SuiteGroup:
 
 def _threads(record: ResultRecord) -> int | None:
     section = record.concurrency
-    for value in (section.threads_per_copy if section else None, record.engine.details.get("blas_threads")):
+    for value in (section.threads_per_copy if section else None, record.method.threads,
+                  record.engine.details.get("blas_threads")):
         if isinstance(value, int) and not isinstance(value, bool):
             return value
     return None

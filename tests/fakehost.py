@@ -20,3 +20,13 @@ class FakeHost(Host):
 
     def state(self) -> HostState:
         return HostState(load_average_1m=self.load, busy=self.load > busy_threshold(self.cores))
+
+
+def pretend_macos(monkeypatch, version: tuple[int, ...] = (27, 0)) -> None:
+    """The platform facts of a native Apple-silicon Mac running macOS ``version`` (preflight's seam)."""
+    from anebench.system import preflight
+
+    monkeypatch.setattr(preflight, "_system", lambda: "darwin")
+    monkeypatch.setattr(preflight, "_machine", lambda: "arm64")
+    monkeypatch.setattr(preflight, "_macos_version", lambda: version)
+    monkeypatch.setattr(preflight, "proc_translated", lambda libc=None: 0)

@@ -1,4 +1,5 @@
-"""`anebench build WORKLOAD`: write the Core ML LM-head bundle (works on any OS; predicting needs a Mac)."""
+"""`anebench build WORKLOAD`: write the Core ML LM-head bundle, or with ``--engine coreai`` the Core AI
+.aimodel asset of the same weights (both work on any OS; running them needs a Mac)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from ..artifacts.export import check_bundle_dir, copy_bundle
 from ..errors import UserError
 from ..workloads import resolve_workload
 from .common import err_console, flags, format_option, out_console, output_format, progress_bar
+
+BUILD_ENGINES = ("coreml", "coreai")
 
 
 def summary_table(manifest: dict, package: Path, reused: bool) -> Table:
@@ -43,6 +46,7 @@ def summary_table(manifest: dict, package: Path, reused: bool) -> Table:
             f"{manifest['weight_bytes']:,} ({manifest['weight_bytes'] / 1e6:.2f} MB, from the program)",
         ),
         ("weight.bin", f"{manifest['weight_file_bytes']:,} bytes, sha256 {manifest['weight_sha256'][:16]}…"),
+        ("workload fingerprint", manifest["workload_fingerprint"]),
         ("coremltools", manifest["coremltools"]),
         ("bundle", str(package)),
         ("from cache", "yes" if reused else f"no (built in {manifest['build_seconds']:.1f} s)"),
@@ -53,8 +57,50 @@ def summary_table(manifest: dict, package: Path, reused: bool) -> Table:
     return table
 
 
+def asset_table(manifest: dict, package: Path, reused: bool) -> Table:
+    """The Core AI asset: what coreai-core's own summary says it stores, beside what was encoded."""
+    table = Table(title="anebench build --engine coreai", show_header=False)
+    function = manifest["summary"]["functions"][manifest["function"]]
+    stored = manifest["summary"]["storage_types"]
+    storage = ", ".join(f"{dtype} x {count:,}" for dtype, count in stored.items())
+    ops = ", ".join(f"{op} x {count}" for op, count in manifest["summary"]["operation_distribution"].items())
+    splits, weight_bytes = manifest["splits"], manifest["weight_bytes"]
+    rows = [
+        ("workload", manifest["workload"]),
+        ("quant", manifest["quant"]),
+        ("splits", f"{len(splits)} x {splits[0]}" + ("" if len(set(splits)) == 1 else f" .. {splits[-1]}")),
+        ("tokens per call", str(manifest["tokens"])),
+        ("input", ", ".join(f"{name} {kind}" for name, kind in function["inputs"])),
+        ("outputs", f"{function['outputs'][0][0]} .. {function['outputs'][-1][0]}"),
+        ("stored (asset summary)", storage),
+        ("operations", ops),
+        ("weight bytes", f"{weight_bytes:,} ({weight_bytes / 1e6:.2f} MB, each blob found byte for byte in "
+                         "the program)"),
+        ("weights sha256", f"{manifest['weights_sha256'][:16]}… (the Core ML bundle's for the same bytes)"),
+        ("workload fingerprint", manifest["workload_fingerprint"]),
+        ("main.mlirb",
+         f"{manifest['program_file_bytes']:,} bytes, sha256 {manifest['program_sha256'][:16]}…"),
+        ("coreai-core", manifest["coreai_core"]),
+        ("asset", str(package)),
+        ("from cache", "yes" if reused else f"no (built in {manifest['build_seconds']:.1f} s)"),
+    ]
+    rows += [("note", note) for note in manifest.get("notes", [])]
+    for key, value in rows:
+        table.add_row(key, value)
+    return table
+
+
 @click.command()
 @click.argument("workload")
+@click.option(
+    "--engine",
+    "-e",
+    type=click.Choice(BUILD_ENGINES),
+    default="coreml",
+    show_default=True,
+    help="coreml: an .mlpackage for Core ML; coreai: an .aimodel for Core AI (macOS 27+ to run) with the "
+    "same weights, fp16 or int8.",
+)
 @click.option(
     "--quant",
     type=click.Choice(QUANTS),
@@ -97,7 +143,7 @@ def summary_table(manifest: dict, package: Path, reused: bool) -> Table:
     "--out",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="Also copy the .mlpackage into this directory.",
+    help="Also copy the .mlpackage (or .aimodel) into this directory.",
 )
 @click.option(
     "--cache-dir",
@@ -109,6 +155,7 @@ def summary_table(manifest: dict, package: Path, reused: bool) -> Table:
 @format_option("table", "json")
 def build(
     workload: str,
+    engine: str,
     quant: str | None,
     lut_mode: str,
     repeat: int,
@@ -119,7 +166,8 @@ def build(
     as_json: bool,
     fmt: str | None = None,
 ) -> None:
-    """Write WORKLOAD as a Core ML .mlpackage shaped for the Neural Engine (cached; reused next time)."""
+    """Write WORKLOAD as a Core ML .mlpackage shaped for the Neural Engine, or (--engine coreai) as a Core AI
+    .aimodel of the same weights (cached; reused next time)."""
     from ..artifacts import BuildSpec, build_or_reuse
     from ..artifacts._coremltools import coremltools as require_coremltools
     from ..artifacts.cache import default_cache_dir
@@ -127,11 +175,17 @@ def build(
 
     as_json = output_format(fmt, as_json) == "json"
     resolved = resolve_workload(workload).with_tokens(tokens)
+    if engine == "coreai" and repeat != 1:
+        raise UserError(f"--repeat {repeat}: weight sets per predict are a Core ML bundle option; a Core AI "
+                        "asset holds one")
     if out is not None:
         with flags(out="--out"):
             check_bundle_dir(out)
     # Memory and disk before anything is hashed or allocated (a checkpoint's hash reads every byte).
     check_build_resources(resolved, quant, repeat, Path(cache_dir) if cache_dir else default_cache_dir(), out)
+    if engine == "coreai":
+        build_asset(resolved, quant, max_split_rows, out, cache_dir, as_json)
+        return
     spec = BuildSpec.for_workload(
         resolved, quant, lut_mode=lut_mode, repeat=repeat, max_split_rows=max_split_rows
     )
@@ -158,6 +212,43 @@ def build(
     if as_json:
         err_console.print(table)
         document = {**artifact.manifest, "bundle": str(package), "reused": artifact.reused}
+        sys.stdout.write(json.dumps(document, indent=1, sort_keys=True) + "\n")
+        sys.stdout.flush()
+    else:
+        out_console().print(table)
+
+
+def build_asset(resolved, quant: str | None, max_split_rows: int, out: Path | None, cache_dir: Path | None,
+                as_json: bool) -> None:
+    """`build --engine coreai`: the .aimodel, checked byte for byte against what was encoded."""
+    from ..artifacts._coreai import authoring as require_coreai
+    from ..artifacts.coreai import AssetSpec
+    from ..artifacts.coreai_cache import build_or_reuse_asset
+
+    require_coreai()  # a missing install is refused before anything is hashed or drawn
+    spec = AssetSpec.for_workload(resolved, quant, max_split_rows=max_split_rows)
+    with progress_bar() as progress:
+        label = f"{spec.workload.name} ({spec.quant}, Core AI" + (
+            f", {spec.tokens} tokens)" if spec.tokens > 1 else ")")
+        task = progress.add_task(f"building {label}", total=None)
+
+        def advance(done: int, total: int) -> None:
+            progress.update(task, completed=done, total=total)
+
+        try:
+            artifact = build_or_reuse_asset(spec, cache_dir, advance)
+        except (ValueError, RuntimeError, TypeError) as exc:  # from coreai-core: the cache is left clean
+            first = (str(exc).strip().splitlines() or [""])[0][:300]
+            raise UserError(
+                f"build {spec.workload.name} ({spec.quant}, Core AI): failed: {type(exc).__name__}: {first}"
+            ) from None
+        progress.update(task, description=f"{spec.workload.name} ({spec.quant}, Core AI) ready")
+    with flags(out="--out"):
+        package = copy_bundle(artifact.package, out) if out is not None else artifact.package
+    table = asset_table(artifact.manifest, package, artifact.reused)
+    if as_json:
+        err_console.print(table)
+        document = {**artifact.manifest, "asset": str(package), "reused": artifact.reused}
         sys.stdout.write(json.dumps(document, indent=1, sort_keys=True) + "\n")
         sys.stdout.flush()
     else:

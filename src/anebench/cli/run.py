@@ -16,7 +16,14 @@ from ..errors import UserError
 from ..measure.timing import DEFAULT_REPETITIONS, DEFAULT_RUNS, split_runs
 from ..measure.warmup import WarmupPolicy
 from ..model import HostInfo
-from ..orchestration.campaign import Plan, plan_run, preflight_steps, run_campaign
+from ..orchestration.campaign import (
+    Plan,
+    Unrunnable,
+    plan_run,
+    preflight_steps,
+    run_campaign,
+    unrunnable_engines,
+)
 from ..orchestration.runplan import (
     Mitigations,
     PlannedStep,
@@ -142,6 +149,26 @@ def show_plan(plan: list[PlannedStep], title: str, as_json: bool) -> None:
     out_console().print(plan_table(plan, title))
 
 
+def show_unrunnable(unrunnable: list[Unrunnable], planned: list[PlannedStep], as_json: bool) -> None:
+    """A dry run naming engines this host cannot run: why, and what a host that can would do; the plan of
+    the named engines that can run here, if any."""
+    fmt = click.get_current_context().meta.get("anebench.format", "json" if as_json else "table")
+    if fmt == "json":
+        document = {"plan": [asdict(step) for step in planned],
+                    "unavailable": [asdict(u) for u in unrunnable]}
+        sys.stdout.write(json.dumps(document, indent=1) + "\n")
+        return
+    console = out_console()
+    if planned:
+        console.print(plan_table(planned, "anebench run on this host"))
+    for item in unrunnable:
+        console.print(f"dry run: engine {item.engine} cannot run on this host: {item.reason}", markup=False,
+                      highlight=False, soft_wrap=True)
+        for note in item.notes:
+            console.print(f"  {note}", markup=False, highlight=False, soft_wrap=True)
+    console.print("nothing was built or measured", markup=False, highlight=False)
+
+
 def mitigation_options(func):
     """The idle-state mitigations of a Core ML run; each is recorded in method.mitigations."""
     func = click.option(
@@ -241,6 +268,14 @@ def run(
         say("--batch is deprecated: it is --predicts-per-call (K predicts, each re-reading every weight)")
         predicts = deprecated_batch if predicts == 1 else predicts
     mitigations = Mitigations(keep_awake, predicts, repeat)
+    if dry_run and engines and (unrunnable := unrunnable_engines(engines, workloads)):
+        # Explained, not refused (a dry run measures nothing anyway); the engines that can run are planned.
+        runnable = tuple(name for name in engines if name not in {u.engine for u in unrunnable})
+        steps = plan_steps(runnable, device, workloads, mitigations).steps if runnable else []
+        planned = describe_plan([(s.engine.name, s.device, s.workload.name) for s in steps], bool(power),
+                                sys.platform)
+        show_unrunnable(unrunnable, planned, as_json)
+        return
     plan = plan_steps(engines, device, workloads, mitigations)
     power = plan.campaign if power is None else power  # the Mac campaign reads energy unless --no-power
     if dry_run:

@@ -15,6 +15,12 @@ def _coreml() -> Engine:
     return CoreMLEngine()
 
 
+def _coreai() -> Engine:
+    from .coreai_engine import CoreAIEngine
+
+    return CoreAIEngine()
+
+
 def _numpy() -> Engine:
     from .numpy_engine import NumpyEngine
 
@@ -34,9 +40,10 @@ def _mlx() -> Engine:
 
 
 # Preference order for "the best engine this machine has": accelerators first (Core ML's Neural Engine
-# on a Mac), numpy last.
+# on a Mac), numpy last. Core AI (macOS 27+) follows Core ML: the published figures are Core ML's.
 ENGINE_FACTORIES: dict[str, Callable[[], Engine]] = {
     "coreml": _coreml,
+    "coreai": _coreai,
     "mlx": _mlx,
     "torch": _torch,
     "numpy": _numpy,

@@ -171,6 +171,10 @@ class Engine(ABC):
         """Weight bytes one call will read on ``device`` (for the memory preflight)."""
         return workload.bytes_as(self.dtype_for(workload, device).run_dtype)
 
+    def plan_notes(self, workloads: list[Workload]) -> list[str]:
+        """What a run of this engine would build and measure, for a dry run on a host that cannot run it."""
+        return []
+
     @abstractmethod
     def prepare(self, workload: Workload, device: str) -> Prepared: ...
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..engines import best_engine, resolve_device, usable_engine
+from ..engines import best_engine, get_engine, resolve_device, usable_engine
 from ..engines.base import Engine
 from ..measure.timing import ProgressCallback
 from ..model import ResultRecord
@@ -56,6 +56,27 @@ def resolve_targets(engine_names: tuple[str, ...], device: str | None) -> list[T
         engine, default_device = best_engine()
         return [Target(engine, resolve_device(engine, device) if device else default_device)]
     return [Target(e, resolve_device(e, device)) for e in (usable_engine(n) for n in engine_names)]
+
+
+@dataclass(frozen=True)
+class Unrunnable:
+    """A named engine this host cannot run: why, and what it would build and measure where it can."""
+
+    engine: str
+    reason: str
+    notes: list[str]
+
+
+def unrunnable_engines(engine_names: tuple[str, ...], workload_specs: tuple[str, ...]) -> list[Unrunnable]:
+    """The named engines that cannot run here (a dry run explains them instead of refusing)."""
+    found = []
+    for name in dict.fromkeys(engine_names):
+        engine = get_engine(name)
+        availability = engine.available()
+        if not availability:
+            notes = engine.plan_notes(resolve_workloads(workload_specs))
+            found.append(Unrunnable(name, availability.reason, notes))
+    return found
 
 
 def resolve_workloads(specs: tuple[str, ...], default: str = DEFAULT_WORKLOAD) -> list[Workload]:
@@ -125,10 +146,12 @@ __all__ = [
     "Plan",
     "StepStarted",
     "Target",
+    "Unrunnable",
     "plan_run",
     "preflight_steps",
     "resolve_targets",
     "resolve_workloads",
     "run_campaign",
     "step_label",
+    "unrunnable_engines",
 ]

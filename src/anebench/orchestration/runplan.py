@@ -1,9 +1,11 @@
 """What `anebench run` measures: the (engine, device, workload) plan and the idle-state mitigations.
 
 On a Mac, a run with no engine, device or workload is the published campaign: the three published
-heads on the Neural Engine, then the same fp16 head on the GPU and CPU through Core ML, MLX and torch
-MPS — the same-model, same-machine comparison no published source has — with energy read around every
-step (IOReport: ANE, GPU, CPU, DRAM and the package; `--no-power` to skip). The mitigations
+heads on the Neural Engine, the fp16 head through Core AI on the Neural Engine too (macOS 27+, where
+coreai-core is installed: the same bytes as Core ML's bundle), then the same fp16 head on the GPU and
+CPU through Core ML, MLX and torch MPS — the same-model, same-machine comparison no published source
+has — with energy read around every step (IOReport: ANE, GPU, CPU, DRAM and the package; `--no-power`
+to skip). The mitigations
 (--keep-awake, --predicts-per-call, --repeat) are recorded in every record they touched, with what they
 change in the bytes per call.
 """
@@ -26,6 +28,7 @@ from .keepawake import KeepAwakeProcess, share_warning, spinner_threads
 from .session import RunOptions
 
 CORE_ML = "coreml"
+CORE_AI = "coreai"
 CAMPAIGN_ANE = PUBLISHED_HEADS
 CAMPAIGN_COMPARE = "llama_lm_head"
 
@@ -37,10 +40,12 @@ class Step:
     workload: Workload
 
 
-# (engine, device, workload) in order, whatever this host has: the ANE heads, then the same fp16 head
-# on the GPU (Core ML, MLX, torch MPS) and the CPU (Core ML, MLX).
+# (engine, device, workload) in order, whatever this host has: the ANE heads (Core ML, then Core AI's
+# fp16 head where macOS 27 has it), then the same fp16 head on the GPU (Core ML, MLX, torch MPS) and the
+# CPU (Core ML, MLX).
 CAMPAIGN: tuple[tuple[str, str, str], ...] = (
     *((CORE_ML, "ane", name) for name in CAMPAIGN_ANE),
+    (CORE_AI, "ane", CAMPAIGN_COMPARE),
     (CORE_ML, "gpu", CAMPAIGN_COMPARE), (CORE_ML, "cpu", CAMPAIGN_COMPARE),
     ("mlx", "gpu", CAMPAIGN_COMPARE), ("mlx", "cpu", CAMPAIGN_COMPARE),
     ("torch", "mps", CAMPAIGN_COMPARE),

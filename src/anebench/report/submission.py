@@ -69,6 +69,7 @@ COMMON_WORDS = {
     "fp32",
     "bf16",
     "coreml",
+    "coreai",
     "numpy",
     "torch",
     "mlx",

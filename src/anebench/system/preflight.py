@@ -16,6 +16,7 @@ from ..errors import UserError
 from . import host
 
 MIN_MACOS = (15, 0)  # the bundles are iOS18 / macOS 15 ML programs (per-grouped-channel LUTs)
+MIN_MACOS_COREAI = (27, 0)  # Core AI, the framework after Core ML, ships with macOS 27
 
 ROSETTA_MESSAGE = (
     "this Python is an x86_64 build running under Rosetta 2 (sysctl.proc_translated = 1): the Neural "
@@ -114,6 +115,21 @@ def coreml_problem() -> str | None:
             f"the bundles are macOS 15 (iOS18) ML programs and this Mac runs macOS "
             f"{'.'.join(map(str, version))}; update macOS to run them"
         )
+    return None
+
+
+def coreai_problem() -> str | None:
+    """Why Core AI cannot specialise and run an .aimodel here (macOS 27+, native), or None when it can."""
+    if not on_macos():
+        system = {"linux": "Linux", "win32": "Windows"}.get(_system(), _system())
+        return (f"Core AI needs macOS 27 (this host runs {system}); `anebench build --engine coreai` "
+                "still writes the .aimodel assets here, run them on a Mac with macOS 27")
+    if under_rosetta():
+        return ROSETTA_MESSAGE
+    version = _macos_version()
+    if not version or version < MIN_MACOS_COREAI:
+        running = ".".join(map(str, version)) if version else "an unknown version"
+        return f"Core AI needs macOS 27 (this Mac runs macOS {running}); use -e coreml here"
     return None
 
 

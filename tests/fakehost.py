@@ -8,10 +8,15 @@ from anebench.system.host import Host, busy_threshold
 
 class FakeHost(Host):
     def __init__(self, available_bytes: int = 16 * 1024**3, load: float = 0.0, cores: int = 2,
-                 llc_bytes: int | None = 32 * 1024**2):
+                 llc_bytes: int | None = 32 * 1024**2, chip: str | None = None):
         self.available_bytes, self.load, self.cores, self.llc_bytes = available_bytes, load, cores, llc_bytes
+        self.chip = chip  # an Apple chip: the host is a Mac (macOS, arm64)
 
     def info(self) -> HostInfo:
+        if self.chip:
+            return HostInfo(os="macOS", os_version="15.5", arch="arm64", cpu_model=self.chip, chip=self.chip,
+                            machine_model="Mac16,8", cores_logical=self.cores, llc_bytes=self.llc_bytes,
+                            memory_bytes=2 * self.available_bytes, fingerprint="fake")
         return HostInfo(os="Linux", arch="x86_64", cpu_model="Fake CPU", cores_logical=self.cores,
                         memory_bytes=2 * self.available_bytes, llc_bytes=self.llc_bytes, fingerprint="fake")
 

@@ -144,3 +144,17 @@ def test_a_submission_shows_the_between_run_interval(tmp_path):
 
     body = issue_body([repeated_record(RUN_A), repeated_record([31 * MS])], "s.json", anonymized=True)
     assert f"{repeated_record(RUN_A).gbps:.2f} ±" in body and "between-run 95% interval" in body
+
+
+def test_published_figures_are_compared_only_on_the_same_engine_and_unit():
+    """The fp16 head has one fingerprint on every unit: a GPU run beside published ANE figures is not
+    'the same workload' (the Mac campaign printed coreml:gpu 7.38 beside coreml:ane 126.36, +1611%)."""
+    ane = stated_record(126.36, chip="Apple M4 Pro", engine="coreml", device="ane")
+    on_gpu = repeated_record([0.142], engine="coreml", device="gpu")
+    assert on_gpu.workload.fingerprint == ane.workload.fingerprint
+    rows, notes = family_comparison([on_gpu], published=[ane])
+    assert [r.yours for r in rows] == [True]
+    assert "coreml:gpu" in notes[0] and "no published figure" in notes[0]
+    on_ane = repeated_record([0.0083], engine="coreml", device="ane")
+    rows, notes = family_comparison([on_ane], published=[ane])
+    assert [r.engine for r in rows] == ["coreml:ane", "coreml:ane"] and not notes

@@ -204,3 +204,58 @@ def test_checkpoint_copies_say_they_hold_the_same_weights(tmp_path):
     result = run_concurrent(NumpyEngine(), "cpu", resolve_workload(f"hf:{model}"), 2, FAST)
     note = result.records[-1].concurrency.copies_note
     assert "checkpoint's own weights" in note and "seed" not in note
+
+
+# --- energy of a concurrent run on one SoC counter -------------------------------------------------------
+
+
+class SocMeter(power.ScalarMeter):
+    """One whole-SoC counter drawing ``WATTS``: every instance reads the same physical counter (as each
+    IOReport subscription does), so reading it once per device would count the chip's energy N times.
+    ``slow_reads`` maps a read's index to how long that read takes (the sample is taken at its start)."""
+
+    WATTS = 10.0
+    source, scope = "IOReport (fake)", "the whole SoC"
+
+    def __init__(self, slow_reads: dict[int, float] | None = None) -> None:
+        self.reads, self.slow_reads = 0, slow_reads or {}
+
+    def read_joules(self) -> float:
+        joules = self.WATTS * time.perf_counter()
+        time.sleep(self.slow_reads.get(self.reads, 0.0))
+        self.reads += 1
+        return joules
+
+
+def test_devices_sharing_one_soc_counter_read_it_once_not_once_per_device(monkeypatch):
+    from gil_engine import FakeMultiDevice
+
+    opened = []
+    monkeypatch.setattr(power, "current_platform", lambda: "darwin")
+    monkeypatch.setattr(power, "energy_meter", lambda device: opened.append(device) or SocMeter())
+    assert power.counter_key("ane") == power.counter_key("gpu") == power.counter_key("cpu")
+    assert power.counter_key("cuda:0") != power.counter_key("cuda:1")
+    options = RunOptions(runs=30, warmup=WarmupPolicy(fixed=2), suite="concurrency", power=True)
+    result = run_concurrent(FakeMultiDevice(), "fake:0", Workload("t", 256, 4096, "fp32"), None, options,
+                            mode="processes", devices="fake:0,fake:1")
+    assert len(opened) == 1  # one meter for the one counter
+    together = [r for r in result.records if r.concurrency.phase == "together"]
+    energy = together[0].energy
+    assert energy.available and energy.watts == pytest.approx(SocMeter.WATTS, rel=0.1)  # not 2x
+    assert "sum over" not in energy.source and "x each device" not in energy.scope
+
+
+def test_a_slow_counter_read_at_the_common_start_leaves_the_together_energy_unavailable(monkeypatch):
+    # Reads: 0 prepared, 1-2 the solo turns, 3 the common start, 4 all done. The read at the common start
+    # takes 0.3 s: the copies finish inside it, and a timestamp taken after it would give the chip's
+    # energy over a window of almost nothing (598 W on a Mac under load).
+    meter = SocMeter(slow_reads={3: 0.3})
+    monkeypatch.setattr(power, "energy_meter", lambda device: meter)
+    options = RunOptions(runs=8, warmup=WarmupPolicy(fixed=2), suite="concurrency", power=True)
+    result = run_concurrent(NumpyEngine(), "cpu", Workload("t", 128, 2048, "fp32"), 2, options)
+    solo = [r for r in result.records if r.concurrency.phase == "solo"]
+    together = [r for r in result.records if r.concurrency.phase == "together"]
+    assert all(r.energy.available for r in solo)
+    energy = together[0].energy
+    assert not energy.available and energy.watts is None
+    assert "common window" in energy.reason and "after the common window opened" in energy.reason

@@ -7,7 +7,6 @@ output check uses, the bytes a call reads, the placement arithmetic, the record 
 
 from __future__ import annotations
 
-import ctypes
 import platform
 import time
 import types
@@ -17,38 +16,23 @@ import numpy as np
 import pytest
 
 from anebench.artifacts import BuildSpec, build_or_reuse
-from anebench.artifacts.reference import ReferenceProgram
 from anebench.engines import coreml_engine, get_engine
 from anebench.engines.coreml_engine import CoreMLEngine, CoreMLPrepared, OpPlacement, summarize_placement
-from anebench.errors import UserError
+from anebench.errors import MeasurementError, UserError
 from anebench.measure.check import check_output
 from anebench.measure.warmup import WarmupPolicy
 from anebench.orchestration.session import RunOptions, measure_workload
 from anebench.system import preflight
 from anebench.workloads import Workload
+from fake_coreml import NN_OUTPUTS_ERROR, FakeMLModel
 
 HIDDEN, VOCAB, SPLIT = 64, 1024, 128
 TINY = Workload("tiny_head", HIDDEN, VOCAB, "fp16", seed=7)
 
 
-class NumpyCoreML:
-    """Stands in for MLModel: runs the bundle's own program in float64 (anebench.artifacts.reference) from
-    the weights it stores, and returns fp16 outputs of the declared shapes."""
-
-    def __init__(self, package, swap_outputs: bool = False):
-        self.program = ReferenceProgram(package)
-        self.swap_outputs = swap_outputs  # a broken model: logits1 and logits2 exchanged
-        self.requests: list = []
-
-    def _one(self, feed: dict) -> dict:
-        result = self.program.predict(feed)
-        if self.swap_outputs:
-            result["logits1"], result["logits2"] = result["logits2"], result["logits1"]
-        return result
-
-    def predict(self, data):
-        self.requests.append(data)
-        return [self._one(d) for d in data] if isinstance(data, list) else self._one(data)
+def NumpyCoreML(package, swap_outputs: bool = False) -> FakeMLModel:  # noqa: N802 - the former class
+    """MLModel as the binding behaves (tests/fake_coreml.py), computing the bundle's own program."""
+    return FakeMLModel(package, swap_outputs=swap_outputs)
 
 
 @pytest.fixture(scope="module")
@@ -201,8 +185,11 @@ def test_placement_unavailable_names_the_cause():
     assert coreml_engine.placement_unavailable(error, "7.2b1").endswith(
         "needs coremltools 8.1+ (this is 7.2b1)"
     )
-    assert coreml_engine.placement_unavailable(error, "8.1").endswith("needs macOS 14.4+")
-    assert coreml_engine.placement_unavailable(error, "9.0").endswith("needs macOS 14.4+")
+    # anebench needs macOS 15 for Core ML: "needs macOS 14.4+" would send a user on 15+ nowhere.
+    for version in ("8.1", "9.0"):
+        warning = coreml_engine.placement_unavailable(error, version)
+        assert "14.4" not in warning and "MLComputePlan unavailable (No module named" in warning
+        assert warning.endswith(f"coremltools {version} on this macOS could not build a compute plan")
 
 
 # --- a model Core ML did not load ---------------------------------------------------------------------
@@ -332,35 +319,11 @@ def test_coremltools_import_messages_are_kept_not_printed_and_the_logger_is_not_
 # --- Core ML's own duration of each predict, beside wall clock -----------------------------------------
 
 
-class DurationProxy:
-    """coremltools' proxy (8.2+) as far as the engine uses it: the duration of the last predict."""
-
-    def __init__(self):
-        self.last_ns = None
-
-    def get_last_predict_duration_in_nano_seconds(self):
-        return self.last_ns
-
-
-class GilHoldingCoreML(NumpyCoreML):
-    """predict holds the GIL for ``hold_us`` as coremltools' binding does (usleep through ctypes.PyDLL), and
-    its proxy reports the duration of the predict body, scaled by ``reported`` (1: a truthful clock)."""
-
-    def __init__(self, package, hold_us: int = 3000, reported: float = 1.0, proxy: bool = True):
-        super().__init__(package)
-        self._usleep = ctypes.PyDLL(None).usleep
-        self._usleep.argtypes = [ctypes.c_uint]
-        self.hold_us, self.reported = hold_us, reported
-        # An older coremltools' proxy has no such method.
-        self.__proxy__ = DurationProxy() if proxy else types.SimpleNamespace()
-
-    def predict(self, data):
-        start = time.perf_counter_ns()
-        self._usleep(self.hold_us)
-        result = super().predict(data)
-        self.__proxy__.last_ns = int((time.perf_counter_ns() - start) * self.reported)
-        self.requests.clear()  # keep no reference to the inputs between calls
-        return result
+def GilHoldingCoreML(package, hold_us: int = 3000, reported: float = 1.0, proxy: bool = True):  # noqa: N802
+    """predict holds the GIL for ``hold_us`` as coremltools' binding does, and the proxy reports the
+    duration of the predict body scaled by ``reported`` (1: a truthful clock); ``proxy=False``: an older
+    coremltools without the duration getter."""
+    return FakeMLModel(package, hold_us=hold_us, reported=reported, duration=proxy)
 
 
 def stand_in_engine(monkeypatch, make_model):
@@ -406,6 +369,57 @@ def test_no_duration_from_an_older_coremltools_is_wall_clock_only(tmp_path, monk
     assert record.device_samples_s is None and record.device_gbps is None
     assert "no device timestamps" in record.device_time and "8.2+" in record.device_time
     assert record.engine.details["device_clock"] is None
+
+
+# --- what the binding does that the engine must survive ------------------------------------------------
+
+
+def test_the_binding_returns_fp16_outputs_as_float32_and_the_check_still_passes(cache):
+    prepared = prepared_for(cache)
+    prepared.call()
+    assert {v.dtype for v in prepared._last.values()} == {np.dtype(np.float32)}
+    assert check_output(prepared).passed
+
+
+def test_the_duration_is_none_before_the_first_predict(cache):
+    prepared = prepared_for(cache)
+    assert prepared.device_seconds() is None  # the getter answers None until a predict succeeded
+    prepared.call()
+    assert prepared.device_seconds() > 0
+
+
+def test_a_prediction_error_is_one_line_naming_the_bundle_and_the_ns_error(cache):
+    """coremltools raises every NSError as RuntimeError with its userInfo printed over several lines."""
+    prepared = prepared_for(cache)
+    prepared.call()
+    last = prepared.device_seconds()
+    prepared.model.fail_next_predicts()
+    with pytest.raises(MeasurementError) as error:
+        prepared.call()
+    text = str(error.value)
+    assert "\n" not in text and str(prepared.artifact.package) in text
+    assert text.startswith("Core ML prediction failed on the Neural Engine (CPU_AND_NE) for the bundle ")
+    assert text.endswith(f'{{ NSLocalizedDescription = "{NN_OUTPUTS_ERROR}"; }}')
+    assert isinstance(error.value.__cause__, RuntimeError)
+    assert prepared.device_seconds() == last  # the failed predict recorded no duration
+
+
+def test_a_prediction_error_in_a_run_exits_1_without_a_traceback(tmp_path, monkeypatch, capsys):
+    def failing(package):
+        model = FakeMLModel(package)
+        model.fail_next_predicts()
+        return model
+
+    stand_in_engine(monkeypatch, failing)
+    monkeypatch.setenv("ANEBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    from anebench.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", "-e", "coreml", "-d", "ane", "-w", "lm_head:64x1024", "--no-save"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 1 and "Traceback" not in err
+    (line,) = [line for line in err.splitlines() if "Core ML prediction failed" in line]
+    assert "Error computing NN outputs." in line and ".mlpackage" in line
 
 
 # --- releasing a prepared model: the model first, then its inputs ----------------------------------
@@ -509,7 +523,8 @@ def test_placement_query_missing_before_macos_14_4_is_a_warning_not_a_failure(tm
     monkeypatch.setattr(CoreMLEngine, "version", lambda self: "8.3")
     prepared = CoreMLEngine(cache_dir=tmp_path).prepare(TINY, "ane")
     assert prepared.warnings == [
-        "placement: MLComputePlan unavailable (cannot import name 'MLComputePlan'); needs macOS 14.4+"
+        "placement: MLComputePlan unavailable (cannot import name 'MLComputePlan'); coremltools 8.3 on this "
+        "macOS could not build a compute plan"
     ]
     assert "ane_op_share" not in prepared.details
     prepared.call()

@@ -8,7 +8,6 @@ import json
 import pytest
 
 from anebench.artifacts import BuildSpec, build_or_reuse
-from anebench.artifacts.reference import ReferenceProgram
 from anebench.engines import coreml_engine, get_engine
 from anebench.measure.quant import (
     COMPRESSED,
@@ -25,6 +24,7 @@ from anebench.orchestration.suites.quant import as_stored, measurable, variant_w
 from anebench.system import preflight
 from anebench.workloads import resolve_workload
 from clitools import run_cli
+from fake_coreml import FakeMLModel
 
 FP16 = 1_050_673_152
 LUT6 = 396_054_528
@@ -180,14 +180,9 @@ def test_dry_run_needs_core_ml_alone(capsys, cache):
 # --- end to end on a "Mac" whose predict is the float64 reference ---------------------------------------
 
 
-class ReferenceModel:
-    def __init__(self, package):
-        self.program = ReferenceProgram(package)
-
-    def predict(self, data):
-        return (
-            [self.program.predict(d) for d in data] if isinstance(data, list) else self.program.predict(data)
-        )
+def ReferenceModel(package) -> FakeMLModel:  # noqa: N802 - the former class
+    """MLModel as coremltools' binding behaves (tests/fake_coreml.py), computing the bundle's program."""
+    return FakeMLModel(package)
 
 
 @pytest.fixture

@@ -23,6 +23,7 @@ from anebench.measure.check import check_output
 from anebench.model import ResultRecord, WorkloadInfo
 from anebench.orchestration.session import RunOptions, measure_workload
 from anebench.workloads import Workload, resolve_workload
+from fake_coreml import FakeMLModel
 
 HIDDEN, VOCAB, SPLIT = 64, 1024, 128
 TINY = Workload("tiny_tokens", HIDDEN, VOCAB, "fp16", seed=11)
@@ -139,14 +140,9 @@ def test_records_made_before_the_tokens_field_keep_their_id(tmp_path):
     assert changed.content_id() != record.id
 
 
-class ReferenceModel:
-    def __init__(self, package):
-        self.program = ReferenceProgram(package)
-
-    def predict(self, data):
-        return (
-            [self.program.predict(d) for d in data] if isinstance(data, list) else self.program.predict(data)
-        )
+def ReferenceModel(package) -> FakeMLModel:  # noqa: N802 - the former class
+    """MLModel as coremltools' binding behaves (tests/fake_coreml.py), computing the bundle's program."""
+    return FakeMLModel(package)
 
 
 @pytest.mark.parametrize("quant", ["fp16", "lut6"])

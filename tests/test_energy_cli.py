@@ -42,13 +42,17 @@ def test_plan_for_misuse_is_one_line_and_exit_2(capsys, argv, message):
     assert code == 2 and message in stderr and stdout == ""
 
 
-def test_dry_run_here_names_the_linux_source_and_measures_nothing(capsys, tmp_path, monkeypatch):
+@pytest.mark.parametrize("platform, source", [("linux", "Linux RAPL (CPU packages)"),
+                                              ("darwin", "IOReport Energy Model (cpu + package")])
+def test_dry_run_names_the_platforms_source_and_measures_nothing(capsys, tmp_path, monkeypatch, platform,
+                                                                 source):
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(power, "current_platform", lambda: platform)  # the host's facts, stated
     code, stdout, stderr = run_cli(capsys, "run", "--dry-run", "-e", "numpy", "--power", "-w",
                                    "lm_head:256x4096:fp32", "--json")
     assert code == 0, stderr
     (step,) = json.loads(stdout)["plan"]
-    assert step["power"] and step["energy_source"] == "Linux RAPL (CPU packages)"
+    assert step["power"] and step["energy_source"].startswith(source)
     assert list(tmp_path.iterdir()) == []  # nothing measured, nothing saved
 
 
@@ -86,3 +90,29 @@ def test_power_on_linux_records_the_typed_section(capsys, tmp_path):
     (record,) = json.loads(stdout)["results"]
     assert record["energy"]["available"] or record["energy"]["reason"]
     assert "extras" not in record and "energy" in stderr
+
+
+def test_info_lists_an_ioreport_source_only_by_the_channels_found(capsys, monkeypatch):
+    """A Mac (or VM) with the Energy Model but no PMP / DCS BW group: actop's subscription succeeds on the
+    Energy Model alone, so `info` used to list the DRAM traffic source as available."""
+    import json as json_module
+    from pathlib import Path
+
+    from anebench.system import ioreport
+    from anebench.system.ioreport_parse import channels_from_json
+
+    recorded = Path(__file__).parent / "data" / "ioreport" / "no_ane.json"
+    monkeypatch.setattr(power, "ioreport_problem", lambda: None)
+    monkeypatch.setattr(ioreport, "probe_channels",
+                        lambda seconds: channels_from_json(json_module.loads(recorded.read_text())))
+    code, stdout, stderr = run_cli(capsys, "info")
+    assert code == 0, stderr
+    energy_model = next(line for line in stdout.splitlines() if line.startswith("IOReport Energy Model"))
+    pmp = next(line for line in stdout.splitlines() if line.startswith("IOReport PMP / DCS BW"))
+    assert " yes " in energy_model and "CPU Energy (mJ)" in stdout and " no " in pmp
+    sources = {s.name: s for s in power.energy_sources()}
+    assert sources["IOReport Energy Model"].available and any(
+        c.startswith("cpu: CPU Energy (mJ)") for c in sources["IOReport Energy Model"].channels)
+    assert "no ane channel" in sources["IOReport Energy Model"].reason
+    assert not sources["IOReport PMP / DCS BW"].available
+    assert "AMCC RD+WR" in sources["IOReport PMP / DCS BW"].reason

@@ -1,3 +1,5 @@
+import importlib.util
+
 import numpy as np
 import pytest
 
@@ -80,9 +82,30 @@ def test_registry_errors_name_what_is_valid():
         resolve_device(get_engine("numpy"), "cuda:7")
 
 
-def test_best_engine_here_is_a_cpu_engine():
+def test_best_engine_without_an_accelerator_is_numpy_on_the_cpu(monkeypatch):
+    """The host's facts are stated, not assumed: a Linux host whose mlx and torch have only a CPU."""
+    from anebench.engines.mlx_engine import MlxEngine
+    from anebench.engines.torch_engine import TorchEngine
+    from anebench.system import preflight
+
+    monkeypatch.setattr(preflight, "_system", lambda: "linux")
+    for engine_class in (MlxEngine, TorchEngine):
+        monkeypatch.setattr(engine_class, "devices", lambda self: ["cpu"])
     engine, device = best_engine()
     assert device == "cpu" and engine.name == "numpy"
+
+
+def test_best_engine_on_an_apple_silicon_mac_is_core_ml_on_the_neural_engine(monkeypatch):
+    from anebench.system import preflight
+
+    if importlib.util.find_spec("coremltools") is None:
+        pytest.skip(reason="coremltools (the coreml extra) is not installed")
+    monkeypatch.setattr(preflight, "_system", lambda: "darwin")
+    monkeypatch.setattr(preflight, "_machine", lambda: "arm64")
+    monkeypatch.setattr(preflight, "under_rosetta", lambda: False)
+    monkeypatch.setattr(preflight, "coreml_problem", lambda: None)
+    engine, device = best_engine()
+    assert (engine.name, device) == ("coreml", "ane")
 
 
 @pytest.mark.cuda

@@ -64,7 +64,7 @@ def test_an_fp16_head_streamed_as_fp32_upcasts_has_its_own_fingerprint():
 
 def test_published_comparison_pairs_only_identical_fingerprints_and_names_the_workload():
     llama = resolve_workload("llama_lm_head")
-    mine = make_record(chip="Apple M6", gbps=40, engine="numpy", device="cpu")
+    mine = make_record(chip="Apple M6", gbps=40, engine="coreml", device="ane")
     upcast = mine.model_copy(update={"workload": mine.workload.model_copy(
         update={"fingerprint": llama.streamed_fingerprint("fp32")})})
     rows, notes = family_comparison([upcast])

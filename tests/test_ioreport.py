@@ -165,8 +165,12 @@ def test_disagreement_beyond_the_resolution_warns_and_an_idle_work_component_too
     idle = [c if not c.name.startswith("ANE") else Channel(c.group, c.subgroup, c.name, c.unit, 0)
             for c in sample("two_die.json")]
     on_ane = figures_from(idle, work="ane", seconds=1.0, calls=10, weight_bytes=8 * 10**9)
-    assert on_ane.work_gbps_per_watt is None and "did not advance" in on_ane.component("ane").reason
-    assert any("may not have run on the ane" in w for w in energy_warnings(on_ane))
+    # the ANE did the work and its channels read 0: unavailable, never 0 W nor an infinite GB/s per watt
+    ane = on_ane.component("ane")
+    assert not ane.available and ane.watts is None and ane.reason.startswith("counter did not move: ANE0_0")
+    assert not on_ane.available and on_ane.watts is None and on_ane.gbps_per_watt is None
+    assert on_ane.reason.startswith("counter did not move: the ane channel(s) read 0")
+    assert any(w.startswith("energy: ane unavailable: counter did not move") for w in energy_warnings(on_ane))
 
 
 class CountingPrepared:
@@ -316,5 +320,101 @@ def test_the_thin_layer_drives_actop_and_hands_its_items_to_the_parser(monkeypat
     assert result.available and result.component("ane").joules == pytest.approx(0.3)
     assert result.dram_traffic.gbps == pytest.approx(80.0)  # the AMCC histograms kept their states
     keep = meter.counters._subscription.filters[0]
-    assert keep("PMP", "DCS BW", "AMCC0 RD+WR") and not keep("PMP", "DCS BW", "ANE RD+WR")
+    assert keep("PMP", "DCS BW", "AMCC0 RD+WR") and keep("PMP", "DCS BW", "ANE0 RD")  # the ANE's own view
+    assert not keep("PMP", "DCS BW", "GFX RD+WR") and not keep("Energy Model", "", "ANE0")
     assert FakeSubscription.released == ["sample 1", "sample 2"] and meter.counters._subscription.closed
+
+
+# --- counters that say when they cannot be trusted (M5 / macOS 27) ---------------------------------------
+
+
+def test_units_are_matched_without_regard_to_case_as_actop_lower_cases_them():
+    lower = energy_by_component([energy("CPU Energy", 2_000, "mj"), energy("GPU Energy", 2_000_000, "UJ"),
+                                 energy("ANE", 2_000_000_000, "NJ"), energy("DRAM", 2, "j")])
+    assert [lower.components[c].joules for c in ("cpu", "gpu", "ane", "dram")] == pytest.approx([2.0] * 4)
+    assert lower.missing == {}
+
+
+def test_the_anes_pmp_histograms_are_its_dram_view():
+    reading = dram_bandwidth(sample("m5_macos27_ane_zero.json"))
+    assert [d.channel for d in reading.ane] == ["ANE0 RD", "ANE0 WR"]
+    assert [d.gbps for d in reading.ane] == pytest.approx([48.0, 16.0])
+    assert [d.channel for d in reading.dies] == ["AMCC RD+WR"]  # the agent histograms are not dies
+
+
+def test_a_zero_reading_ane_channel_is_unavailable_never_zero_watts():
+    result = figures_for("m5_macos27_ane_zero.json", work="ane", seconds=2.0, calls=100, weight_bytes=10**9)
+    ane = result.component("ane")
+    assert not ane.available and ane.watts is None and ane.joules is None
+    assert ane.reason.startswith("counter did not move: ANE0 read 0 over 2.000 s while the ane")
+    assert "PMP ANE RD/WR histograms moved (64.0 GB/s): the ANE ran" in ane.reason
+    # the CPU drives the calls and the weights stream from DRAM: their 0 readings do not count either
+    assert not result.component("cpu").available and not result.component("dram").available
+    assert result.component("gpu").available and result.component("gpu").watts == pytest.approx(0.25)
+    assert not result.available and result.watts is None and result.gbps_per_watt is None
+    assert result.work_gbps_per_watt is None
+    assert result.dram_traffic.ane_gbps == pytest.approx(64.0)
+    line = energy_line(result)
+    assert line.startswith("unavailable: counter did not move: the ane, cpu, dram channel(s) read 0")
+    again = Energy.model_validate_json(result.model_dump_json())  # the record keeps it as it is
+    assert again == result
+
+
+def test_info_reports_each_source_by_the_channels_found():
+    from anebench.system.ioreport_parse import sources_found
+
+    energy_model, totals, ane = sources_found(sample("no_ane.json"))
+    assert energy_model.available and "no ane channel (ANE*)" in energy_model.reason
+    assert any(line.startswith("cpu: ") and "(mJ)" in line for line in energy_model.channels)
+    assert not totals.available and "AMCC RD+WR" in totals.reason  # the subscription alone proves nothing
+    assert not ane.available
+    energy_model, totals, ane = sources_found(sample("m5_macos27_ane_zero.json"))
+    assert totals.channels == ("AMCC RD+WR",) and ane.channels == ("ANE0 RD", "ANE0 WR")
+    assert any("ANE0 (mj)" in line for line in energy_model.channels)
+
+
+class SteppingIOReport(power.ScalarMeter):
+    """An IOReport-like meter whose package counter moves in steps of ``step_s`` at ``WATTS``."""
+
+    WATTS = 5.0
+    source, scope = "IOReport (fake)", "the SoC"
+    min_window_s = power.IOREPORT_MIN_WINDOW_S
+
+    def __init__(self, step_s: float) -> None:
+        self.step_s, self.observed = step_s, 0
+
+    def observe_step(self) -> float:
+        self.observed += 1
+        return self.step_s
+
+    def read_joules(self) -> float:
+        import time
+
+        now = time.perf_counter()
+        return self.WATTS * (now - now % self.step_s)
+
+
+def test_an_ioreport_window_is_filled_to_its_minimum_and_checked_against_the_counter_step(monkeypatch):
+    from anebench.engines import get_engine
+    from anebench.orchestration.session import RunOptions, measure_workload
+    from anebench.workloads import Workload
+
+    meter = SteppingIOReport(step_s=0.02)
+    monkeypatch.setattr(power, "energy_meter", lambda device: meter)
+    record = measure_workload(get_engine("numpy"), "cpu", Workload("t", 64, 512, "fp32"),
+                              RunOptions(runs=5, power=True, warmup=WarmupPolicy(fixed=1)))
+    energy = record.energy
+    assert meter.observed == 1 and energy.seconds >= power.IOREPORT_MIN_WINDOW_S
+    assert energy.window_check.startswith("ok: ") and "counter steps of 20.0 ms" in energy.window_check
+    assert "calls to fill the window" in energy.window and energy.calls > 5
+
+
+def test_an_ioreport_window_short_against_its_counter_step_is_flagged_unreliable():
+    clock = iter([0, 0, 400_000_000, 400_000_000]).__next__  # a 0.4 s window
+    window = EnergyWindow(SteppingIOReport(step_s=0.1), "cpu", now_ns=clock)
+    window.observe_step()
+    window.open()
+    window.close()
+    result = window.finish(10, 1000, 0.04, "the timed calls")
+    assert result.window_check.startswith("unreliable: the window (0.40 s) spans 4 counter steps of 100 ms")
+    assert any(w.startswith("energy figure unreliable") for w in energy_warnings(result))

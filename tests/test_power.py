@@ -120,7 +120,8 @@ def test_info_lists_every_source_and_ioreport_is_macos_only_here(monkeypatch, tm
     monkeypatch.setattr(power.sys, "platform", "linux")
     monkeypatch.setattr("anebench.system.ioreport.sys.platform", "linux")
     sources = {s.name: s for s in energy_sources(tmp_path / "none")}
-    assert set(sources) == {"IOReport Energy Model", "IOReport PMP / DCS BW", "NVIDIA NVML", "Linux RAPL"}
+    assert set(sources) == {"IOReport Energy Model", "IOReport PMP / DCS BW", "IOReport PMP ANE RD/WR",
+                            "NVIDIA NVML", "Linux RAPL"}
     assert (
         not sources["IOReport Energy Model"].available
         and sources["IOReport Energy Model"].reason == "macOS only"

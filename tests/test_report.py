@@ -148,11 +148,13 @@ def test_cli_report_from_the_store(tmp_path, capsys):
 
 
 def test_run_comparison_shows_the_same_family_and_workload_only():
-    mine = make_record(chip="Apple M4 Pro", gbps=111)
+    mine = make_record(chip="Apple M4 Pro", gbps=111, engine="coreml", device="ane")  # as published
     rows, notes = family_comparison([mine])
     assert rows[0].yours and rows[0].gbps == 111
     assert {r.chip for r in rows[1:]} == {"M4", "M4 Pro", "M4 Max"} and not notes
     assert {r.statistic for r in rows[1:]} == {"mean"}  # published latencies are means; ours a median
+    rows, notes = family_comparison([make_record(chip="Apple M4 Pro", gbps=111)])  # mlx:gpu: another unit
+    assert len(rows) == 1 and "no published figure" in notes[0] and "on mlx:gpu" in notes[0]
     lut6 = make_record(chip="Apple M4", gbps=111, workload="DeepHermes_lm_head")
     rows, notes = family_comparison([lut6])
     assert (

@@ -97,3 +97,82 @@ def test_published_data_and_one_run_make_no_suite_sections():
     assert "(none)" not in text
     for heading in ("Sweep:", "Roofline:", "Latency:", "Compute:", "Runs with batch"):
         assert f"## {heading}" not in text
+
+
+def token_roofline_records():
+    """A Core ML token roofline as the suite stores it: batch 1, T tokens per predict, the ridge at 4."""
+    from anebench.measure.roofline import analyse_roofline
+    from anebench.orchestration.suites.roofline import with_roofline_sections
+
+    tokens, latencies = [1, 2, 4, 8, 16], [1e-3, 1e-3, 1.5e-3, 3e-3, 6e-3]
+    records = []
+    for count, latency in zip(tokens, latencies):
+        base = make_record(chip="Apple M4 Pro", engine="coreml", device="ane", workload="lm_head:64x1024",
+                           suite="roofline", runs=5)
+        workload = base.workload.model_copy(update={"tokens": count})
+        records.append(base.model_copy(update={"workload": workload, "samples_s": [latency] * 5,
+                                               "gbps": workload.weight_bytes / latency / 1e9}).with_id())
+    analysis = analyse_roofline(tokens, latencies, 1024, 64, records[0].workload.weight_bytes, 2)
+    assert analysis.ridge_batch == 4 and analysis.ridge_error is None
+    return with_roofline_sections(records, analysis)
+
+
+@pytest.mark.parametrize("fmt", ["md", "html", "json"])
+def test_a_token_roofline_shows_its_tokens_and_keeps_its_ridge_in_every_format(fmt):
+    text = render_report(token_roofline_records(), fmt, None, "test")
+    if fmt == "json":
+        (group,) = json.loads(text)["suites"]["roofline"]
+        assert group["figures"]["ridge_batch"] == 4 and group["result"].startswith("ridge at 4 tokens")
+        assert [p["tokens"] for p in group["points"]] == [1, 2, 4, 8, 16]
+        return
+    assert "ridge at 4 tokens" in text  # the rule's own text names 'ridge failed: <reason>'; no result does
+    for count in (2, 4, 8, 16):
+        assert f"{count} tokens" in text
+
+
+def test_a_stored_token_ridge_is_regated_on_its_tokens_not_on_batch_1():
+    """A ridge stored at the last token count (before the gates existed) has nothing after it to confirm it:
+    re-gated on the workloads' batch (1 on every row) it passed."""
+    stored = [r.model_copy(update={"roofline": r.roofline.model_copy(update={"ridge_batch": 16})})
+              for r in token_roofline_records()]
+    (group,) = json.loads(render_report(stored, "json", None, "test"))["suites"]["roofline"]
+    assert group["figures"]["ridge_batch"] is None
+    assert group["result"].startswith("ridge failed: batch 16 is the last measured")
+
+
+def quant_records():
+    """A quant run as the suite stores it: the fp16 head and its lut6 variant, with the inference."""
+    from anebench.model.quant import QuantSection
+
+    fp16 = make_record(chip="Apple M4 Pro", engine="coreml", device="ane", workload="llama_lm_head", gbps=100,
+                       suite="quant")
+    lut6 = make_record(chip="Apple M4 Pro", engine="coreml", device="ane", workload="llama_lm_head_lut6",
+                       gbps=60, suite="quant")
+    common = {"fp16_bytes": fp16.workload.weight_bytes, "inference": "streams compressed weights (lut6)",
+              "rule": "the stated rule", "tolerance": 0.15}
+    records = []
+    for record, variant, verdict in ((fp16, "fp16", None), (lut6, "lut6", "streams compressed weights")):
+        latency = record.latency_s()
+        section = QuantSection(
+            variant=variant, stored_bytes=record.workload.weight_bytes, gbps_as_stored=record.gbps,
+            gbps_fp16_equivalent=common["fp16_bytes"] / latency / 1e9,
+            latency_ratio=latency / fp16.latency_s(),
+            bytes_ratio=record.workload.weight_bytes / common["fp16_bytes"], verdict=verdict, **common)
+        records.append(record.model_copy(update={"quant": section}).with_id())
+    return records
+
+
+@pytest.mark.parametrize("fmt", ["md", "html", "json"])
+def test_quant_records_are_a_quant_section_with_the_verdict_not_batched_runs(fmt):
+    text = render_report(quant_records(), fmt, None, "test")
+    if fmt == "json":
+        suites = json.loads(text)["suites"]
+        assert set(suites) == {"quant"}
+        (group,) = suites["quant"]
+        assert group["result"] == "streams compressed weights (lut6)"
+        assert [(p["variant"], p["quant_verdict"]) for p in group["points"]] == [
+            ("fp16", None), ("lut6", "streams compressed weights")]
+        return
+    assert "Runs with batch or tokens" not in text
+    assert "Quantisation: llama_lm_head on coreml:ane" in text.replace("\\_", "_")
+    assert "streams compressed weights (lut6)" in text and "(reference)" in text

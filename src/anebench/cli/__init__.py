@@ -66,6 +66,7 @@ def _register_commands() -> None:
         "quant",
         "results",
         "compare",
+        "doctor",
     ):  # each concern adds its commands when present
         try:
             imported = __import__(f"anebench.cli.{module}", fromlist=["register"])

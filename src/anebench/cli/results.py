@@ -193,7 +193,15 @@ def report(fmt: str, out: Path | None, force: bool, db: Path | None) -> None:
     "model folder names, everywhere (file names too).",
 )
 @click.option("--force", is_flag=True, help="Replace read-only output files.")
-def submit(result: Path, out: Path | None, out_dir: Path | None, drop_host_ids: bool, force: bool) -> None:
+@click.option(
+    "--doctor",
+    "doctor_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Attach `anebench doctor`'s diagnostic file (host identifiers dropped with --drop-host-ids).",
+)
+def submit(result: Path, out: Path | None, out_dir: Path | None, drop_host_ids: bool, force: bool,
+           doctor_file: Path | None = None) -> None:
     """Validate RESULT.json and write a submission file plus a Markdown issue body to file as a new issue
     (no network: the command says where)."""
     from ..report.submission import write_submission
@@ -207,12 +215,15 @@ def submit(result: Path, out: Path | None, out_dir: Path | None, drop_host_ids: 
     if not folder.is_dir():
         raise UserError(f"{flag} {folder}: no such directory")
     try:
-        submission, body = write_submission(result, folder, drop_host_ids, force)
+        submission, body = write_submission(result, folder, drop_host_ids, force, doctor_file)
     except InvalidFile as exc:
         _print_problems(exc)
         sys.exit(UserError.exit_code)
     click.echo(f"submission: {clean_text(str(submission))}")
     click.echo(f"issue body: {clean_text(str(body))}")
+    if doctor_file is not None:
+        attached = body.with_name(body.name.removesuffix(".issue.md") + ".doctor.txt")
+        click.echo(f"doctor file: {clean_text(str(attached))}")
     say(
         f"to submit: open {SUBMIT_URL} (a placeholder until the project has a public tracker), paste the "
         "issue body and attach the submission file; nothing was sent"

@@ -32,6 +32,7 @@ from ..orchestration.runplan import (
     mac_campaign_plan,
 )
 from ..orchestration.session import RunOptions, check_threads
+from ..system import power as power_counters
 from ..system.host import busy_warning, describe_host
 from ..system.power import energy_sources
 from .common import (
@@ -280,7 +281,9 @@ def run(
     power = plan.campaign if power is None else power  # the Mac campaign reads energy unless --no-power
     if dry_run:
         planned = describe_plan(
-            [(s.engine.name, s.device, s.workload.name) for s in plan.steps], power, sys.platform
+            [(s.engine.name, s.device, s.workload.name) for s in plan.steps],
+            power,
+            power_counters.current_platform(),
         )
         show_plan(planned, "anebench run on this host", as_json)
         return
@@ -414,6 +417,13 @@ def host_rows(host: HostInfo) -> list[tuple[str, str]]:
     return rows
 
 
+def source_detail(source) -> str:
+    """The channels an IOReport source was found by (with their units), and what is missing or why not."""
+    parts = [f"found: {'; '.join(source.channels)}"] if source.channels else []
+    parts += [source.reason] if source.reason else []
+    return "; ".join(parts) or "-"
+
+
 @click.command()
 @format_option("table", "json")
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
@@ -434,15 +444,15 @@ def info(fmt: str | None, as_json: bool) -> None:
         )
     )
     rows = [
-        [source.name, source.covers, "yes" if source.available else "no", source.reason or "-"]
+        [source.name, source.covers, "yes" if source.available else "no", source_detail(source)]
         for source in energy_sources()
     ]
     console.print(
         FittingTable(
-            ["source", "measures", "available", "why not"],
+            ["source", "measures", "available", "channels found / why not"],
             rows,
             "energy sources (--power)",
-            wrap={"measures", "why not"},
+            wrap={"measures", "channels found / why not"},
         )
     )
 

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..errors import UserError
+from ..errors import MeasurementError, UserError
 from ..system import preflight
 from ..workloads import Workload
 from .base import TOLERANCE, Availability, DtypeChoice, Engine, Prepared
@@ -124,7 +124,17 @@ def placement_unavailable(exc: BaseException, coremltools_version: str) -> str:
     if version_tuple(coremltools_version) < PLACEMENT_COREMLTOOLS:
         return (f"placement: MLComputePlan unavailable ({reason}); needs coremltools 8.1+ "
                 f"(this is {coremltools_version})")
-    return f"placement: MLComputePlan unavailable ({reason}); needs macOS 14.4+"
+    # MLComputePlan exists from macOS 14.4 and anebench runs Core ML only on macOS 15+ (preflight), so the
+    # OS is not the cause here: say what failed, with the versions that did.
+    return (f"placement: MLComputePlan unavailable ({reason}); coremltools {coremltools_version} on this "
+            "macOS could not build a compute plan")
+
+
+def prediction_failed(device: str, package: Path, exc: BaseException) -> str:
+    """One line for a predict that Core ML refused: the unit, the bundle and the NSError's text."""
+    reason = " ".join(str(exc).split()) or type(exc).__name__
+    return (f"Core ML prediction failed on {DEVICE_NAMES.get(device, 'all units')} ({COMPUTE_UNITS[device]}) "
+            f"for the bundle {package}: {reason}")
 
 
 def check_loaded(model, package: Path, messages: list[str], import_messages: Sequence[str] = ()) -> None:
@@ -217,6 +227,7 @@ class CoreMLPrepared(Prepared):
         self.workload, self.device, self.artifact = workload, device, artifact
         self.model = model
         self.bundle = artifact.open()
+        self.bundle_path = artifact.package
         manifest = artifact.manifest
         self.run_dtype = manifest["quant"]
         notes = list(manifest.get("notes", []))
@@ -270,7 +281,10 @@ class CoreMLPrepared(Prepared):
             self.warnings.extend(warnings)
 
     def call(self) -> None:
-        self._last = self._predict(self._request)
+        try:
+            self._last = self._predict(self._request)
+        except RuntimeError as exc:  # the binding raises every NSError as RuntimeError (its userInfo)
+            raise MeasurementError(prediction_failed(self.device, self.bundle_path, exc)) from exc
 
     def device_seconds(self) -> float | None:
         """Core ML's own duration of the last predict (coremltools 8.2+), or None."""

@@ -61,6 +61,10 @@ class DramTraffic(_Model):
     weight_gbps: _Gbps | None = None  # the tool's weight bytes x calls / the same window
     agrees: bool | None = None  # |gbps - weight_gbps| <= resolution_gbps
     reason: _Long | None = None
+    # The Neural Engine's own PMP histograms (ANE RD / WR): its DRAM traffic where the Energy Model's ANE
+    # channel does not move (M5 / macOS 27); None where the chip has no such channel.
+    ane_gbps: _Gbps | None = None
+    ane_channels: list[_Short] = Field(default_factory=list, max_length=64)
 
 
 class Energy(_Model):
@@ -84,6 +88,9 @@ class Energy(_Model):
     work_gbps_per_watt: _NonNegative | None = None  # GB/s over that component's watts
     components: list[ComponentEnergy] = Field(default_factory=list, max_length=16)
     dram_traffic: DramTraffic | None = None
+    # The window against the counter's own step (IOReport: observed before the window opened); a text
+    # starting "unreliable:" is a warning of the record.
+    window_check: _Long | None = None
 
     def component(self, name: str) -> ComponentEnergy | None:
         return next((c for c in self.components if c.component == name), None)

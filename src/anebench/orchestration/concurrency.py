@@ -31,11 +31,13 @@ from ..errors import MeasurementError
 from ..measure.concurrency import calls_in_window, checked_window, common_window
 from ..measure.timing import Timing, UntilAllDone, time_calls, timing_loop
 from ..model import Concurrency, Energy, ResultRecord, gbps
+from ..system.energy_check import window_covers
 from ..workloads import Workload
 from .session import RunOptions, build_record, prepared_workload, verify_output
 
 BARRIER_TIMEOUT_S = 3600.0
 START_MARGIN_NS = 20_000_000  # the copies start together this long after the barrier opens
+READ_LEAD_NS = 10_000_000  # the together window's first reading, at least this long before the common start
 
 
 @dataclass(frozen=True)
@@ -197,6 +199,7 @@ class PhaseEnergy:
     counted: Any  # power.Counted: what the meter counted between the phase's two readings
     seconds: float
     meter: Any  # the EnergyMeter read: its source and scope go into the records
+    problem: str | None = None  # why the window cannot stand for the phase's calls (then no figure)
 
 
 @dataclass
@@ -238,9 +241,13 @@ class SummedMeter:
 def _energy_reader(devices: list[str], power: bool) -> tuple[SummedMeter | None, str | None]:
     if not power:
         return None, None
-    from ..system.power import Unavailable, energy_meter
+    from ..system.power import Unavailable, counter_key, energy_meter
 
-    distinct = list(dict.fromkeys(devices))
+    # One meter per physical counter: a Mac's ane, gpu and cpu share IOReport's one SoC meter.
+    by_counter: dict[str, str] = {}
+    for device in devices:
+        by_counter.setdefault(counter_key(device), device)
+    distinct = list(by_counter.values())
     meters = []
     for device in distinct:
         meter = energy_meter(device)
@@ -281,7 +288,7 @@ def run_copies(engine: Engine, devices: list[str], workload: Workload, options: 
     jobs = [CopyJob(engine, device, workload, i, copies, options, mode, threads_per_copy)
             for i, device in enumerate(devices)]
     meter, unavailable = _energy_reader(devices, options.power)
-    readings: list[tuple[Any, int]] = []
+    readings: list[tuple[Any, int, int]] = []  # (reading, ns before the read, ns after it)
     done = threading.Event()
     # Threads share one process: the thread limit is set once, around all of them.
     with thread_limit(engine, None if processes else threads_per_copy):
@@ -292,11 +299,18 @@ def run_copies(engine: Engine, devices: list[str], workload: Workload, options: 
             for meeting in range(copies + 3):  # prepared, N turns, common start, done
                 shared.barrier.wait(BARRIER_TIMEOUT_S)
                 if meeting == copies + 1:
-                    shared.start_at[0] = time.perf_counter_ns() + START_MARGIN_NS
-                    if meter is not None:  # the together window opens at the common start, not the barrier
-                        wait_for_start(shared.start_at)
+                    # The together window's first reading must end before the copies start (window_covers
+                    # checks it): read ahead of the common start by twice the longest read so far plus
+                    # READ_LEAD_NS, before the copies' last-millisecond spin (threads hold the GIL there).
+                    longest = max((after - before for _, before, after in readings), default=0)
+                    lead = 2 * longest + READ_LEAD_NS
+                    shared.start_at[0] = time.perf_counter_ns() + max(START_MARGIN_NS, 2 * lead)
+                    if meter is not None:
+                        while time.perf_counter_ns() < shared.start_at[0] - lead:
+                            time.sleep(0.0002)
                 if meter is not None:
-                    readings.append((meter.read(), time.perf_counter_ns()))
+                    before = time.perf_counter_ns()
+                    readings.append((meter.read(), before, time.perf_counter_ns()))
                 if on_meeting is not None:
                     on_meeting(meeting)
         except threading.BrokenBarrierError:
@@ -319,12 +333,14 @@ def run_copies(engine: Engine, devices: list[str], workload: Workload, options: 
     if unavailable:
         run.energy["unavailable"] = unavailable
     elif meter is not None and readings:
-        # readings[k] is taken at meeting k: 0 prepared, 1..N turn starts, N+1 common start, N+2 done
+        # readings[k] is taken at meeting k: 0 prepared, 1..N turn starts, N+1 common start, N+2 done;
+        # each is timed at the middle of its read (an IOReport sample can take a while under load)
         for i in range(copies):
-            (j0, t0), (j1, t1) = readings[1 + i], readings[2 + i]
-            run.energy[f"solo {i}"] = PhaseEnergy(meter.between(j0, j1), (t1 - t0) / 1e9, meter)
-        (j0, t0), (j1, t1) = readings[copies + 1], readings[copies + 2]
-        run.energy["together"] = PhaseEnergy(meter.between(j0, j1), (t1 - t0) / 1e9, meter)
+            (j0, *r0), (j1, *r1) = readings[1 + i], readings[2 + i]
+            run.energy[f"solo {i}"] = PhaseEnergy(meter.between(j0, j1), (sum(r1) - sum(r0)) / 2e9, meter)
+        (j0, *r0), (j1, *r1) = readings[copies + 1], readings[copies + 2]
+        problem = window_covers((r0[0], r0[1]), (r1[0], r1[1]), common_window(list(shared.bounds)))
+        run.energy["together"] = PhaseEnergy(meter.between(j0, j1), (sum(r1) - sum(r0)) / 2e9, meter, problem)
     if meter is not None:
         meter.close()
     return run
@@ -336,6 +352,9 @@ def phase_energy(phase: PhaseEnergy, calls: int, weight_bytes: int, median_s: fl
     from ..system.power import energy_figures, work_component
 
     work = work_component(device) if device else None
+    if phase.problem is not None:
+        return Energy(available=False, reason=phase.problem, source=phase.meter.source,
+                      scope=phase.meter.scope, window=window)
     return energy_figures(
         phase.meter,
         window,

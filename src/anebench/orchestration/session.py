@@ -151,7 +151,10 @@ def measure_workload(
                                       options.time_budget_s, progress, timed_window(window, phase))
             if gpu:
                 gpu.after_timing()
-            more = gpu.fill_energy_window(prepared, window) if gpu and window is not None else 0
+            if gpu and window is not None:
+                more = gpu.fill_energy_window(prepared, window)
+            else:  # IOReport: at least a second and enough counter steps
+                more = window.fill(prepared.call) if window is not None else 0
         except BaseException:
             if window is not None:  # finish() releases the counters otherwise
                 window.release()
@@ -205,7 +208,9 @@ def timed_window(window, phase: PhaseCallback | None) -> PhaseCallback | None:
 def energy_window(device: str):
     from ..system.power import EnergyWindow, energy_meter, work_component
 
-    return EnergyWindow(energy_meter(device), work_component(device))
+    window = EnergyWindow(energy_meter(device), work_component(device))
+    window.observe_step()  # before the window opens: IOReport's counter step (others: nothing)
+    return window
 
 
 def finish_energy(window, prepared: Prepared, timing, more_calls: int = 0) -> Energy:

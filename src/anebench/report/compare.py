@@ -1,7 +1,9 @@
 """The user's figure beside the published ones for the same chip family, same workload fingerprint.
 
 A published figure is shown only beside a run of the identical fingerprint (the same bytes, stored the
-same way, same batch and tokens); every row names its workload.
+same way, same batch and tokens) on the same engine and unit: the fp16 head has one fingerprint on every
+compute unit, and a GPU run beside published ANE figures compares units, not machines. Every row names
+its workload.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ def family_comparison(
             p
             for p in published
             if p.workload.fingerprint == record.workload.fingerprint
+            and (p.engine.name, p.engine.device) == (record.engine.name, record.engine.device)
             and p.is_single_call_bandwidth
             and (peer := lookup_chip(p.host.chip)) is not None
             and peer.family == chip.family
@@ -82,8 +85,8 @@ def family_comparison(
         if not peers:
             notes.append(
                 f"{record.workload.name} on {record.engine.name}:{record.engine.device}: no published "
-                f"figure of the same fingerprint (the same bytes read the same way) for the "
-                f"{chip.family} family"
+                f"figure of the same fingerprint (the same bytes read the same way) on "
+                f"{record.engine.name}:{record.engine.device} for the {chip.family} family"
             )
         for p in sorted(peers, key=lambda p: (p.host.chip or "", -(p.gbps or 0))):
             p_latency = p.latency_s()

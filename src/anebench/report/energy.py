@@ -1,8 +1,10 @@
 """The energy table: GB/s, joules per token and GB/s per watt by engine and device, one table per chip.
 
 One LM-head read is one token's head cost, so joules per token = joules per call / the calls' batch.
-Rows come from `run` records that carry an available energy section (the Mac campaign with power on);
-figures are medians over the records of the same chip, engine, device and workload fingerprint.
+Rows come from `run` records that carry an energy section (the Mac campaign with power on); figures are
+medians over the records of the same chip, engine, device and workload fingerprint. A section that is
+unavailable (e.g. "counter did not move": a busy unit's IOReport channel read 0) is a row of its own that
+says so and why, with no figure.
 """
 
 from __future__ import annotations
@@ -69,18 +71,32 @@ def _row(records: list[tuple[ResultRecord, Energy]]) -> list[str]:
             f"; resolution {_fmt(_median([d.resolution_gbps for d in drams]), 0)})"
         )
     label = energy.work_component or "-"
+    stalled = [c for _, e in records if e.work_component and (c := e.component(e.work_component))
+               and not c.available]
+    work_cell = (f"{_fmt(_median(work_per_token), 4)} ({label})" if _median(work_per_token) is not None
+                 else f"unavailable ({stalled[0].reason})" if stalled else "-")
     return [
         f"{first.engine.name}:{first.engine.device}",
         first.workload.name,
         _fmt(_median([r.gbps for r, _ in records])),
         _fmt(_median(per_token), 4),
-        (f"{_fmt(_median(work_per_token), 4)} ({label})" if _median(work_per_token) is not None else "-"),
+        work_cell,
         _fmt(_median([e.work_gbps_per_watt for _, e in records])),
         _fmt(_median([e.gbps_per_watt for _, e in records])),
         dram,
         energy.source or "-",
         str(len(records)),
     ]
+
+
+def _unavailable_row(records: list[tuple[ResultRecord, Energy]]) -> list[str]:
+    """Records whose energy is unavailable: no figure, and why (each distinct reason once)."""
+    first, energy = records[0]
+    reasons = list(dict.fromkeys(e.reason or "no reason given" for _, e in records))
+    why = "; ".join(reasons[:3]) + (f" (and {len(reasons) - 3} more)" if len(reasons) > 3 else "")
+    return [f"{first.engine.name}:{first.engine.device}", first.workload.name,
+            _fmt(_median([r.gbps for r, _ in records])), "unavailable", "unavailable", "-", "-", "-",
+            f"{energy.source or '-'}: unavailable: {why}", str(len(records))]
 
 
 def energy_sections(records: list[ResultRecord]) -> list[Section]:
@@ -90,14 +106,14 @@ def energy_sections(records: list[ResultRecord]) -> list[Section]:
     )
     for record in records:
         energy = record_energy(record)
-        if record.suite != "run" or energy is None or not energy.available or record.gbps is None:
+        if record.suite != "run" or energy is None or record.gbps is None:
             continue
-        key = (record.engine.name, record.engine.device, record.workload.fingerprint)
+        key = (record.engine.name, record.engine.device, record.workload.fingerprint, energy.available)
         by_chip[record_chip(record) or "unknown chip"][key].append((record, energy))
     sections = []
     for chip in sorted(by_chip, key=natural_key):
         groups = by_chip[chip]
         order = sorted(groups, key=lambda k: (natural_key(groups[k][0][0].workload.name), k))
-        rows = [_row(groups[key]) for key in order]
+        rows = [_row(groups[key]) if key[3] else _unavailable_row(groups[key]) for key in order]
         sections.append(Section(f"Energy: {chip}", COLUMNS, rows, note=NOTE, kind="energy"))
     return sections

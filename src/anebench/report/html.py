@@ -96,12 +96,13 @@ CONTENTS = [
     ("latency", "Latency"),
     ("compute", "Compute"),
     ("concurrency", "Concurrency runs"),
+    ("quant", "Quantisation"),
     ("batched", "Runs with batch or tokens > 1"),
     ("coverage", "Coverage"),
     ("excluded", "Excluded"),
     ("rules", "Rules"),
 ]
-SUITES = {"sweep", "roofline", "latency", "compute", "concurrency", "batched"}
+SUITES = {"sweep", "roofline", "latency", "compute", "concurrency", "quant", "batched"}
 # The charts are drawn at 200 dpi: half their pixels are CSS pixels, sharp on a high-density screen.
 CHART_PIXEL_RATIO = 2
 LONG_CELL = 60  # characters: a cell this long gets a width of its own, so that it wraps into a few lines

@@ -27,14 +27,31 @@ _PATH = re.compile(
 )
 
 
-def _identifying_strings(record: ResultRecord) -> list[str]:
-    """Strings that name this machine or its owner: host and login names, home folder, and a local
-    checkpoint's folder and file names (a model found in the Hugging Face cache keeps its public name)."""
+def host_identifying_strings() -> set[str]:
+    """This machine's host names, its login name and home folder's name."""
     found = {socket.gethostname(), socket.gethostname().split(".")[0], host_label(), Path.home().name}
     try:
         found.add(getpass.getuser())
     except (KeyError, OSError):
         pass
+    return found
+
+
+def _longest_first(found: set[str]) -> list[str]:
+    return sorted((s for s in found if s and len(s) >= 2 and s not in COMMON_WORDS), key=len, reverse=True)
+
+
+def drop_host_identifiers_from_text(text: str, also: tuple[str, ...] = ()) -> str:
+    """A text (e.g. `anebench doctor`'s file) without host and login names, absolute paths, or ``also``."""
+    scrubbed = _scrub(text, _longest_first(host_identifying_strings() | set(also)))
+    assert isinstance(scrubbed, str)
+    return scrubbed
+
+
+def _identifying_strings(record: ResultRecord) -> list[str]:
+    """Strings that name this machine or its owner: host and login names, home folder, and a local
+    checkpoint's folder and file names (a model found in the Hugging Face cache keeps its public name)."""
+    found = host_identifying_strings()
     origin = record.workload.origin
     model, file = origin.get("model"), origin.get("file")
     from_hub = bool(origin.get("revision"))
@@ -42,7 +59,7 @@ def _identifying_strings(record: ResultRecord) -> list[str]:
         found.add(model)
     if isinstance(file, str) and file:
         found.update(part for part in Path(file).parts[:-1] if part not in ("/", "\\"))
-    return sorted((s for s in found if s and len(s) >= 2 and s not in COMMON_WORDS), key=len, reverse=True)
+    return _longest_first(found)
 
 
 COMMON_WORDS = {
@@ -105,12 +122,17 @@ def drop_host_identifiers(record: ResultRecord) -> ResultRecord:
     return ResultRecord.model_validate(scrubbed).with_id()
 
 
-def issue_body(records: list[ResultRecord], submission_name: str, anonymized: bool) -> str:
+def issue_body(records: list[ResultRecord], submission_name: str, anonymized: bool,
+               doctor_name: str | None = None) -> str:
     lines = [
         "## anebench result submission",
         "",
         f"Attach `{md_cell(submission_name)}` (the validated results document) to this issue.",
         "",
+    ]
+    if doctor_name:
+        lines += [f"Attach `{md_cell(doctor_name)}` too: `anebench doctor`'s check of this Mac's paths.", ""]
+    lines += [
         "| chip | catalog entry | engine:device | workload | GB/s | latency ms | runs | warmup | timing |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
@@ -149,6 +171,13 @@ def issue_body(records: list[ResultRecord], submission_name: str, anonymized: bo
         f"- record ids: {', '.join(md_cell((r.id or r.content_id())[:12]) for r in records)}",
         "",
     ]
+    energies = [r for r in records if r.energy is not None]
+    if energies:
+        from ..system.energy_figures import energy_line
+
+        lines += ["Energy (an unavailable figure says why; it is never 0 W):", ""] + [
+            f"- {md_cell(r.workload.name)} on {md_cell(f'{r.engine.name}:{r.engine.device}')}: "
+            f"{md_cell(energy_line(r.energy))}" for r in energies if r.energy is not None] + [""]
     warnings = [f"{r.workload.name}: {w}" for r in records for w in r.warnings]
     if warnings:
         lines += (
@@ -157,7 +186,25 @@ def issue_body(records: list[ResultRecord], submission_name: str, anonymized: bo
     return "\n".join(lines)
 
 
-def write_submission(result: Path, out_dir: Path, anonymize: bool, force: bool = False) -> tuple[Path, Path]:
+DOCTOR_HEADER = "# anebench doctor"
+DOCTOR_HOST_IDS = "host identifiers:"
+
+
+def read_doctor_file(path: Path) -> str:
+    """`anebench doctor`'s diagnostic file, or a one-line refusal naming it."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UserError(f"--doctor {path}: cannot be read ({exc.__class__.__name__}: {exc})") from exc
+    if not text.startswith(DOCTOR_HEADER):
+        raise UserError(f"--doctor {path}: not a file written by `anebench doctor` (it starts with "
+                        f"{DOCTOR_HEADER!r})")
+    return text
+
+
+def write_submission(result: Path, out_dir: Path, anonymize: bool, force: bool = False,
+                     doctor: Path | None = None) -> tuple[Path, Path]:
+    doctor_text = read_doctor_file(doctor) if doctor is not None else None
     records = load_result_file(result)
     if not records:
         raise UserError(f"{result}: the results document holds no records; nothing to submit")
@@ -169,9 +216,20 @@ def write_submission(result: Path, out_dir: Path, anonymize: bool, force: bool =
         stem = result.name.removesuffix(".json")
     submission = out_dir / f"{stem}.submission.json"
     body = out_dir / f"{stem}.issue.md"
+    attached = out_dir / f"{stem}.doctor.txt" if doctor_text is not None else None
     protected = [(result, "the RESULT file being submitted")]
-    for target in (submission, body):  # both refused, or neither written
-        check_target(target, "submission file", force, protected)
+    if doctor is not None:
+        protected.append((doctor, "the --doctor file"))
+    for target in (submission, body, attached):  # all refused, or none written
+        if target is not None:
+            check_target(target, "submission file", force, protected)
     atomic_write_text(submission, document_json(records), "submission file", force, protected)
-    atomic_write_text(body, issue_body(records, submission.name, anonymize), "issue body", force, protected)
+    if attached is not None and doctor_text is not None:
+        text = doctor_text
+        if anonymize:  # the fingerprint and machine model line goes, then names and paths
+            text = "\n".join(line for line in text.split("\n") if not line.startswith(DOCTOR_HOST_IDS))
+            text = drop_host_identifiers_from_text(text)
+        atomic_write_text(attached, text, "doctor file", force, protected)
+    text = issue_body(records, submission.name, anonymize, attached.name if attached else None)
+    atomic_write_text(body, text, "issue body", force, protected)
     return submission, body

@@ -28,6 +28,11 @@ def _latency(points: list[SuitePoint]) -> tuple[str, list[str]]:
     return f"latency {unit}", cells
 
 
+def _vectors(point: SuitePoint) -> str:
+    """The vectors one call multiplies: the batch, or a token-batched bundle's tokens per predict."""
+    return str(point.batch) if point.tokens == 1 else f"{point.tokens} tokens"
+
+
 def _rows(group: SuiteGroup) -> tuple[list[str], list[list[str]]]:
     points = group.points
     latency, lat = _latency(points)
@@ -39,7 +44,7 @@ def _rows(group: SuiteGroup) -> tuple[list[str], list[list[str]]]:
                  for i, p in enumerate(points)])
     if group.kind == "roofline":
         return (["batch", latency, "GFLOP/s", "weight GB/s", "threads"],
-                [[str(p.batch), lat[i], _num(p.flop_per_s, ".2f", 1e-9), _num(p.gbps, ".2f"),
+                [[_vectors(p), lat[i], _num(p.flop_per_s, ".2f", 1e-9), _num(p.gbps, ".2f"),
                   _opt(p.threads)] for i, p in enumerate(points)])
     if group.kind == "latency":
         return (["workload", "KB", latency, "threads"],
@@ -52,6 +57,11 @@ def _rows(group: SuiteGroup) -> tuple[list[str], list[list[str]]]:
     if group.kind == "concurrency":
         return (["copy", "phase", "threads", "GB/s", latency, "provenance"],
                 [[_opt(p.copy), _opt(p.phase), _opt(p.threads), _num(p.gbps, ".2f"), lat[i], p.provenance]
+                 for i, p in enumerate(points)])
+    if group.kind == "quant":
+        return (["variant", "stored MB", latency, "GB/s", "fp16-eq GB/s", "verdict"],
+                [[_opt(p.variant), f"{p.weight_bytes / 1e6:.2f}", lat[i], _num(p.gbps, ".2f"),
+                  _num(p.gbps_fp16_equivalent, ".2f"), p.quant_verdict or "(reference)"]
                  for i, p in enumerate(points)])
     return (["batch", "tokens", "MB", latency, "GB/s", "provenance"],
             [[str(p.batch), str(p.tokens), f"{p.weight_bytes / 1e6:.2f}", lat[i], _num(p.gbps, ".2f"),

@@ -18,7 +18,8 @@ from ..system.chips import memory_bound_gbps
 
 # The report's section order, and the title of each suite's groups.
 SUITE_TITLES = {"sweep": "Sweep", "roofline": "Roofline", "latency": "Latency", "compute": "Compute",
-                "concurrency": "Concurrency", "batched": "Runs with batch or tokens > 1"}
+                "concurrency": "Concurrency", "quant": "Quantisation",
+                "batched": "Runs with batch or tokens > 1"}
 Figures = dict[str, float | int | str | bool | None]
 
 
@@ -45,6 +46,9 @@ class SuitePoint:
     gbps: float | None
     flop_per_s: float | None
     provenance: str
+    variant: str | None = None  # quant: fp16 | int8 | lut6 | lut4
+    quant_verdict: str | None = None  # quant: what the variant streams (None: the fp16 reference)
+    gbps_fp16_equivalent: float | None = None  # quant: the fp16 head's bytes over this variant's latency
 
 
 @dataclass
@@ -96,6 +100,8 @@ def suite_kind(record: ResultRecord) -> str:
         return "compute"
     if record.suite == "concurrency" or record.concurrency is not None:
         return "concurrency"
+    if record.quant is not None:
+        return "quant"
     return "batched"
 
 
@@ -103,12 +109,15 @@ def point_of(record: ResultRecord, chip: str, config: str) -> SuitePoint:
     flops = record.roofline.flop_per_s if record.roofline else None
     if record.compute is not None:
         flops = record.compute.tflop_per_s * 1e12
+    quant = record.quant
     return SuitePoint(
         suite=record.suite, chip=chip, config=config, engine=record.engine.name, device=record.engine.device,
         workload=record.workload.name, fingerprint=record.workload.fingerprint, batch=record.workload.batch,
         tokens=record.workload.tokens, copy=_copy(record), phase=_phase(record), threads=_threads(record),
         weight_bytes=record.workload.weight_bytes, latency_s=record.latency_s(),
         statistic=record.method.statistic, gbps=record.gbps, flop_per_s=flops, provenance=record.provenance,
+        variant=quant.variant if quant else None, quant_verdict=quant.verdict if quant else None,
+        gbps_fp16_equivalent=quant.gbps_fp16_equivalent if quant else None,
     )
 
 
@@ -151,7 +160,9 @@ def _sweep_group(key: tuple, records: list[ResultRecord], points: list[SuitePoin
 def _roofline_group(key: tuple, records: list[ResultRecord], points: list[SuitePoint]) -> SuiteGroup:
     first = records[0].roofline
     assert first is not None
-    batches = [p.batch for p in points]
+    # The vectors each call multiplies: the batch, or a token-batched bundle's tokens per predict (batch 1).
+    batches = [r.roofline.batch if r.roofline else p.batch for r, p in zip(records, points)]
+    unit = "tokens" if any(p.tokens > 1 for p in points) else "batch"
     ridge, error = first.ridge_batch, first.ridge_error
     if ridge is not None:  # stored before the gates existed, or re-checked: the gates decide
         failures = ridge_failures(
@@ -162,9 +173,12 @@ def _roofline_group(key: tuple, records: list[ResultRecord], points: list[SuiteP
     figures: Figures = {"ridge_batch": ridge, "ridge_error": error, "baseline_batch": first.baseline_batch,
                         "peak_flop_per_s": first.peak_flop_per_s, "memory_gbps": first.memory_gbps,
                         "compute_bound": first.compute_bound}
-    result = (f"ridge at batch {ridge} (from batch {first.baseline_batch})" if ridge
-              else f"ridge failed: {error or 'not stated'}")
-    result += f"; peak {first.peak_flop_per_s / 1e9:.2f} GFLOP/s; batch-1 {first.memory_gbps:.2f} GB/s"
+    if unit == "tokens":
+        found = f"ridge at {ridge} tokens per predict (from {first.baseline_batch} tokens)"
+    else:
+        found = f"ridge at batch {ridge} (from batch {first.baseline_batch})"
+    result = found if ridge else f"ridge failed: {error or 'not stated'}"
+    result += f"; peak {first.peak_flop_per_s / 1e9:.2f} GFLOP/s; {unit}-1 {first.memory_gbps:.2f} GB/s"
     return SuiteGroup("roofline", key[0], key[2], key[3], key[4], points, result, figures,
                       f"{RIDGE_RULE}; {RIDGE_GATES}")
 
@@ -183,6 +197,10 @@ def _simple_group(kind: str, key: tuple, records: list[ResultRecord], points: li
         return SuiteGroup(kind, key[0], key[2], key[3], key[4], points, text,
                           {"median_us": lats[0].median_us, "p95_us": lats[0].p95_us},
                           "the smallest workload the engine accepts, timed call by call")
+    if kind == "quant":
+        sections = [r.quant for r in records if r.quant]
+        return SuiteGroup(kind, key[0], key[2], key[3], key[4], points, sections[0].inference,
+                          {"inference": sections[0].inference}, sections[0].rule)
     return SuiteGroup(kind, key[0], key[2], key[3], key[4], points, "", {},
                       "one call reads every weight once per batch element and token; not a matrix figure")
 
@@ -208,6 +226,12 @@ def _group_key(kind: str, record: ResultRecord, chip: str, config: str) -> tuple
     if kind == "roofline" and record.roofline is not None:
         r = record.roofline
         return (*base, record.host.fingerprint, r.peak_flop_per_s, r.memory_gbps, r.baseline_batch)
+    if kind == "quant" and record.quant is not None:  # one quant run: its variants share the inference
+        q = record.quant
+        name = record.workload.name
+        head = name.removesuffix(f"_{q.variant}") if q.variant != "fp16" else name
+        return (chip, config, record.engine.name, record.engine.device, head, record.host.fingerprint,
+                q.fp16_bytes, q.inference)
     if kind == "concurrency":
         fingerprint = (record.concurrency.base_fingerprint if record.concurrency else None) or \
             record.workload.fingerprint

@@ -61,3 +61,36 @@ def window_warning(check: EnergyWindowCheck) -> str | None:
     return (f"energy figure unreliable: the window ({check.window_s:.2f} s) spans "
             f"{check.steps_in_window:.0f} counter steps of {check.counter_step_s * 1e3:.0f} ms; "
             f"at least {MIN_COUNTER_STEPS} steps and {MIN_WINDOW_S:g} s are needed")
+
+
+MAX_READ_SHARE = 0.1  # the two reads' own durations: at most this share of the window they bound
+
+
+def window_covers(start_read_ns: tuple[int, int], end_read_ns: tuple[int, int],
+                  common_ns: tuple[int, int]) -> str | None:
+    """Why an energy window read at ``start_read_ns`` and ``end_read_ns`` ((before, after) each read, on
+    the copies' clock) cannot stand for the calls in the common window ``common_ns``; None when it can.
+
+    A counter is sampled somewhere inside its read, so the window surely covers the common window only if
+    the first read ended before the common window opened and the last began after it closed; and its
+    length is known only to the reads' own durations, which must be small against it.
+    """
+    (before0, after0), (before1, after1) = start_read_ns, end_read_ns
+    opened, closed = common_ns
+    common_s = max(closed - opened, 0) / 1e9
+    if after0 > opened:
+        late_s = (after0 - opened) / 1e9
+        return (f"the energy counter's reading at the common start ended {late_s:.4f} s after "
+                f"the common window opened (a slow read or a busy machine; the common window is "
+                f"{common_s:.4f} s): the reading does not cover the calls timed together")
+    if before1 < closed:
+        return (f"the energy counter's reading at the end began {(closed - before1) / 1e9:.4f} s before the "
+                f"common window closed (the common window is {common_s:.4f} s): the reading does not cover "
+                "the calls timed together")
+    window_s = ((before1 + after1) - (before0 + after0)) / 2e9
+    reads_s = ((after0 - before0) + (after1 - before1)) / 1e9
+    if window_s <= 0 or reads_s > MAX_READ_SHARE * window_s:
+        return (f"the energy counter's two reads took {reads_s:.4f} s together, more than "
+                f"{MAX_READ_SHARE:.0%} of the {window_s:.4f} s window they bound (the common window is "
+                f"{common_s:.4f} s): the window's length is not known well enough for watts")
+    return None

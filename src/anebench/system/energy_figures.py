@@ -17,6 +17,11 @@ if TYPE_CHECKING:
     from .power import Counted
 
 MAX_WATTS = 10_000.0  # above this a window's figure is a counter reset or a unit error, not power
+DID_NOT_MOVE = "counter did not move"
+# Components surely busy over a window of timed calls: the one doing the work, the CPU driving the calls and
+# the DRAM the weights stream from. A 0 reading there is a counter that does not count (M5 / macOS 27 read 0
+# on all but the GPU), never 0 W.
+DRIVEN = ("cpu", "dram")
 MAX_REASON = 2000
 DRAM_SOURCE = "IOReport PMP / DCS BW: the memory controllers' AMCC RD+WR histograms, one per die, summed"
 
@@ -33,8 +38,15 @@ def energy_figures(meter: Any, window: str, counted: Counted, seconds: float, ca
         "sampling": getattr(meter, "sampling", None),
         "sampling_interval_s": seconds if seconds > 0 else None, "calls": calls if calls >= 1 else None,
     }
-    components = component_figures(counted.energy, seconds, calls, work) if counted.energy else []
     dram = dram_figures(counted.dram, seconds, calls, weight_bytes) if counted.dram else None
+    ane_moved = dram.ane_gbps if dram is not None and dram.ane_gbps else None
+    components = component_figures(counted.energy, seconds, calls, work, ane_moved) if counted.energy else []
+    stalled = [c for c in components if not c.available and (c.reason or "").startswith(DID_NOT_MOVE)]
+    if stalled:
+        names = ", ".join(c.component for c in stalled)
+        return Energy(available=False, components=components, dram_traffic=dram, **base, reason=_clip(
+            f"{DID_NOT_MOVE}: the {names} channel(s) read 0 over {seconds:.3f} s of timed calls while busy; "
+            "the package total would leave them out, so no watts and no GB/s per watt"))
     joules = counted.joules
     if joules is None or joules <= 0 or seconds <= 0 or calls < 1:
         package = next((c for c in components if c.component == "package" and not c.available), None)
@@ -61,8 +73,9 @@ def energy_figures(meter: Any, window: str, counted: Counted, seconds: float, ca
 
 
 def component_figures(
-    reading: EnergyReading, seconds: float, calls: int, work: Component | None
+    reading: EnergyReading, seconds: float, calls: int, work: Component | None, ane_gbps: float | None = None
 ) -> list[ComponentEnergy]:
+    busy = {work, *DRIVEN} if work is not None else set()
     out = []
     for name in COMPONENTS:
         found = reading.components.get(name)
@@ -84,11 +97,17 @@ def component_figures(
                 )
             )
             continue
+        if name in busy and found.joules == 0:
+            seen = (f"; the PMP ANE RD/WR histograms moved ({ane_gbps:.1f} GB/s): the ANE ran, its Energy "
+                    "Model channel does not count on this chip or macOS"
+                    if name == "ane" and ane_gbps else "")
+            work_note = " (it did the work)" if name == work else ""
+            reason = (f"{DID_NOT_MOVE}: {', '.join(found.channels)} read 0 over {seconds:.3f} s while the "
+                      f"{name}{work_note} was busy{seen}")
+            out.append(ComponentEnergy(component=name, available=False, channels=found.channels[:64],
+                                       reason=_clip(reason)))
+            continue
         notes = list(found.problems)
-        if name == work and found.joules == 0:
-            notes.append(
-                f"the {name} counter did not advance over the timed calls: the work may not have run there"
-            )
         out.append(ComponentEnergy(
             component=name, available=True, joules=found.joules, watts=watts,
             joules_per_call=found.joules / calls if calls >= 1 else None, channels=found.channels[:64],
@@ -98,14 +117,17 @@ def component_figures(
 
 
 def dram_figures(reading: DramReading, seconds: float, calls: int, weight_bytes: int) -> DramTraffic:
-    """The DRAM view beside the tool's weight bytes over the same window; unavailable if any die is."""
+    """The DRAM view beside the tool's weight bytes over the same window; unavailable if any die is. The
+    ANE's own histograms are kept beside it where the chip has them."""
+    ane: dict[str, Any] = {"ane_channels": [d.channel for d in reading.ane][:64],
+                           "ane_gbps": sum(d.gbps for d in reading.ane) if reading.ane else None}
     if reading.problems:
         partial = " (a sum over the other dies would be partial)" if reading.dies else ""
         return DramTraffic(available=False, source=DRAM_SOURCE,
                            channels=[d.channel for d in reading.dies],
-                           reason=_clip("; ".join(reading.problems) + partial))
+                           reason=_clip("; ".join(reading.problems) + partial), **ane)
     if seconds <= 0 or calls < 1:
-        return DramTraffic(available=False, source=DRAM_SOURCE, reason="empty window")
+        return DramTraffic(available=False, source=DRAM_SOURCE, reason="empty window", **ane)
     dram_gbps, resolution = reading.gbps, reading.resolution_gbps
     weight_gbps = gbps(weight_bytes * calls, seconds)
     unnamed = sorted({s for d in reading.dies for s in d.unnamed_states})
@@ -123,6 +145,7 @@ def dram_figures(reading: DramReading, seconds: float, calls: int, weight_bytes:
         reason=_clip(f"states not named as a bandwidth, not counted: {', '.join(unnamed)}")
         if unnamed
         else None,
+        **ane,
     )
 
 
@@ -138,23 +161,26 @@ def energy_warnings(energy: Energy) -> list[str]:
             f"{dram.resolution_gbps:.0f} GB/s): the engine reads more or less than its weight bytes, or "
             "something else loaded memory"
         )
-    worker = energy.component(energy.work_component) if energy.work_component else None
-    if worker and worker.available and worker.joules == 0:
-        warnings.append(f"energy: the {worker.component} counter did not advance over the timed calls; "
-                        f"the work may not have run on the {worker.component}")
+    stalled = [c for c in energy.components if not c.available and (c.reason or "").startswith(DID_NOT_MOVE)]
+    for component in stalled:
+        warnings.append(f"energy: {component.component} unavailable: {component.reason}")
+    if energy.window_check and energy.window_check.startswith("unreliable"):
+        warnings.append(f"energy figure {energy.window_check}")
     return warnings
 
 
 def energy_line(energy: Energy) -> str:
     """One line for a record's energy section."""
     if not energy.available:
-        return f"unavailable: {energy.reason or 'not measured'}"
+        return f"unavailable: {energy.reason or 'not measured'}"  # the reason names every stalled channel
     assert energy.joules_per_call is not None and energy.watts is not None
     line = (f"{energy.joules_per_call * 1e3:.3f} mJ per call, {energy.watts:.1f} W, "
             f"{energy.gbps_per_watt or 0:.3f} GB/s per W ({energy.source}; {energy.window})")
     parts = [f"{c.component} {c.watts:.2f} W" for c in energy.components
              if c.available and c.watts is not None and c.component != "package"]
-    parts += [f"{c.component} unavailable" for c in energy.components if not c.available]
+    parts += [f"{c.component} unavailable"
+              + (f" ({DID_NOT_MOVE})" if (c.reason or "").startswith(DID_NOT_MOVE) else "")
+              for c in energy.components if not c.available]
     if parts:
         line += "; " + ", ".join(parts)
     if energy.work_gbps_per_watt is not None:
@@ -164,4 +190,6 @@ def energy_line(energy: Energy) -> str:
         line += (f"; DRAM {dram.gbps:.1f} GB/s read+write (resolution {dram.resolution_gbps:.0f}) vs weights "
                  f"{dram.weight_gbps:.1f} GB/s"
                  if dram.available else f"; DRAM traffic unavailable: {dram.reason}")
+        if dram.ane_gbps is not None:
+            line += f"; ANE DRAM {dram.ane_gbps:.1f} GB/s (PMP {', '.join(dram.ane_channels)})"
     return line

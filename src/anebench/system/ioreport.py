@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from .ioreport_parse import (
@@ -24,6 +25,7 @@ from .ioreport_parse import (
     EnergyReading,
     dram_bandwidth,
     energy_by_component,
+    keep_states,
 )
 
 ACTOP_PIN = "1.9.12"
@@ -47,8 +49,9 @@ def ioreport_problem() -> str | None:
 
 
 def _keep_states(group: str, subgroup: str, channel: str) -> bool:
-    """Residencies only for the AMCC totals: the ~90 per-agent histograms cost ctypes calls for nothing."""
-    return group == BANDWIDTH_GROUP and channel.startswith("AMCC")
+    """Residencies only for the AMCC totals and the ANE's own histograms: the ~90 other per-agent
+    histograms cost ctypes calls for nothing."""
+    return keep_states(Channel(group, subgroup, channel))
 
 
 def _channel(item: Any) -> Channel:
@@ -76,6 +79,18 @@ class IOReportCounters:
         self._held.append(sample)
         return sample
 
+    def package_joules_since(self, base: Any) -> float:
+        """The Energy Model's package joules from ``base`` to now (the new sample is released at once:
+        polled while the counter's step is observed)."""
+        now = self._subscription.sample()
+        if not now:
+            raise RuntimeError("IOReportCreateSamples returned nothing")
+        try:
+            channels = self.channels_between(base, now)
+        finally:
+            self._module.cf_release(now)
+        return energy_by_component(channels).components["package"].joules or 0.0
+
     def channels_between(self, start: Any, end: Any) -> list[Channel]:
         return [_channel(item) for item in self._subscription.delta(start, end, _keep_states)]
 
@@ -90,13 +105,32 @@ class IOReportCounters:
         self._subscription.close()
 
 
+def probe_channels(seconds: float = 0.1, during: Callable[[], None] | None = None) -> list[Channel]:
+    """The channels one sample delta over ``seconds`` holds (what this Mac exposes; for `info` and
+    `doctor`), calling ``during`` over and over meanwhile (the work a channel should count), else idle.
+    Raises what the subscription raises."""
+    import time
+
+    counters = IOReportCounters()
+    try:
+        start = counters.sample()
+        began = time.perf_counter()
+        if during is None:
+            time.sleep(seconds)  # nothing is timed: the delta covers whatever the machine did
+        while during is not None and time.perf_counter() - began < seconds:
+            during()
+        return counters.channels_between(start, counters.sample())
+    finally:
+        counters.close()
+
+
 def record_sample(seconds: float = 1.0) -> dict:
     """A sample delta over ``seconds`` as JSON-ready data (energy and AMCC channels), to record what a chip
     exposes and test the parsing on it: `python -c "from anebench.system.ioreport import record_sample"`."""
     import platform
     import time
 
-    from .ioreport_parse import channels_to_json, is_dram_total
+    from .ioreport_parse import channels_to_json
 
     counters = IOReportCounters()
     try:
@@ -106,7 +140,7 @@ def record_sample(seconds: float = 1.0) -> dict:
         end = counters.sample()
         elapsed = time.perf_counter() - began
         channels = [c for c in counters.channels_between(start, end)
-                    if c.group == ENERGY_GROUP or is_dram_total(c)]
+                    if c.group == ENERGY_GROUP or keep_states(c)]
     finally:
         counters.close()
     return {"machine": platform.machine(), "macos": platform.mac_ver()[0], "actop": counters.version,

@@ -7,13 +7,15 @@ label, an integer value (simple channels: the energy counted in the window) or s
 Energy ("Energy Model" group): the channel names differ by chip ("CPU Energy" on one die,
 "DIE_0_CPU Energy"... on an Ultra; "ANE", "ANE0" or "ANE0_0"...), so components are matched by name
 pattern, as macmon does; every channel of a component is summed and listed. Units are read from each
-channel's label, never assumed. A counter that went backwards in the window (wrapped or reset) is left
-out of its component with the reason: no guessed modulus.
+channel's label, never assumed, and matched without regard to case (actop lower-cases them; chips spell
+them differently). A counter that went backwards in the window (wrapped or reset) is left out of its
+component with the reason: no guessed modulus.
 
 DRAM traffic ("PMP" group, "DCS BW" subgroup): one "AMCC ... RD+WR" histogram per memory-controller die;
 each state is a bandwidth bucket named by its upper edge ("32GB/s"). A die's bandwidth is the
 residency-weighted mean of the bucket midpoints; the dies are summed (pooling them would report one
-die's rate as the chip's).
+die's rate as the chip's). The Neural Engine's own agent histograms ("ANE0 RD", "ANE0 WR", ...) are its
+DRAM view: on M5 / macOS 27 the Energy Model's ANE channel reads 0 while they still move.
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ ENERGY_GROUP = "Energy Model"
 BANDWIDTH_GROUP, BANDWIDTH_SUBGROUP = "PMP", "DCS BW"
 EXPECTED_COMPONENTS = ("ane", "gpu", "cpu", "dram")
 PACKAGE_PARTS = ("cpu", "gpu", "ane", "dram", "gpu_sram")  # macmon's package: the SoC's own rails
-JOULES_PER_UNIT = {"mJ": 1e-3, "uJ": 1e-6, "\u00b5J": 1e-6, "\u03bcJ": 1e-6, "nJ": 1e-9, "J": 1.0}
+# Lower case: units are matched without regard to case ("mJ", "mj", "MJ" all mean millijoules here: no SoC
+# channel counts megajoules).
+JOULES_PER_UNIT = {"mj": 1e-3, "uj": 1e-6, "\u00b5j": 1e-6, "\u03bcj": 1e-6, "nj": 1e-9, "j": 1.0}
 EXPECTED_NAMES = {"ane": "ANE*", "gpu": "GPU Energy", "cpu": "*CPU Energy", "dram": "DRAM*"}
 _BUCKET = re.compile(r"(\d+(?:\.\d+)?)\s*([KMGT]?)B/s", re.IGNORECASE)
 _TO_GB = {"": 1e-9, "K": 1e-6, "M": 1e-3, "G": 1.0, "T": 1e3}
@@ -69,6 +73,7 @@ class DieBandwidth:
 class DramReading:
     dies: list[DieBandwidth]
     problems: list[str] = field(default_factory=list)
+    ane: list[DieBandwidth] = field(default_factory=list)  # the Neural Engine's RD / WR histograms
 
     @property
     def gbps(self) -> float:
@@ -96,7 +101,7 @@ def component_of(name: str) -> str | None:
 
 def channel_joules(channel: Channel) -> float | str:
     """The channel's joules in the window, or why it cannot be used."""
-    scale = JOULES_PER_UNIT.get(channel.unit.strip())
+    scale = JOULES_PER_UNIT.get(channel.unit.strip().lower())
     if scale is None:
         return f"{channel.name}: unknown energy unit {channel.unit!r} (known: {', '.join(JOULES_PER_UNIT)})"
     if channel.value < 0:
@@ -183,9 +188,26 @@ def is_dram_total(channel: Channel) -> bool:
             and channel.name.startswith("AMCC") and channel.name.endswith("RD+WR"))
 
 
+def is_ane_traffic(channel: Channel) -> bool:
+    """The Neural Engine's own DRAM histograms: "ANE0 RD", "ANE0 WR", "ANE RD+WR" (per chip)."""
+    return (channel.group == BANDWIDTH_GROUP and channel.subgroup == BANDWIDTH_SUBGROUP
+            and channel.name.upper().startswith("ANE") and ("RD" in channel.name.upper()
+                                                            or "WR" in channel.name.upper()))
+
+
+def keep_states(channel: Channel) -> bool:
+    """The histograms whose residencies are read: the memory controllers' totals and the ANE's own."""
+    return is_dram_total(channel) or is_ane_traffic(channel)
+
+
 def dram_bandwidth(channels: Iterable[Channel]) -> DramReading:
     reading = DramReading([])
     for channel in channels:
+        if is_ane_traffic(channel):
+            ane = die_bandwidth(channel)
+            if not isinstance(ane, str):
+                reading.ane.append(ane)
+            continue
         if not is_dram_total(channel):
             continue
         die = die_bandwidth(channel)
@@ -198,6 +220,41 @@ def dram_bandwidth(channels: Iterable[Channel]) -> DramReading:
             f"no {BANDWIDTH_GROUP} / {BANDWIDTH_SUBGROUP} AMCC RD+WR channel on this chip"
         )
     return reading
+
+
+@dataclass(frozen=True)
+class SourceFound:
+    """One IOReport source as the channels found say it is: which channels, their units, or why none."""
+
+    name: str
+    available: bool
+    channels: tuple[str, ...] = ()
+    reason: str = ""
+
+
+def sources_found(channels: Iterable[Channel]) -> list[SourceFound]:
+    """The Energy Model, the PMP DRAM totals and the ANE's PMP histograms, by the channels actually found
+    (actop subscribes to a missing group silently, so a subscription alone proves nothing)."""
+    channels = list(channels)
+    energy = [c for c in channels if c.group == ENERGY_GROUP and component_of(c.name) is not None]
+    totals = [c for c in channels if is_dram_total(c)]
+    ane = [c for c in channels if is_ane_traffic(c)]
+    by_component: dict[str, list[str]] = {}
+    for c in energy:
+        unit = c.unit.strip() or "no unit"
+        by_component.setdefault(component_of(c.name) or "", []).append(f"{c.name} ({unit})")
+    missing = [f"no {name} channel ({EXPECTED_NAMES[name]})" for name in EXPECTED_COMPONENTS
+               if name not in by_component]
+    return [
+        SourceFound("IOReport Energy Model", bool(energy),
+                    tuple(f"{k}: {', '.join(v)}" for k, v in by_component.items()),
+                    "; ".join(missing) if energy else f"no {ENERGY_GROUP} channel of a known component"),
+        SourceFound("IOReport PMP / DCS BW", bool(totals), tuple(c.name for c in totals),
+                    "" if totals else f"no {BANDWIDTH_GROUP} / {BANDWIDTH_SUBGROUP} AMCC RD+WR channel on "
+                    "this Mac (the subscription found the other groups only)"),
+        SourceFound("IOReport PMP ANE RD/WR", bool(ane), tuple(c.name for c in ane),
+                    "" if ane else f"no {BANDWIDTH_GROUP} ANE RD / WR histogram on this Mac"),
+    ]
 
 
 def channels_from_json(data: dict) -> list[Channel]:

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from ..model.energy import Component, Energy
 from ..model.statistics import gbps
+from .energy_check import MAX_WINDOW_S, MIN_COUNTER_STEPS, OBSERVE_MAX_S, observe_counter_step
 from .energy_figures import energy_figures, energy_line, energy_warnings
 from .ioreport import IOReportCounters, ioreport_problem
 from .ioreport_parse import DramReading, EnergyReading
@@ -143,19 +144,49 @@ def nvml_meter(device: str, cuda_uuid: str | None = None) -> NvmlMeter | Unavail
         return Unavailable(f"NVML energy counter unavailable on {device}: {exc}")
 
 
+def current_platform() -> str:
+    """sys.platform, behind a function so tests can state the host's platform."""
+    return sys.platform
+
+
+def counter_key(device: str) -> str:
+    """The physical counter that covers ``device``. Devices with the same key share one counter: on a Mac
+    the ANE, GPU and CPU are all inside IOReport's one SoC meter, so a run over several of them reads it
+    once (reading it per device and summing counts the chip's energy once per device)."""
+    platform = current_platform()
+    if device.startswith("cuda"):
+        return f"NVML {device}"
+    if platform == "darwin":
+        return "IOReport SoC"
+    if device == "cpu" and platform.startswith("linux"):
+        return "RAPL packages"
+    return f"none {device}"
+
+
 def energy_meter(device: str, powercap_root: Path = POWERCAP_ROOT) -> EnergyMeter | Unavailable:
     """The energy counter that covers ``device``, or why there is none."""
+    platform = current_platform()
     if device.startswith("cuda"):
         return nvml_meter(device)
-    if sys.platform == "darwin":
+    if platform == "darwin":
         return ioreport_meter()
-    if device == "cpu" and sys.platform.startswith("linux"):
+    if device == "cpu" and platform.startswith("linux"):
         return rapl_meter(powercap_root)
-    return Unavailable(f"no energy counter known for device {device!r} on {sys.platform}")
+    return Unavailable(f"no energy counter known for device {device!r} on {platform}")
+
+
+IOREPORT_MIN_WINDOW_S = 1.0  # a window at least this long (the samplers macmon, mactop use 1 s); see below
+IOREPORT_POLL_S = 0.005  # each poll is a sample and a delta: not every millisecond
 
 
 class IOReportMeter:
-    """Apple's IOReport: Energy Model counters by component, and the DRAM bandwidth histograms."""
+    """Apple's IOReport: Energy Model counters by component, and the DRAM bandwidth histograms.
+
+    As for NVML, the counter's update step is observed before the window opens and the window is
+    lengthened to at least ``min_window_s`` and MIN_COUNTER_STEPS steps; a window still shorter is
+    flagged in the record (``window_check``)."""
+
+    min_window_s = IOREPORT_MIN_WINDOW_S
 
     scope = "the whole SoC: every process on the machine, not only this one"
     sampling = ("two IOReport samples (Energy Model, PMP / DCS BW) just before the first timed call and just "
@@ -167,6 +198,11 @@ class IOReportMeter:
 
     def read(self) -> Any:
         return self.counters.sample()
+
+    def observe_step(self) -> float | None:
+        """The median interval between changes of the package total, polled for up to a second."""
+        base = self.counters.sample()
+        return observe_counter_step(lambda: self.counters.package_joules_since(base), poll_s=IOREPORT_POLL_S)
 
     def between(self, start: Any, end: Any) -> Counted:
         energy, dram = self.counters.between(start, end)
@@ -201,6 +237,60 @@ class EnergyWindow:
         self.now_ns = now_ns
         self._start: tuple[Any, int] | None = None
         self._end: tuple[Any, int] | None = None
+        self.counter_step_s: float | None = None
+        self.step_observed = False
+        self.extra_calls = 0
+
+    @property
+    def min_window_s(self) -> float:
+        """How long the meter's window must be (0: any length; IOReport: a second)."""
+        return float(getattr(self.meter, "min_window_s", 0.0))
+
+    def observe_step(self) -> None:
+        """Observe the counter's update step before the window opens (meters that can: IOReport)."""
+        observe = getattr(self.meter, "observe_step", None)
+        if observe is None or isinstance(self.meter, Unavailable):
+            return
+        try:
+            self.counter_step_s = observe()
+        except Exception:  # noqa: BLE001 - a private library: the step is then unknown, and the record says so
+            self.counter_step_s = None
+        self.step_observed = True
+
+    def needed_s(self) -> float:
+        if not self.min_window_s:
+            return 0.0
+        steps = MIN_COUNTER_STEPS * self.counter_step_s if self.counter_step_s else 0.0
+        return min(max(self.min_window_s, steps), MAX_WINDOW_S)
+
+    def fill(self, call: Callable[[], None]) -> int:
+        """After the timed calls: more calls until the window is long enough for the counter; how many."""
+        if self._start is None or isinstance(self.meter, Unavailable) or not self.min_window_s:
+            return 0
+        started_ns, needed_ns = self._start[1], self.needed_s() * 1e9
+        while self.now_ns() - started_ns < needed_ns:
+            call()
+            self.extra_calls += 1
+        if self.extra_calls:
+            self.close()  # the window now ends after the extra calls
+        return self.extra_calls
+
+    def window_check(self, seconds: float) -> str | None:
+        """The window against the counter's step and this meter's minimum; "unreliable: ..." is a warning
+        of the record (the figure stays, as NVML's does)."""
+        if not self.step_observed:
+            return None
+        step = self.counter_step_s
+        if step is None:
+            return (f"unreliable: the energy counter was not seen to step within {OBSERVE_MAX_S:g} s, so its "
+                    "resolution over the window is unknown")
+        steps = seconds / step
+        if seconds < self.min_window_s or steps < MIN_COUNTER_STEPS:
+            return (f"unreliable: the window ({seconds:.2f} s) spans {steps:.0f} counter steps of "
+                    f"{step * 1e3:.0f} ms; at least {MIN_COUNTER_STEPS} steps and {self.min_window_s:g} s "
+                    "are needed")
+        return (f"ok: {steps:.0f} counter steps of {step * 1e3:.1f} ms in {seconds:.2f} s "
+                f"({self.extra_calls} calls added to fill it)")
 
     def open(self) -> None:
         if not isinstance(self.meter, Unavailable):
@@ -230,8 +320,10 @@ class EnergyWindow:
                               reason="the energy window was not opened and closed around the timed calls")
             counted = self.meter.between(self._start[0], self._end[0])
             seconds = (self._end[1] - self._start[1]) / 1e9
-            return energy_figures(self.meter, what, counted, seconds, calls, gbps(weight_bytes, median_s),
-                                  weight_bytes, self.work)
+            energy = energy_figures(self.meter, what, counted, seconds, calls, gbps(weight_bytes, median_s),
+                                    weight_bytes, self.work)
+            check = self.window_check(seconds)
+            return energy.model_copy(update={"window_check": check}) if check else energy
         finally:
             self.release()
 
@@ -245,22 +337,37 @@ class SourceStatus:
     name: str
     covers: str
     available: bool
-    reason: str = ""
+    reason: str = ""  # why not; or, where available, what is missing (e.g. a component's channel)
+    channels: tuple[str, ...] = ()  # the channels found (IOReport), with their units
+
+
+def ioreport_sources() -> list[SourceStatus]:
+    """The IOReport sources by the channels a short sample actually holds: actop subscribes to a missing
+    group silently, so a subscription that succeeds proves only that one group exists."""
+    from . import ioreport
+    from .ioreport_parse import sources_found
+
+    covers = {
+        "IOReport Energy Model": "ANE, GPU, CPU, DRAM energy and the package total (Apple silicon)",
+        "IOReport PMP / DCS BW": "DRAM read+write GB/s from the memory controllers (a second view of the "
+                                 "bytes streamed)",
+        "IOReport PMP ANE RD/WR": "the Neural Engine's own DRAM traffic (its view where the Energy Model's "
+                                  "ANE channel reads 0)",
+    }
+    problem = ioreport_problem()
+    if problem is None:
+        try:
+            found = sources_found(ioreport.probe_channels(0.1))
+        except Exception as exc:  # noqa: BLE001 - a private library: any failure means "no source", said why
+            problem = f"IOReport subscription failed: {type(exc).__name__}: {exc}"
+    if problem is not None:
+        return [SourceStatus(name, what, False, problem) for name, what in covers.items()]
+    return [SourceStatus(s.name, covers[s.name], s.available, s.reason, s.channels) for s in found]
 
 
 def energy_sources(powercap_root: Path = POWERCAP_ROOT) -> list[SourceStatus]:
     """Every energy source `--power` knows, whether it can be read here, and why not."""
-    out = []
-    problem = ioreport_problem()
-    ioreport = "ANE, GPU, CPU, DRAM energy and the package total (Apple silicon)"
-    dram = "DRAM read+write GB/s from the memory controllers (a second view of the bytes streamed)"
-    if problem is None:
-        meter = ioreport_meter()
-        problem = meter.reason if isinstance(meter, Unavailable) else None
-        if isinstance(meter, IOReportMeter):
-            meter.close()
-    out.append(SourceStatus("IOReport Energy Model", ioreport, problem is None, problem or ""))
-    out.append(SourceStatus("IOReport PMP / DCS BW", dram, problem is None, problem or ""))
+    out = ioreport_sources()
     if importlib.util.find_spec("pynvml") is None:
         out.append(SourceStatus("NVIDIA NVML", "the GPU board", False, "nvidia-ml-py is not installed"))
     else:
@@ -290,5 +397,6 @@ def planned_source(device: str, platform: str) -> str:
 
 
 __all__ = ["Counted", "EnergyMeter", "EnergyWindow", "IOReportMeter", "NvmlMeter", "RaplMeter", "ScalarMeter",
-           "SourceStatus", "Unavailable", "energy_figures", "energy_line", "energy_meter", "energy_sources",
+           "SourceStatus", "Unavailable", "counter_key", "current_platform",
+           "energy_figures", "energy_line", "energy_meter", "energy_sources",
            "energy_warnings", "ioreport_meter", "planned_source", "work_component"]

@@ -67,6 +67,7 @@ def _register_commands() -> None:
         "results",
         "compare",
         "doctor",
+        "leaderboard",
     ):  # each concern adds its commands when present
         try:
             imported = __import__(f"anebench.cli.{module}", fromlist=["register"])

@@ -159,10 +159,31 @@ def csv_text(result: FileComparison) -> str:
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 @format_option()
-def compare(files: tuple[Path, ...], as_json: bool, fmt: str | None = None) -> None:
+@click.option(
+    "--leaderboard",
+    "leaderboard",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="A results repository: place the one FILE within its chip's submissions (rank, spread).",
+)
+def compare(
+    files: tuple[Path, ...], as_json: bool, fmt: str | None = None, leaderboard: Path | None = None
+) -> None:
     """Compare result files: each result of B (C, ...) against the same workload, engine and device in A,
-    with the GB/s ratio, its 95% CI and whether the difference is significant."""
+    with the GB/s ratio, its 95% CI and whether the difference is significant. With --leaderboard REPO:
+    one file placed within its chip's submissions (rank, spread between submitters)."""
     machine = output_format(fmt, as_json)
+    if leaderboard is not None:
+        from .leaderboard import show_placement
+
+        try:
+            show_placement(files, leaderboard, machine)
+        except InvalidFile as exc:
+            from .results import _print_problems
+
+            _print_problems(exc)
+            sys.exit(UserError.exit_code)
+        return
     try:
         result = compare_files(list(files))
     except InvalidFile as exc:

@@ -200,12 +200,38 @@ def report(fmt: str, out: Path | None, force: bool, db: Path | None) -> None:
     default=None,
     help="Attach `anebench doctor`'s diagnostic file (host identifiers dropped with --drop-host-ids).",
 )
+@click.option(
+    "--into",
+    "into",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="A results repository: write REPO/submissions/<chip>/<run-id>.json (never replaced) instead.",
+)
+@click.option(
+    "--log",
+    "log",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="With --into: the run's console output, kept in the submission.",
+)
 def submit(result: Path, out: Path | None, out_dir: Path | None, drop_host_ids: bool, force: bool,
-           doctor_file: Path | None = None) -> None:
+           doctor_file: Path | None = None, into: Path | None = None, log: Path | None = None) -> None:
     """Validate RESULT.json and write a submission file plus a Markdown issue body to file as a new issue
-    (no network: the command says where)."""
+    (no network: the command says where); with --into REPO, an immutable submission in a results
+    repository."""
     from ..report.submission import write_submission
 
+    if into is not None:
+        if out is not None or out_dir is not None or force:
+            raise UserError(
+                f"--into {into}: a repository submission is never replaced; drop --out and --force"
+            )
+        if doctor_file is not None:
+            raise UserError(f"--doctor {doctor_file}: only with an issue body, not with --into")
+        submit_into_repository(result, into, drop_host_ids, log)
+        return
+    if log is not None:
+        raise UserError(f"--log {log}: only with --into REPO (the issue body has no room for a log)")
     if out is not None and out_dir is not None and out != out_dir:
         raise UserError(
             f"--out {out} and --out-dir {out_dir}: --out-dir is the former name of --out; give one"
@@ -228,6 +254,19 @@ def submit(result: Path, out: Path | None, out_dir: Path | None, drop_host_ids: 
         f"to submit: open {SUBMIT_URL} (a placeholder until the project has a public tracker), paste the "
         "issue body and attach the submission file; nothing was sent"
     )
+
+
+def submit_into_repository(result: Path, into: Path, drop_host_ids: bool, log: Path | None) -> None:
+    from ..report.leaderboard_submit import submit_into
+
+    try:
+        written = submit_into(result, into, drop_host_ids, log)
+    except InvalidFile as exc:
+        _print_problems(exc)
+        sys.exit(UserError.exit_code)
+    click.echo(f"submission: {clean_text(str(written))}")
+    say(f"next: `anebench leaderboard build {into}`, then open a pull request with the new file and the "
+        "regenerated ones; nothing was sent")
 
 
 @click.group(invoke_without_command=True)

@@ -233,3 +233,8 @@ def write_submission(result: Path, out_dir: Path, anonymize: bool, force: bool =
     text = issue_body(records, submission.name, anonymize, attached.name if attached else None)
     atomic_write_text(body, text, "issue body", force, protected)
     return submission, body
+
+
+def scrub_text(text: str, record: ResultRecord) -> str:
+    """Free text from the same run (its log) with the same identifiers dropped as from its records."""
+    return str(_scrub(text, _identifying_strings(record)))

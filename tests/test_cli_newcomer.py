@@ -201,3 +201,16 @@ def test_a_record_without_threads_keeps_the_id_it_had_before_the_field():
     assert record.content_id() == old_id
     threaded = record.model_copy(update={"method": record.method.model_copy(update={"threads": 2})})
     assert threaded.content_id() != old_id
+
+
+def test_every_bare_group_prints_its_help_and_succeeds(capsys):
+    import click
+
+    from anebench.cli import app
+
+    groups = [name for name, command in app.commands.items() if isinstance(command, click.Group)]
+    assert "store" in groups
+    for name in groups:
+        code, out, err = run_cli(capsys, name)
+        assert code == 0, (name, err)
+        assert f"Usage: anebench {name}" in out and "Commands:" in out

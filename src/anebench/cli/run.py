@@ -310,8 +310,8 @@ def run(
             return lambda done, total: progress.update(task, completed=done, description=label)
 
         result = run_campaign(plan.steps, options, mitigations, started)
-        if piped and not result.interrupted:
-            say_line(log.finish())
+    if piped and not result.interrupted:  # after the bars' last frame, so the log reads in order
+        say_line(log.finish())
     if result.interrupted:
         saved = emit(result.records, "run", out, no_save, as_json)
         where = f"saved to {saved}" if saved else "not saved (--no-save)"

@@ -242,6 +242,8 @@ class MLProgramBundle:
         tensor = value.immediateValue.tensor
         kind = tensor.WhichOneof("value")
         items = list(getattr(tensor, kind).values) if kind else []
+        if kind == "bytes" and _dtype == "FLOAT16":  # an fp16 scalar or small tensor (a decode chunk's scale)
+            return np.frombuffer(tensor.bytes.values, dtype=np.float16).reshape(shape)
         if kind == "bytes":
             return np.frombuffer(tensor.bytes.values, dtype=np.uint8)
         if kind == "strings":

@@ -18,7 +18,7 @@ from .mlprogram import BundleError, MLProgramBundle, Op
 CHUNK_ROWS = 4096  # rows of a weight decoded at once (float64: 4096 x 4096 x 8 = 128 MiB)
 CACHE_LIMIT_BYTES = 64 << 20  # decoded weights up to this size are kept for the next predict
 WEIGHT_OPS = ("const", "constexpr_lut_to_dense", "constexpr_blockwise_shift_scale")
-NUMPY_INPUT_DTYPES = {"FLOAT16": np.float16, "FLOAT32": np.float32}
+NUMPY_INPUT_DTYPES = {"FLOAT16": np.float16, "FLOAT32": np.float32, "INT32": np.int32}
 
 
 def _ints(value: np.ndarray) -> list[int]:
@@ -48,7 +48,24 @@ class ReferenceProgram:
             "identity": lambda op, env: self._arg(op, "x", env),
             "add": lambda op, env: self._arg(op, "x", env) + self._arg(op, "y", env),
             "conv": self._conv,
+            # the decode chunks' ops (artifacts/decode_bundles.py)
+            "mul": lambda op, env: self._arg(op, "x", env) * self._arg(op, "y", env),
+            "tanh": lambda op, env: np.tanh(self._arg(op, "x", env)),
+            "tile": lambda op, env: np.tile(self._arg(op, "x", env), _ints(self._arg(op, "reps", env))),
+            "matmul": self._matmul,
+            "gather": lambda op, env: np.take(
+                self._arg(op, "x", env), self._arg(op, "indices", env).astype(np.int64),
+                axis=int(self._arg(op, "axis", env)) if "axis" in op.inputs else 0,
+            ),
         }
+
+    def _matmul(self, op: Op, env: dict[str, np.ndarray]) -> np.ndarray:
+        x, y = self._arg(op, "x", env), self._arg(op, "y", env)
+        if "transpose_x" in op.inputs and bool(self._arg(op, "transpose_x", env)):
+            x = np.swapaxes(x, -1, -2)
+        if "transpose_y" in op.inputs and bool(self._arg(op, "transpose_y", env)):
+            y = np.swapaxes(y, -1, -2)
+        return np.matmul(x, y)
 
     def _arg(self, op: Op, name: str, env: dict[str, np.ndarray]) -> np.ndarray:
         bound = op.inputs.get(name)

@@ -69,6 +69,7 @@ def _register_commands() -> None:
         "compare",
         "doctor",
         "leaderboard",
+        "decode",
     ):  # each concern adds its commands when present
         try:
             imported = __import__(f"anebench.cli.{module}", fromlist=["register"])

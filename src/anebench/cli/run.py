@@ -325,6 +325,9 @@ def run(
     hint = concurrency_hint(describe_host().chip) if plan.campaign else None
     if hint:
         say(hint)
+    if plan.campaign:
+        say("the campaign's decode step: `anebench decode --campaign` (qwen3-0.6b on the ANE, GPU and CPU, "
+            "power on; docs/decode.md)")
 
 
 @click.command()

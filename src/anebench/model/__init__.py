@@ -13,6 +13,7 @@ from .base import (
     StrictModel,
 )
 from .concurrency import KEEP_AWAKE_MIN_SHARE, THREADS_OF_ONE_PROCESS, Concurrency, KeepAwake
+from .decode import DECODE_NOTE, ChunkTime, DecodeBytes, DecodePrediction, DecodeSection
 from .energy import ComponentEnergy, DramTraffic, Energy
 from .gpu import EnergyWindowCheck, GpuIdentity, GpuReport, GpuState, PlausibilityBound, StreamingFigure
 from .quant import QuantSection
@@ -53,6 +54,7 @@ __all__ = [
     "BETWEEN_RUN_METHOD", "BetweenRunInterval", "Repetition", "Repetitions", "between_run_interval", "t975",
     "DOCUMENT_SCHEMA", "GB", "MB", "MiB", "OLD_DOCUMENT_SCHEMAS", "OLD_SCHEMA_VERSIONS", "SCHEMA_VERSION",
     "KEEP_AWAKE_MIN_SHARE", "THREADS_OF_ONE_PROCESS", "ComponentEnergy", "Concurrency", "KeepAwake",
+    "ChunkTime", "DECODE_NOTE", "DecodeBytes", "DecodePrediction", "DecodeSection",
     "ComputeResult", "DramTraffic", "Energy", "EnergyWindowCheck", "EngineInfo", "GpuIdentity", "GpuReport",
     "GpuState", "PlausibilityBound", "StreamingFigure", "FiniteFloat", "GigabytesPerSecond", "HostInfo",
     "HostState", "LatencyResult", "LineFitInfo", "LongStr", "MethodInfo", "NonNegFloat", "OutputCheck",

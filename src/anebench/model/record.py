@@ -25,6 +25,7 @@ from .base import (
     StrictModel,
 )
 from .concurrency import Concurrency, KeepAwake
+from .decode import DecodeSection
 from .energy import Energy
 from .gpu import GpuReport, PlausibilityBound
 from .quant import QuantSection
@@ -162,7 +163,9 @@ class ToolInfo(_Model):
     version: ShortStr
 
 
-Suite = Literal["run", "sweep", "roofline", "latency", "latency-sweep", "compute", "concurrency", "quant"]
+Suite = Literal[
+    "run", "sweep", "roofline", "latency", "latency-sweep", "compute", "concurrency", "quant", "decode"
+]
 
 
 class ResultRecord(_Model):
@@ -202,6 +205,7 @@ class ResultRecord(_Model):
     gpu: GpuReport | None = None  # GPU runs: streaming figures, NVML state, energy window
     quant: QuantSection | None = None  # the quantisation suite's comparison with fp16
     concurrency: Concurrency | None = None
+    decode: DecodeSection | None = None  # decode: one token's stream, its accounting, its prediction
     keep_awake: KeepAwake | None = None
     # How the samples split into independent repetitions, and the between-run interval derived from them.
     repetitions: Repetitions | None = None

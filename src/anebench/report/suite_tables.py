@@ -36,6 +36,12 @@ def _vectors(point: SuitePoint) -> str:
 def _rows(group: SuiteGroup) -> tuple[list[str], list[list[str]]]:
     points = group.points
     latency, lat = _latency(points)
+    if group.kind == "decode":
+        return (["depth", "MB/token", latency, "tok/s", "GB/s", "predicted tok/s"],
+                [[_opt(p.depth), sig3(p.weight_bytes / 1e6), lat[i],
+                  sig3(1 / p.latency_s) if p.latency_s else "-", _num(p.gbps, ".2f"),
+                  sig3(p.predicted_tokens_per_s) if p.predicted_tokens_per_s else "-"]
+                 for i, p in enumerate(points)])
     if group.kind == "sweep":
         knee = group.figures.get("knee_bytes")
         return (["size MB", latency, "GB/s", "past the knee", "threads"],

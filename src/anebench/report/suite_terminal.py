@@ -439,6 +439,11 @@ def suite_tables(suite: str, records: list[ResultRecord]) -> list[TermTable]:
         return concurrency_tables(records)
     if suite == "quant":
         return [quant_table(records)]
+    if suite == "decode":
+        from .decode_tables import decode_table, timeline_table
+
+        timeline = timeline_table(records)
+        return [decode_table(records)] + ([timeline] if timeline else [])
     raise ValueError(f"no terminal table for suite {suite!r}")
 
 

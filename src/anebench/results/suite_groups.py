@@ -17,7 +17,8 @@ from ..model import ResultRecord
 from ..system.chips import memory_bound_gbps
 
 # The report's section order, and the title of each suite's groups.
-SUITE_TITLES = {"sweep": "Sweep", "roofline": "Roofline", "latency": "Latency", "compute": "Compute",
+SUITE_TITLES = {"decode": "Decode",
+                "sweep": "Sweep", "roofline": "Roofline", "latency": "Latency", "compute": "Compute",
                 "concurrency": "Concurrency", "quant": "Quantisation",
                 "batched": "Runs with batch or tokens > 1"}
 Figures = dict[str, float | int | str | bool | None]
@@ -49,6 +50,8 @@ class SuitePoint:
     variant: str | None = None  # quant: fp16 | int8 | lut6 | lut4
     quant_verdict: str | None = None  # quant: what the variant streams (None: the fp16 reference)
     gbps_fp16_equivalent: float | None = None  # quant: the fp16 head's bytes over this variant's latency
+    depth: int | None = None  # decode: the context depth of the KV cache read
+    predicted_tokens_per_s: float | None = None  # decode: the sweep curve's prediction
 
 
 @dataclass
@@ -90,6 +93,8 @@ def _copy(record: ResultRecord) -> int | None:
 
 
 def suite_kind(record: ResultRecord) -> str:
+    if record.decode is not None:
+        return "decode"
     if record.sweep is not None:
         return "sweep"
     if record.roofline is not None:
@@ -118,6 +123,9 @@ def point_of(record: ResultRecord, chip: str, config: str) -> SuitePoint:
         statistic=record.method.statistic, gbps=record.gbps, flop_per_s=flops, provenance=record.provenance,
         variant=quant.variant if quant else None, quant_verdict=quant.verdict if quant else None,
         gbps_fp16_equivalent=quant.gbps_fp16_equivalent if quant else None,
+        depth=record.decode.depth if record.decode else None,
+        predicted_tokens_per_s=record.decode.prediction.tokens_per_s
+        if record.decode and record.decode.prediction else None,
     )
 
 
@@ -183,6 +191,23 @@ def _roofline_group(key: tuple, records: list[ResultRecord], points: list[SuiteP
                       f"{RIDGE_RULE}; {RIDGE_GATES}")
 
 
+def _decode_group(key: tuple, records: list[ResultRecord], points: list[SuitePoint]) -> SuiteGroup:
+    """One model on one engine and device: tok/s against depth, each beside its prediction."""
+    parts: list[str] = []
+    figures: Figures = {}
+    for point in sorted(points, key=lambda p: p.depth or 0):
+        if not point.latency_s:
+            continue
+        rate = 1 / point.latency_s
+        figures[f"tokens_per_s_depth_{point.depth}"] = rate
+        predicted = point.predicted_tokens_per_s
+        parts.append(f"depth {point.depth}: {rate:.3g} tok/s"
+                     + (f" (predicted {predicted:.3g}, {(predicted - rate) / rate:+.0%})"
+                        if predicted else ""))
+    note = records[0].decode.note if records[0].decode else ""
+    return SuiteGroup("decode", key[0], key[2], key[3], key[4], points, "; ".join(parts), figures, note)
+
+
 def _simple_group(kind: str, key: tuple, records: list[ResultRecord], points: list[SuitePoint]) -> SuiteGroup:
     if kind == "compute":
         results = [r.compute for r in records if r.compute]
@@ -207,6 +232,9 @@ def _simple_group(kind: str, key: tuple, records: list[ResultRecord], points: li
 
 def _group_key(kind: str, record: ResultRecord, chip: str, config: str) -> tuple:
     base = (chip, config, record.engine.name, record.engine.device, record.workload.name)
+    if kind == "decode" and record.decode is not None:  # one model's depths share a table
+        return (chip, config, record.engine.name, record.engine.device, record.decode.model,
+                record.engine.run_dtype, record.host.fingerprint)
     if kind == "sweep" and record.sweep is not None:  # one sweep: its sizes share the analysis
         s = record.sweep
         label = f"hidden {record.workload.shape[1]}, {record.workload.dtype}"
@@ -258,6 +286,8 @@ def suite_groups(entries: list[tuple[ResultRecord, str, str]],
             groups.append(_sweep_group(tuple(key), records, points))
         elif kind == "roofline":
             groups.append(_roofline_group(tuple(key), records, points))
+        elif kind == "decode":
+            groups.append(_decode_group(tuple(key), records, points))
         elif kind == "concurrency":
             missing: tuple[str, Figures] = ("no verdict: a solo or combined figure is missing", {})
             verdict, figures = verdicts.get((key[0], key[5], key[2], key[3]), missing)

@@ -50,6 +50,12 @@ def weight_bytes_problem(record: ResultRecord) -> str | None:
     if record.facts.weight_bytes_unknown:
         return None
     w = record.workload
+    if record.decode is not None:  # a decode step streams its accounting, not a whole head k times
+        counted = sum(row.streamed_bytes for row in record.decode.accounting)
+        if w.weight_bytes == record.decode.stream_bytes == counted:
+            return None
+        return (f"workload.weight_bytes: {w.weight_bytes:,} is not the decode stream's {counted:,} bytes "
+                "(the sum of its accounting)")
     elements = w.shape[0] * w.shape[1]
     quant = w.quant if w.quant in QUANT_BITS else None
     if quant is None and record.engine.run_dtype in QUANT_BITS:

@@ -195,6 +195,7 @@ def test_a_record_without_threads_keeps_the_id_it_had_before_the_field():
     assert record.method.threads is None
     body = record.model_dump(mode="json", by_alias=True, exclude={"id"})
     del body["method"]["threads"]
+    del body["decode"]  # added later too (issue 24)
     import hashlib
 
     old_id = hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
@@ -214,3 +215,18 @@ def test_every_bare_group_prints_its_help_and_succeeds(capsys):
         code, out, err = run_cli(capsys, name)
         assert code == 0, (name, err)
         assert f"Usage: anebench {name}" in out and "Commands:" in out
+
+
+def test_a_results_file_saved_before_the_later_fields_still_loads(tmp_path):
+    """A file written by an earlier anebench (no method.threads, no decode key) keeps its id and loads."""
+    from anebench.model import ResultRecord
+    from anebench.results.files import load_records
+    from anebench.results.published import published_records
+
+    record = published_records()[0].model_copy(update={"provenance": "imported"}).with_id()
+    body = record.model_dump(mode="json", by_alias=True)
+    del body["method"]["threads"], body["decode"]
+    assert ResultRecord.model_validate(body).content_id() == body["id"]
+    saved = tmp_path / "old.json"
+    saved.write_text(json.dumps({"schema": "anebench.results/2", "results": [body]}))
+    assert [r.id for r in load_records(saved)] == [body["id"]]

@@ -6,7 +6,9 @@ Both loops run the same prepared engine call on a tiny workload (so the call its
 difference is visible); they alternate, and the median of the per-repeat differences is reported.
 The one timing loop is measured under each of its stop rules' shapes: timed runs (N runs, the plain
 loop), and the concurrency "together" phase (every call's start recorded, the copies' shared bounds
-and done flags checked after every call; here with one copy, so it stops after its runs).
+and done flags checked between chunks; here with one copy, so it stops after its runs) with the
+suites' default time budget (`concurrent`: 10 s) at 200 and at 50,000 calls: its cost per call must not
+grow with the run count (it once re-summed every counted call after each call, O(n^2) in all).
 """
 
 from __future__ import annotations
@@ -40,17 +42,20 @@ def harness_loop(prepared, calls: int) -> float:
     return (time.perf_counter_ns() - start) / calls
 
 
+SUITE_BUDGET_S = 10.0  # `concurrent`'s default --time-budget
+
+
 def together_loop(prepared, calls: int) -> float:
-    """The together phase's shape: starts recorded, the rule asked after every call."""
+    """The together phase's shape: starts recorded, the suites' default budget set."""
     bounds, done_at = [0, 0], [0]
+    rule = UntilAllDone(calls, 0, bounds, done_at, time_budget_s=SUITE_BUDGET_S)
     start = time.perf_counter_ns()
-    loop = timing_loop(
-        prepared, PERF_COUNTER, UntilAllDone(calls, 0, bounds, done_at), RESOLUTION_S, spans=True
-    )
+    loop = timing_loop(prepared, PERF_COUNTER, rule, RESOLUTION_S, spans=True)
     return (time.perf_counter_ns() - start) / len(loop.samples_s)
 
 
-LOOPS = {"timed runs": harness_loop, "together": together_loop}
+LOOPS = {"timed runs": (harness_loop, None), "together 200": (together_loop, 200),
+         "together 50k": (together_loop, 50_000)}
 RESOLUTION_S = PERF_COUNTER.resolution_s()
 
 
@@ -66,11 +71,13 @@ def main() -> None:
     for name in args.engines.split(","):
         prepared = usable_engine(name).prepare(workload, "cpu")
         bare_loop(prepared.call, args.calls // 10)
-        for label, loop in LOOPS.items():
+        for label, (loop, fixed_calls) in LOOPS.items():
+            calls = fixed_calls or args.calls
+            repeats = args.repeats if calls <= 5 * args.calls else max(args.repeats // 8, 3)
             differences, bares = [], []
-            for _ in range(args.repeats):
-                bare = bare_loop(prepared.call, args.calls)
-                harness = loop(prepared, args.calls)
+            for _ in range(repeats):
+                bare = bare_loop(prepared.call, calls)
+                harness = loop(prepared, calls)
                 bares.append(bare)
                 differences.append(harness - bare)
             overhead_us = median(differences) / 1e3
@@ -78,7 +85,7 @@ def main() -> None:
             iqr_us = (quartiles[2] - quartiles[0]) / 1e3
             worst = max(worst, overhead_us)
             print(
-                f"{name:6s} {label:10s} call {median(bares) / 1e3:7.2f} us bare; harness overhead "
+                f"{name:6s} {label:12s} call {median(bares) / 1e3:7.2f} us bare; harness overhead "
                 f"{overhead_us:+.3f} us per call (IQR of the {len(differences)} repeats: {iqr_us:.2f} us)"
             )
         prepared.close()

@@ -9,8 +9,10 @@ import pytest
 
 from anebench.errors import UserError
 from anebench.measure.comparison import compare_results, relative_halfwidth
+from anebench.measure.uncertainty import gbps_range, log_halfwidth
 from anebench.measure.verdicts import concurrency_verdict, scaling_halfwidth
 from anebench.report.compare import family_comparison, versus_label
+from anebench.report.escape import md_cell
 from anebench.report.tables import sections
 from anebench.results.aggregate import aggregate
 from uncertainty_records import repeated_record, stated_record
@@ -120,10 +122,11 @@ def test_the_report_shows_measured_figures_with_their_interval_and_stated_ones_a
     agg = aggregate([repeated_record(RUN_A, chip="Apple M4 Max"), stated_record(80.0, chip="Apple M4")])
     (matrix,) = [s for s in sections(agg) if s.title.startswith("Results:")]
     cells = {row[0]: row[2] for row in matrix.rows}
-    assert "±" in cells["M4 Max"] and "±" not in cells["M4"]
-    assert "a figure without ± is a point" in matrix.note
+    measured = gbps_range(repeated_record(RUN_A))
+    assert cells["M4 Max"] == measured.cell() and "[" not in cells["M4"] and "±" not in cells["M4 Max"]
+    assert "no range: a stated point" in matrix.note
     halfwidths = {r.chip: r.gbps_halfwidth for r in agg.rows}
-    assert halfwidths == {"M4 Max": pytest.approx(relative_halfwidth(repeated_record(RUN_A))), "M4": None}
+    assert halfwidths == {"M4 Max": pytest.approx(log_halfwidth(measured)), "M4": None}
 
 
 def test_published_figures_beside_a_run_are_judged_by_its_between_run_interval():
@@ -143,7 +146,8 @@ def test_a_submission_shows_the_between_run_interval(tmp_path):
     from anebench.report.submission import issue_body
 
     body = issue_body([repeated_record(RUN_A), repeated_record([31 * MS])], "s.json", anonymized=True)
-    assert f"{repeated_record(RUN_A).gbps:.2f} ±" in body and "between-run 95% interval" in body
+    assert md_cell(gbps_range(repeated_record(RUN_A)).cell()) in body and "between-run 95% interval" in body
+    assert "(no range: 1 repetition)" in body
 
 
 def test_published_figures_are_compared_only_on_the_same_engine_and_unit():

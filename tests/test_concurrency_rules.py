@@ -44,13 +44,65 @@ def test_a_copy_descheduled_between_calls_keeps_calling_until_its_calls_overlap_
         _step(late, l_ticks, l_starts, t, 10)
     assert done_at[1] == 1130 and bounds[2] == 1100
     # copy 0 resumes: the old rule stopped here (window [1100, 1050]); this one counts from the common start
-    assert _step(early, e_ticks, e_starts, 1135, 10) == 1 and early.common_start == 1100
+    # two counted calls are left: the rule asks for both before it reads the shared state again
+    assert _step(early, e_ticks, e_starts, 1135, 10) == 2 and early.common_start == 1100
     assert _step(late, l_ticks, l_starts, 1130, 10) == 1  # copy 1 is done, but copy 0 is not: keep up
     answers = [_step(early, e_ticks, e_starts, t, 10) for t in (1145, 1155)]
     assert answers == [1, 0] and done_at[0] == 1165  # three calls since the common start, then stop
     assert _step(late, l_ticks, l_starts, 1140, 30) == 0  # its last call ends at 1170 >= every copy's done
     lo, hi = checked_window(bounds)
     assert (lo, hi) == (1100, 1165)  # every counted call of both copies lies inside it
+
+
+class CountingTicks(list):
+    """A tick list that counts the elements the rule reads through slices (the old rule re-summed all)."""
+
+    read = 0
+
+    def __getitem__(self, index):
+        value = super().__getitem__(index)
+        if isinstance(index, slice):
+            CountingTicks.read += len(value)
+        return value
+
+
+@pytest.mark.parametrize("budget_s", [None, 10.0])
+def test_the_together_rule_reads_each_call_once_whatever_the_run_count(budget_s):
+    """O(1) per call: over 50,000 one-copy calls the rule reads each call's tick at most once and is
+    asked about once per chunk of calls, not after every call."""
+    for runs in (200, 50_000):
+        CountingTicks.read = 0
+        bounds, done_at = [0, 0], [0]
+        rule = UntilAllDone(runs, 0, bounds, done_at, time_budget_s=budget_s)
+        ticks, starts = CountingTicks(), []
+        t, asked = 1000, 0
+        state = LoopState(ticks, starts, 1000, 1000)
+        chunk = rule.next_chunk(state)
+        while chunk:
+            for _ in range(chunk):
+                starts.append(t)
+                ticks.append(10)
+                t += 10
+            asked += 1
+            chunk = rule.next_chunk(state)
+        assert len(ticks) == runs and done_at[0] == t
+        assert CountingTicks.read <= runs
+        assert asked <= runs // rule.check_every + 3
+
+
+def test_the_together_rule_stops_at_the_budget_in_chunks():
+    bounds, done_at = [0, 0], [0]
+    rule = UntilAllDone(10_000, 0, bounds, done_at, time_budget_s=1e-6)  # 1000 ns: 100 calls of 10 ns
+    ticks, starts, t = [], [], 1000
+    state = LoopState(ticks, starts, 1000, 1000)
+    chunk = rule.next_chunk(state)
+    while chunk:
+        for _ in range(chunk):
+            starts.append(t)
+            ticks.append(10)
+            t += 10
+        chunk = rule.next_chunk(state)
+    assert 100 <= len(ticks) <= 101
 
 
 def test_no_common_window_names_every_copys_bounds():

@@ -146,9 +146,10 @@ def test_keep_awake_spins_in_its_own_process_through_a_gil_holding_call():
         pid = awake.helper.pid
         record = awake.annotate(record)
     assert record.keep_awake is not None and record.keep_awake.wall_seconds >= 0.15  # 60 calls of 3 ms
-    # spinning while the main thread held the GIL for ~all of the window (a shared 2-core machine may
-    # take some of its core; a thread would have been near 0)
-    assert record.keep_awake.cpu_share > 0.5, record.keep_awake
+    # spinning while the main thread held the GIL for ~all of the window. A thread waiting for the GIL
+    # gets ~0; a process gets its share of a core, which on a loaded 2-core machine (load 7 seen while
+    # the tests ran) is well under half: a bound that holds under load still tells the two apart.
+    assert record.keep_awake.cpu_share > 0.1, record.keep_awake
     assert pid is not None and pid != os.getpid()
     assert not multiprocessing.active_children()
 

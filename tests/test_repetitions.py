@@ -18,6 +18,7 @@ from anebench.engines import get_engine
 from anebench.errors import UserError
 from anebench.measure.clock import PERF_COUNTER, FakeClock
 from anebench.measure.timing import split_runs, time_repetitions
+from anebench.measure.uncertainty import gbps_range
 from anebench.measure.warmup import WarmupPolicy
 from anebench.model import ResultRecord, t975
 from anebench.orchestration.fresh_processes import RepetitionJob, in_fresh_process
@@ -148,8 +149,8 @@ def test_run_saves_three_repetitions_by_default_with_the_headline_interval(capsy
     assert [r["runs"] for r in record["repetitions"]["runs"]] == [3, 3, 3]
     between = record["repetitions"]["between_run"]
     assert between["low_s"] <= record["summary"]["median"] <= between["high_s"] and between["method"]
-    assert "3 repetitions x 3 calls, in one process; between-run ±" in stderr
-    assert "within-run CI ±" in stderr
+    assert "3 repetitions x 3 calls, in one process; between-run GB/s [" in stderr
+    assert "within-run CI [" in stderr
 
 
 @pytest.mark.parametrize("argv, expected", [
@@ -170,9 +171,9 @@ def test_the_run_table_labels_the_headline_interval_and_fits_80_columns():
     console.print(results_table(records))
     text = console.export_text()
     assert max(len(line) for line in text.splitlines()) <= 80
-    assert "±95%" in text and "between-run interval (the headline)" in text
+    assert "95% range" in text and "between-run interval of GB/s" in text
     assert "llama_lm_head_lut6" in text and "coreml:ane" in text  # nothing cut
-    assert "±3.1%" in text and "unknown" in text
+    assert gbps_range(records[0]).text() in text and "1 repetition" in text and "±" not in text
 
 
 def test_scattered_repetitions_give_a_huge_interval_not_a_lost_measurement():

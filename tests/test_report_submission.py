@@ -24,7 +24,9 @@ def test_submit_writes_a_valid_document_and_issue_body(tmp_path, capsys):
     (submitted,) = load_result_file(tmp_path / "run.submission.json")
     assert submitted.id == record.id and submitted.host.machine_model == "Mac16,1"
     body = (tmp_path / "run.issue.md").read_text()
-    assert "| Apple M4 Pro | M4 Pro | mlx:gpu | llama\\_lm\\_head | 101.50 |" in body
+    row = ("| Apple M4 Pro | M4 Pro | mlx:gpu | llama\\_lm\\_head | "
+           "101.50 (no range: repetitions not recorded)")
+    assert row + " |" in body
     # Markdown escaping, not HTML entities (issue 14): the brackets are backslash-escaped
     assert "<script>" not in body and "\\<script\\>x\\</script\\> \\| y" in body
 

@@ -125,7 +125,7 @@ def test_a_token_roofline_shows_its_tokens_and_keeps_its_ridge_in_every_format(f
         assert group["figures"]["ridge_batch"] == 4 and group["result"].startswith("ridge at 4 tokens")
         assert [p["tokens"] for p in group["points"]] == [1, 2, 4, 8, 16]
         return
-    assert "ridge at 4 tokens" in text  # the rule's own text names 'ridge failed: <reason>'; no result does
+    assert "ridge at 4 tokens" in text  # the rule names 'ridge not found: <reason>'; no result does
     for count in (2, 4, 8, 16):
         assert f"{count} tokens" in text
 
@@ -137,7 +137,7 @@ def test_a_stored_token_ridge_is_regated_on_its_tokens_not_on_batch_1():
               for r in token_roofline_records()]
     (group,) = json.loads(render_report(stored, "json", None, "test"))["suites"]["roofline"]
     assert group["figures"]["ridge_batch"] is None
-    assert group["result"].startswith("ridge failed: batch 16 is the last measured")
+    assert group["result"].startswith("ridge not found: batch 16 is the last measured")
 
 
 def quant_records():

@@ -1,6 +1,7 @@
 import pytest
 
 from anebench.measure.roofline import (
+    MeasuredBatch,
     analyse_roofline,
     bytes_per_call,
     clearly_compute_bound,
@@ -124,3 +125,33 @@ def test_a_ridge_over_an_impossible_batch_1_bandwidth_fails_on_the_physical_boun
     assert ok.ridge_batch is not None and ok.ridge_error is None
     bad = analyse_roofline(batches, latencies, VOCAB, HIDDEN, WEIGHT_BYTES, 2, (68.25, "M1 memory bandwidth"))
     assert bad.ridge_batch is None and "physical bound of 68.2 GB/s (M1 memory bandwidth)" in bad.ridge_error
+
+
+def _measured(batches, latencies, spread=0.01, steady=True, samples=30):
+    return [MeasuredBatch(b, t, t * (1 - spread), t * (1 + spread), steady, samples)
+            for b, t in zip(batches, latencies)]
+
+
+def test_the_ridge_is_refused_on_points_that_fall_unsteady_or_are_too_few():
+    """The issue's roofline: latencies 0.112, 0.670, 1.12, 0.590, 0.712 s, warmup unsteady in 6 of 11
+    points, and still 'ridge at batch 16'. Each data gate now refuses it, naming why."""
+    batches = doubling_batches(1024)
+    latencies = [roof_latency(b) for b in batches]
+    clean = analyse_roofline(batches, latencies, VOCAB, HIDDEN, WEIGHT_BYTES, 2,
+                             measured=_measured(batches, latencies))
+    assert clean.ridge_batch is not None and clean.ridge_error is None
+    bumpy = list(latencies)
+    bumpy[3] = latencies[3] * 1.6  # batch 8 slow, batch 16 back down: far beyond +-1%
+    falls = analyse_roofline(batches, bumpy, VOCAB, HIDDEN, WEIGHT_BYTES, 2,
+                             measured=_measured(batches, bumpy))
+    assert falls.ridge_batch is None and "latency falls from batch 8" in falls.ridge_error
+    wide = analyse_roofline(batches, bumpy, VOCAB, HIDDEN, WEIGHT_BYTES, 2,
+                            measured=_measured(batches, bumpy, spread=0.5))  # within the intervals
+    assert "latency falls" not in (wide.ridge_error or "")
+    unsteady = _measured(batches, latencies)
+    unsteady[2] = MeasuredBatch(4, latencies[2], None, None, False, 30)
+    refused = analyse_roofline(batches, latencies, VOCAB, HIDDEN, WEIGHT_BYTES, 2, measured=unsteady)
+    assert refused.ridge_batch is None and "warmup never became steady at batch 4" in refused.ridge_error
+    few = analyse_roofline(batches, latencies, VOCAB, HIDDEN, WEIGHT_BYTES, 2,
+                           measured=_measured(batches, latencies, samples=4))
+    assert few.ridge_batch is None and "fewer than 10 timed calls" in few.ridge_error

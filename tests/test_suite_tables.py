@@ -55,7 +55,8 @@ def test_suite_tables_fit_80_columns_without_wrapped_numbers(capsys, tmp_path, m
     monkeypatch.setenv("COLUMNS", "80")
     out = tmp_path / "r.json"
     code, stdout, stderr = run_cli(capsys, *argv, "-e", "numpy", "-e", "torch", *RUNS, "--out", str(out))
-    assert code == 0, stderr
+    # a tiny roofline or compute cannot place a ridge or a peak: analysis failed (3), tables and records kept
+    assert code == 0 or (code == 3 and "analysis failed" in stderr), stderr
     assert_fits_80_and_numbers_whole(stdout, suite, saved(out))
     if suite in ("compute", "latency"):
         assert "GB/s" not in stdout  # a figure that means nothing for the suite is not shown
@@ -74,11 +75,11 @@ def test_sweep_table_fits_80_and_prints_each_warning_once_with_a_count(capsys, t
     out = tmp_path / "s.json"
     code, stdout, stderr = run_cli(capsys, "sweep", "-e", "numpy", *SWEEP, *RUNS, "--out", str(out))
     records = saved(out)
-    assert code in (0, 1), stderr  # 1: a real tiny sweep on a shared machine may fail its fit gates
+    assert code in (0, 3), stderr  # 3: a real tiny sweep on a shared machine may fail its fit gates
     assert_fits_80_and_numbers_whole(stdout, "sweep", records)
     assert all(any(w.startswith("cache-resident") for w in r.warnings) for r in records)
     cache_lines = [line for line in stderr.splitlines() if line.startswith("warning: cache-resident")]
-    assert len(cache_lines) == 1 and "cache-resident (4 of 4 records, numpy:cpu" in cache_lines[0]
+    assert len(cache_lines) == 1 and "cache-resident (6 of 6 records, numpy:cpu" in cache_lines[0]
     kinds = {re.sub(r"\d+(\.\d+)?", "#", w) for r in records for w in r.warnings}
     assert len([line for line in stderr.splitlines() if line.startswith("warning:")]) == len(kinds)
 
@@ -170,7 +171,7 @@ def test_format_vocabulary_and_conflicts(capsys, tmp_path):
         "--format",
         "csv",
     )
-    assert code == 0, stderr
+    assert code in (0, 3), stderr  # 3: batch 8 of a tiny head may not be compute-bound (no peak)
     header, *rows = stdout.splitlines()
     assert (
         header == "engine:dev,workload,dtype,batch,latency us,TFLOP/s,half TFLOP/s,bound"
@@ -191,7 +192,7 @@ def test_format_vocabulary_and_conflicts(capsys, tmp_path):
         "--format",
         "md",
     )
-    assert code == 0 and stdout.startswith("### peak matrix throughput\n\n| engine:dev | workload |")
+    assert code in (0, 3) and stdout.startswith("### peak matrix throughput\n\n| engine:dev | workload |")
     for argv, expected in [
         (("--json", "--format", "csv"), "--json and --format csv"),
         (("--no-save", "--out", str(tmp_path / "x.json")), "--no-save and --out"),

@@ -55,10 +55,10 @@ def test_sweep_fits_and_plots(capsys, tmp_path, monkeypatch):
     )
     assert code == 0, stderr
     records = document(stdout)
-    assert len(records) == 4 and [r["sweep"]["point"] for r in records] == [0, 1, 2, 3]
+    assert len(records) == 6 and [r["sweep"]["point"] for r in records] == list(range(6))
     for record in records:
         sweep = record["sweep"]
-        assert sweep["fit"]["points"] == 4 and sweep["fit"]["bandwidth_gbps"] == pytest.approx(10)
+        assert sweep["fit"]["points"] == 6 and sweep["fit"]["bandwidth_gbps"] == pytest.approx(10)
         assert (
             sweep["fit"]["overhead_s"] == pytest.approx(5e-6)
             and sweep["in_fit"]
@@ -79,7 +79,7 @@ def test_sweep_of_two_workloads_writes_one_plot_each(capsys, tmp_path):
     anyway."""
     code, _, stderr = run_cli(capsys, "sweep", "-e", "numpy", *SWEEP, "-w", "lm_head:128x8:fp32", *QUICK,
                               "--no-save", "--plot", str(tmp_path / "p"))
-    assert code == 0 or (code == 1 and "fit failed" in stderr), stderr
+    assert code == 0 or (code == 3 and "fit failed" in stderr), stderr  # 3: analysis failed, records saved
     assert_plots(tmp_path / "p.sweep.0-numpy-cpu")
     assert_plots(tmp_path / "p.sweep.1-numpy-cpu")
     assert "hidden 128" in (tmp_path / "p.sweep.1-numpy-cpu.svg").read_text()
@@ -91,14 +91,14 @@ def test_sweep_runs_on_torch_and_mlx(capsys, tmp_path):
     out = tmp_path / "sweep.json"
     code, _, stderr = run_cli(capsys, "sweep", "-e", "torch", "-e", "mlx", *SWEEP, *QUICK, "--out", str(out))
     records = json.loads(out.read_text())["results"]
-    assert {r["engine"]["name"] for r in records} == {"torch", "mlx"} and len(records) == 8
+    assert {r["engine"]["name"] for r in records} == {"torch", "mlx"} and len(records) == 12
     for engine in ("torch", "mlx"):
         sweep = next(r for r in records if r["engine"]["name"] == engine)["sweep"]
         if sweep["fit"] is not None:
             assert_plots(tmp_path / f"sweep.sweep.{engine}-cpu")
         else:
-            assert code == 1 and sweep["fit_error"] and f"{engine}:cpu: {sweep['fit_error']}" in stderr
-    assert code in (0, 1), stderr
+            assert code == 3 and sweep["fit_error"] and f"{engine}:cpu: {sweep['fit_error']}" in stderr
+    assert code in (0, 3), stderr
 
 
 def test_sweep_refuses_sizes_that_leave_no_fit_before_measuring(capsys, tmp_path):
@@ -122,7 +122,8 @@ def test_roofline_every_engine_table_and_plot(capsys, tmp_path):
         "--out",
         str(tmp_path / "r.json"),
     )
-    assert code == 0, stderr
+    # batch 8 cannot confirm a ridge: the analysis fails (exit 3), the records and plots are kept
+    assert code == 3 and "analysis failed: ridge not found" in stderr, stderr
     assert "bytes/FLOP" in stdout and "GFLOP/s" in stdout and "ridge" in stderr
     saved = json.loads((tmp_path / "r.json").read_text())["results"]
     assert [r["workload"]["batch"] for r in saved if r["engine"]["name"] == "numpy"] == [1, 2, 4, 8]
@@ -155,7 +156,7 @@ def test_latency_uses_the_smallest_workload_and_a_saved_sweep(capsys, tmp_path, 
 def test_compute_reports_tflops_per_dtype(capsys, tmp_path):
     code, stdout, stderr = run_cli(capsys, "compute", *ENGINES, "-w", "lm_head:64x256", "--batch", "16",
                                    "--dtype", "fp32", "--dtype", "fp16", *QUICK, "--no-save", "--json")
-    assert code == 0, stderr
+    assert code in (0, 3), stderr  # 3: a tiny head at batch 16 is not compute-bound on every engine
     records = document(stdout)
     assert len(records) == 6 and {r["workload"]["dtype"] for r in records} == {"fp32", "fp16"}
     for record in records:

@@ -186,8 +186,11 @@ def test_overhead_is_not_resolved_when_noise_swamps_it():
     fit = fit_latency(sizes, latencies)
     assert not fit.overhead_resolved
     assert fit.overhead_se_s > 1e-3  # milliseconds of uncertainty on a 2 us overhead
-    analysis = analyse_sweep(sizes, latencies, cache_bytes=100e6)
-    assert any(note.startswith("fitted overhead not resolved") for note in analysis.notes)
+    # noise of +-4% between sizes shows as between-run intervals of that order at each size
+    intervals = [(t * 0.93, t * 1.07) for t in latencies]
+    analysis = analyse_sweep(sizes, latencies, cache_bytes=100e6, intervals=intervals)
+    unresolved = ("fitted overhead not resolved", "fitted overhead below resolution")  # the latter: no number
+    assert any(note.startswith(unresolved) for note in analysis.notes)
 
 
 def _drawn(monkeypatch, analysis: dict, sizes, latencies):
@@ -217,3 +220,34 @@ def test_the_plot_of_a_failed_fit_shows_the_points_and_no_line(monkeypatch):
     good = analyse_sweep(good_sizes, good_latencies, cache_bytes=32 * MiB)
     _, labels = _drawn(monkeypatch, good.as_dict() | {"cache_bytes": 32 * MiB}, good_sizes, good_latencies)
     assert any(label.startswith("fit:") for label in labels)
+
+
+def test_a_fit_that_disagrees_with_its_own_largest_sizes_fails_with_that_reason():
+    """The issue's pass: a steep line (59.7 GB/s, overhead -0.83 ms) beside a read kernel at ~30 GB/s.
+    Points whose two largest sizes sit off the line by far more than their intervals are refused."""
+    sizes = [128e6, 194e6, 294e6, 446e6, 676e6, 1024e6]
+    stretch = [1.0, 1.0, 1.0, 1.0, 1.10, 1.22]  # the largest sizes read slower than the line says
+    latencies = [(50e-6 + s / 30e9) * k for s, k in zip(sizes, stretch)]
+    tight = [(t * 0.99, t * 1.01) for t in latencies]
+    analysis = analyse_sweep(sizes, latencies, cache_bytes=16e6, intervals=tight)
+    assert analysis.fit is None
+    assert "disagrees with its own largest sizes" in analysis.fit_error
+    assert "faster than the fitted bandwidth" in analysis.fit_error
+    clean = [50e-6 + s / 30e9 for s in sizes]
+    good = analyse_sweep(sizes, clean, cache_bytes=16e6, intervals=[(t * 0.99, t * 1.01) for t in clean])
+    assert good.fit is not None and good.fit.bandwidth_bps == pytest.approx(30e9, rel=1e-6)
+
+
+def test_a_negative_overhead_within_error_is_below_resolution_never_a_number():
+    from anebench.report.suite_terminal import overhead_text
+
+    sizes = [128e6, 194e6, 294e6, 446e6, 676e6, 1024e6]
+    noise = [1.01, 0.99, 1.01, 0.99, 1.0, 1.0]
+    latencies = [(s / 30e9 - 100e-6) * n for s, n in zip(sizes, noise)]  # a small negative intercept
+    analysis = analyse_sweep(sizes, latencies, cache_bytes=16e6,
+                             intervals=[(t * 0.97, t * 1.03) for t in latencies])
+    assert analysis.fit is not None and analysis.fit.overhead_s < 0
+    assert analysis.as_dict()["overhead_us"] is None and analysis.as_dict()["overhead_below_resolution"]
+    note = analysis.notes[0]
+    assert note.startswith("fitted overhead below resolution") and not any(c.isdigit() for c in note)
+    assert overhead_text(analysis.fit.overhead_s * 1e6, 50.0) == "below resolution"

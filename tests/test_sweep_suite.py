@@ -11,11 +11,19 @@ from anebench.workloads import Workload
 from fakehost import FakeHost
 
 
-def test_default_plan_spans_1_mib_to_8x_the_cache_with_fit_points():
+def test_default_plan_spans_1_mib_to_32x_the_cache_so_the_fit_spans_8x():
     plan = plan_sweep(NumpyEngine(), "cpu", None, None, 12, cache_bytes=100 * MiB,
                       host=FakeHost(available_bytes=64 * 1024 * MiB))
-    assert plan.sizes[0] == MiB and plan.sizes[-1] == 800 * MiB
-    assert sum(s >= 400 * MiB for s in plan.sizes) >= 4
+    assert plan.sizes[0] == MiB and plan.sizes[-1] == 3200 * MiB
+    past = [s for s in plan.sizes if s >= 400 * MiB]
+    assert len(past) >= 6 and past[-1] / past[0] >= 8
+    ratios = [b / a for a, b in zip(past, past[1:])]
+    assert max(ratios) / min(ratios) < 1.01  # evenly log-spaced: none crowded
+    assert any("spanning 8.0x" in note for note in plan.notes)
+    short = plan_sweep(NumpyEngine(), "cpu", None, None, 12, cache_bytes=100 * MiB,
+                       host=FakeHost(available_bytes=8 * 1024 * MiB))  # memory allows 2 GiB only
+    assert short.sizes[-1] == 2048 * MiB and any("a quarter of the free memory" in n for n in short.notes)
+    assert any("less than 8x" in note for note in short.notes)
 
 
 def test_default_plan_never_takes_more_than_a_quarter_of_free_memory():

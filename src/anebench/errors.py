@@ -24,3 +24,11 @@ class MeasurementError(Exception):
     """A measurement could not be trusted (output check failed, call too short for the timer)."""
 
     exit_code = 1
+
+
+class AnalysisFailed(Exception):
+    """A suite measured (its records are saved, and stored with --store) but its analysis failed its
+    stated gates: a sweep fit, a roofline ridge, a compute peak, a quant inference or a concurrency
+    verdict. The message says which and why; the CLI exits with ``exit_code`` (docs/uncertainty.md)."""
+
+    exit_code = 3

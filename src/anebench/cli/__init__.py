@@ -11,7 +11,7 @@ import click
 from rich.markup import escape  # messages quote shapes like [vocab, hidden]
 
 from .. import __version__
-from ..errors import MeasurementError, UserError
+from ..errors import AnalysisFailed, MeasurementError, UserError
 from ..report.escape import clean_text
 from .common import NORMAL, QUIET, VERBOSE, err_console, flush_warnings
 
@@ -146,6 +146,11 @@ def _main(argv: list[str] | None) -> None:
             f"[red]error:[/red] {escape(clean_text(str(exc)))}", highlight=False, soft_wrap=True
         )
         sys.exit(UserError.exit_code)
+    except AnalysisFailed as exc:  # the records are saved: only the analysis could not be made
+        err_console.print(
+            f"[red]analysis failed:[/red] {escape(clean_text(str(exc)))}", highlight=False, soft_wrap=True
+        )
+        sys.exit(AnalysisFailed.exit_code)
     except MeasurementError as exc:
         err_console.print(
             f"[red]measurement refused:[/red] {escape(clean_text(str(exc)))}", highlight=False, soft_wrap=True

@@ -29,13 +29,13 @@ from rich.progress import (
 )
 
 from ..errors import SettingError, UserError
-from ..model import ResultRecord
+from ..measure.uncertainty import GbpsRange
+from ..model import ResultRecord, gbps
 from ..orchestration.campaign import Target
 from ..orchestration.campaign import resolve_targets as _resolve_targets
 from ..orchestration.campaign import resolve_workloads as _resolve_workloads
 from ..orchestration.session import preflight_memory
 from ..report.escape import clean_text
-from ..report.tables import fmt_halfwidth
 from ..results.files import document_json, save_records
 from ..system.host import host_label
 from ..system.power import energy_line
@@ -376,8 +376,9 @@ def uncertainty_line(record: ResultRecord) -> str | None:
         return None
     reps = record.repetitions
     within = "-"
-    if s.ci95_low is not None and s.ci95_high is not None:
-        within = fmt_halfwidth(max(s.ci95_high / latency - 1, 1 - s.ci95_low / latency))
+    if s.ci95_low is not None and s.ci95_high is not None and record.gbps:
+        weight = record.workload.weight_bytes
+        within = GbpsRange(record.gbps, gbps(weight, s.ci95_high), gbps(weight, s.ci95_low)).text()
     if reps is None:
         how = "repetitions not recorded"
     else:
@@ -386,7 +387,7 @@ def uncertainty_line(record: ResultRecord) -> str | None:
         where = "each in a fresh process" if reps.fresh_processes else "in one process"
         how = f"{reps.count} repetition{'s' if reps.count > 1 else ''} x {calls} calls, {where}"
     return (
-        f"{how}; between-run {between_run_cell(record)} (the headline); within-run CI {within} "
+        f"{how}; between-run GB/s {between_run_cell(record)} (the headline); within-run CI {within} "
         "(this run's samples only)"
     )
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 
 from ..errors import UserError
+from ..measure.uncertainty import gbps_cell, gbps_range
 from ..report.escape import clean_text, csv_cell
 from ..results.pairing import FileComparison, Pair, Side, compare_files
 from ..results.validate import InvalidFile
@@ -23,12 +24,36 @@ VERDICTS = {
     "b is slower": "slower",
     "no significant difference": "n.s.",
     "unknown": "unknown",
+    "unreliable": "unreliable",
 }
 LEGEND = (
     "ratio: GB/s of the later file / GB/s of the baseline (> 1: faster); 95% CI from both runs' "
     "between-run intervals; 'faster'/'slower': significant (the CI excludes 1), 'n.s.': no significant "
-    "difference, 'unknown': a run of one repetition has no between-run interval"
+    "difference, 'unknown': a run of one repetition has no between-run interval; 'unreliable': separate "
+    "runs on a busy machine or in different host states (each side's facts are listed below); "
+    "configurations of one interleaved run compare paired, round by round"
 )
+
+
+def side_facts(record) -> str:
+    """What a reader needs to trust one side: its GB/s range, the host's load and state, its warnings."""
+    state = record.host.state
+    facts = [f"GB/s {gbps_cell(record)}"]
+    place = record.repetitions.interleave if record.repetitions is not None else None
+    if place is not None:
+        facts.insert(0, place.label)
+    if state is not None:
+        if state.load_average_1m is not None:
+            facts.append(f"load {state.load_average_1m:.2f}" + (" (busy machine)" if state.busy else ""))
+        facts += [f"{name} {value}" for name, value in (("governor", state.governor),
+                  ("power", state.power_source), ("max MHz", state.cpu_freq_max_mhz)) if value is not None]
+    facts.append(f"{len(record.warnings)} warning(s)" + (": " + "; ".join(record.warnings)
+                                                         if record.warnings else ""))
+    return ", ".join(facts)
+
+
+def interleave_of(record):
+    return record.repetitions.interleave if record.repetitions is not None else None
 
 
 def letter(index: int) -> str:
@@ -81,6 +106,10 @@ def document(result: FileComparison) -> dict:
             "id": s.record.id,
             "median_s": s.record.latency_s(),
             "gbps": s.record.gbps,
+            "gbps_range": [found.low, found.high] if (found := gbps_range(s.record)) else None,
+            "configuration": place.label if (place := interleave_of(s.record)) else None,
+            "host_state": s.record.host.state.model_dump(mode="json") if s.record.host.state else None,
+            "warnings": list(s.record.warnings),
         }
 
     return {
@@ -99,6 +128,7 @@ def document(result: FileComparison) -> dict:
                 "significant": p.comparison.significant,
                 "verdict": p.comparison.verdict,
                 "notes": p.comparison.notes,
+                "method": p.comparison.method,
             }
             for p in result.pairs
         ],
@@ -206,8 +236,14 @@ def compare(
     elif machine == "md":
         sys.stdout.write(markdown_table(header, rows) + f"\n{legend}\n\n{LEGEND}\n")
     say(LEGEND)
-    say(f"method: {result.method}")
+    for method in dict.fromkeys(p.comparison.method for p in result.pairs):  # paired pairs say so
+        say(f"method: {method}")
+    shown: set[tuple[int, str | None]] = set()
     for pair in result.pairs:
+        for name, side in (("A", pair.a), (letter(pair.b.file) if len(result.paths) > 1 else "B", pair.b)):
+            if (side.file, side.record.id) not in shown:
+                shown.add((side.file, side.record.id))
+                say(f"{name} {clean_text(side.describe())}: {clean_text(side_facts(side.record))}")
         for note in pair.comparison.notes:
             say(f"{clean_text(pair.b.describe())}: {clean_text(note)}")
     for side in result.unpaired:

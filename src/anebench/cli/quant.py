@@ -6,10 +6,13 @@ from pathlib import Path
 
 import click
 
+from ..errors import AnalysisFailed
+from ..measure.quant import INCONCLUSIVE
 from ..orchestration.suites.coreml_plan import CORE_ML
 from ..report.suite_terminal import capability_table
 from .common import check_out_path, measuring_options, resolve_workloads
 from .plans import coreml_only_target, dry_run_option, measuring_targets, show_plan
+from .results import store_options
 from .run import power_option
 from .suite_output import finish, output_format, show_tables
 from .suites import suite_options, timing_options
@@ -20,6 +23,7 @@ from .terminal import progress, say
 @measuring_options
 @timing_options(runs=100, budget=5.0)
 @power_option
+@store_options
 @dry_run_option
 def quant(
     engines,
@@ -75,6 +79,10 @@ def quant(
         say(f"{target.engine.name}:{target.device}: {result.inference.inference}")
     if results:
         say(f"rule: {results[0][1].inference.rule}")
+    failed = [f"{t.engine.name}:{t.device}: {res.inference.inference}" for t, res in results
+              if INCONCLUSIVE in res.inference.inference]
+    if failed:  # the records are saved; the rule could not tell what is streamed
+        raise AnalysisFailed("no streaming inference: " + "; ".join(failed))
 
 
 def register(app: click.Group) -> None:

@@ -32,7 +32,7 @@ from .common import (
     verbosity,
     warn,
 )
-from .tables import FittingTable, between_run_cell, fmt_sig
+from .tables import FittingTable, fmt_sig
 
 # Where `submit`'s issue body goes; the same placeholder as [tool.anebench] submit-url in pyproject.toml
 # (a test keeps them equal) until the project has a public tracker.
@@ -373,28 +373,30 @@ def store_remove(record_ids: tuple[str, ...], db: Path | None) -> None:
             err_console.print(f"removed record {removed} from {escape(str(opened.path))}", highlight=False)
 
 
-def store_measured(records: list[ResultRecord], db: Path | None) -> None:
-    """`anebench run --store`: the run's records into the store, one transaction."""
+def store_measured(records: list[ResultRecord], db: Path | None, source: str = "anebench run") -> None:
+    """`anebench run --store` (and every suite's): the records into the store, one transaction."""
     with open_store(db) as store:
-        done = store.ingest(records, "anebench run")
+        done = store.ingest(records, source)
         say(f"stored {done.added} record(s) in {store.path} ({done.duplicates} already there)")
 
 
-def store_options(func):
-    """`run --store [--db PATH]`; the values wait in the click context for finish_run."""
+def store_options(func, db: bool = True):
+    """`--store [--db PATH]` for `run` and every suite; the values wait in the click context for
+    finish_run / suite_output.finish. ``db=False``: the command has its own --db (latency)."""
 
     def remember(ctx: click.Context, param: click.Parameter, value):
         ctx.meta[f"anebench.{param.name}"] = value
         return value
 
-    func = click.option(
-        "--db",
-        type=click.Path(dir_okay=False, path_type=Path),
-        default=None,
-        expose_value=False,
-        callback=remember,
-        help="Results database for --store (default: the user data dir).",
-    )(func)
+    if db:
+        func = click.option(
+            "--db",
+            type=click.Path(dir_okay=False, path_type=Path),
+            default=None,
+            expose_value=False,
+            callback=remember,
+            help="Results database for --store (default: the user data dir).",
+        )(func)
     return click.option(
         "--store",
         is_flag=True,
@@ -417,9 +419,9 @@ def show_family_comparison(records: list[ResultRecord], console: Console) -> Non
     """End of `anebench run`: the user's figure beside the published ones of the same chip family (each
     published point judged against the run's between-run interval) where there are any; else beside
     the published ranges by device kind, said once for the whole run."""
+    from ..measure.uncertainty import gbps_cell
     from ..report.compare import versus_label
     from ..report.published_context import published_context
-    from ..report.tables import fmt_halfwidth
 
     if verbosity() <= QUIET:
         return
@@ -428,8 +430,8 @@ def show_family_comparison(records: list[ResultRecord], console: Console) -> Non
         rows = []
         for row in context.family_rows:
             gbps = f"{row.gbps:.2f}" if row.gbps else "-"
-            if row.yours:
-                gbps += f" {fmt_halfwidth(row.halfwidth) or '(± unknown)'}"
+            if row.yours and row.record is not None:  # the same range as the results table above
+                gbps = gbps_cell(row.record)
             rows.append(
                 [
                     clean_text(row.chip),
@@ -463,7 +465,7 @@ def show_family_comparison(records: list[ResultRecord], console: Console) -> Non
             if kind.low is None or kind.high is None:
                 figure = "-"
             elif kind.record is not None:  # the same ± as the results table above
-                figure = f"{kind.low:.2f} {between_run_cell(kind.record).replace('unknown', '(± unknown)')}"
+                figure = gbps_cell(kind.record)
             else:
                 figure = (
                     fmt_sig(kind.low)

@@ -24,6 +24,7 @@ from ..orchestration.campaign import (
     run_campaign,
     unrunnable_engines,
 )
+from ..orchestration.interleave import Configuration, check_interleavable, run_interleaved
 from ..orchestration.runplan import (
     Mitigations,
     PlannedStep,
@@ -87,6 +88,35 @@ def repetition_options(func):
         "headline (between-run) interval. 1: that interval is unknown.",
     )(func)
     return func
+
+
+def interleave_options(func):
+    """`run --interleave [--interleave-threads 1,2]`: configurations alternated A B A B ... per repetition."""
+    func = click.option(
+        "--interleave-threads",
+        default=None,
+        metavar="N,M,...",
+        help="With --interleave: each engine and workload once per thread limit (e.g. 1,2).",
+    )(func)
+    return click.option(
+        "--interleave",
+        is_flag=True,
+        help="Alternate the repetitions of every configuration (engines x workloads x threads) A B A B ..., "
+        "so all see the same host phases; `compare` then pairs them repetition by repetition.",
+    )(func)
+
+
+def thread_counts(text: str | None) -> list[int | None]:
+    """--interleave-threads "1,2" -> [1, 2]; none given: [None] (each engine's own thread count)."""
+    if text is None:
+        return [None]
+    counts = []
+    for part in text.split(","):
+        if not part.strip().isdigit() or not 1 <= int(part) <= 4096:
+            raise UserError(f"--interleave-threads {text!r}: give thread counts from 1 to 4096 separated by "
+                            "commas, e.g. 1,2")
+        counts.append(int(part))
+    return list(counts)
 
 
 def power_option(func):
@@ -221,6 +251,7 @@ def plan_steps(
 @repetition_options
 @power_option
 @mitigation_options
+@interleave_options
 @click.option(
     "--dry-run", is_flag=True, help="Print the plan (engine, device, workload, power) and measure nothing."
 )
@@ -250,6 +281,8 @@ def run(
     repeat: int = 1,
     dry_run: bool = False,
     plan_for: str | None = None,
+    interleave: bool = False,
+    interleave_threads: str | None = None,
 ) -> None:
     """Measure weight-read bandwidth (default: llama_lm_head on the best engine here; on a Mac, the
     published campaign with energy: ANE heads, then the same head on GPU and CPU)."""
@@ -268,6 +301,11 @@ def run(
     if deprecated_batch is not None:
         say("--batch is deprecated: it is --predicts-per-call (K predicts, each re-reading every weight)")
         predicts = deprecated_batch if predicts == 1 else predicts
+    if interleave_threads is not None and not interleave:
+        raise UserError("--interleave-threads: only with --interleave")
+    if interleave and keep_awake:
+        raise UserError("--interleave with --keep-awake: the spinner is set up per measurement; drop one")
+    threads = thread_counts(interleave_threads)
     mitigations = Mitigations(keep_awake, predicts, repeat)
     if dry_run and engines and (unrunnable := unrunnable_engines(engines, workloads)):
         # Explained, not refused (a dry run measures nothing anyway); the engines that can run are planned.
@@ -294,10 +332,25 @@ def run(
     options = options_from(
         runs, time_budget, warmup, power=power, repetitions=repetitions, fresh_processes=fresh_processes
     )
+    configurations = [Configuration(s.engine, s.device, s.workload, t) for s in plan.steps for t in threads]
+    if interleave:
+        check_interleavable(configurations, options)
     busy = busy_warning(options.host.state(), options.host.info().cores_logical)
     if busy:  # said before measuring, so the user can stop and retry on a quiet machine; only once
         warn(busy)
         flush_warnings()
+    if interleave:
+        with progress_bar() as progress:
+            def bar(label: str, total: int) -> Callable[[int, int], None]:
+                task = progress.add_task(label, total=total)
+                return lambda done, total: progress.update(task, completed=done)
+
+            records = run_interleaved(configurations, options, bar)
+        emit(records, "run", out, no_save, as_json)
+        finish_run(records, as_json)
+        say(f"interleaved: {len(configurations)} configurations in {repetitions} rounds; "
+            "`anebench compare FILE` pairs them repetition by repetition")
+        return
     log, piped = PointLog(), not err_console.is_terminal and verbosity() > QUIET
     with progress_bar() as progress:  # its exit restores the cursor, however the campaign ends
 

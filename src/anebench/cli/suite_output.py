@@ -66,6 +66,11 @@ def finish(records: list[ResultRecord], suite: str, out: Path | None, no_save: b
             say(f"saved {len(records)} record(s) to {saved}")
         except UserError as exc:
             failure = exc
+    meta = click.get_current_context().meta
+    if meta.get("anebench.store") and records:  # --store, as in `run`: every suite's records can be stored
+        from .results import store_measured
+
+        store_measured(records, meta.get("anebench.db"), f"anebench {suite}")
     if fmt == "json":
         click.echo(document_json(records), nl=False)
     if failure is not None:

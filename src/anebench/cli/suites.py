@@ -10,11 +10,12 @@ the records, so the store renders the same ones), and writes its plots beside th
 from __future__ import annotations
 
 import functools
+from dataclasses import replace as dc_replace
 from pathlib import Path
 
 import click
 
-from ..errors import MeasurementError, UserError
+from ..errors import AnalysisFailed, UserError
 from ..measure.sweep import MiB
 from ..model import ResultRecord
 from ..orchestration.session import RunOptions
@@ -23,6 +24,7 @@ from ..results.files import load_records
 from .common import add_input, check_out_path, measuring_options, resolve_targets, resolve_workloads
 from .params import MEBIBYTES, MEBIBYTES_OR_ZERO, timing_flags
 from .plans import coreml_only_target, dry_run_option, measuring_targets, show_plan
+from .results import store_options
 from .run import options_from, power_option
 from .suite_output import finish, output_format, stem_for, write_plot
 from .terminal import console, progress, say
@@ -76,6 +78,7 @@ def suite_options(runs, time_budget, warmup, suite, power) -> RunOptions:
 @measuring_options
 @timing_options(runs=50, budget=2.0)
 @power_option
+@store_options
 @click.option(
     "--min-mb",
     type=MEBIBYTES,
@@ -86,7 +89,8 @@ def suite_options(runs, time_budget, warmup, suite, power) -> RunOptions:
     "--max-mb",
     type=MEBIBYTES,
     default=None,
-    help="Largest weight size, in MiB (2^20 bytes). Default 8x the device's cache, 1024 when unknown.",
+    help="Largest weight size, in MiB (2^20 bytes). Default 32x the device's cache (the fit's sizes span "
+    "8x past the knee), 1024 when unknown; at most a quarter of the free memory.",
 )
 @click.option("--points", type=click.IntRange(2, 1000), default=None, help="Sizes to measure (default 12).")
 @click.option(
@@ -134,6 +138,17 @@ def sweep(
         runs, time_budget, points = min(runs, 15), min(time_budget or 0.5, 0.5), points or 7
     def to_bytes(mb: float | None) -> int | None:
         return int(mb * MiB) if mb else None
+    if dry_run and tuple(engines) != ("coreml",):
+        for target in resolve_targets(engines, device):
+            plan = plan_sweep(target.engine, target.device, to_bytes(min_mb), to_bytes(max_mb), points or 12,
+                              -1 if cache_mb is None else to_bytes(cache_mb))
+            label = f"sweep {target.engine.name}:{target.device}"
+            click.echo(f"{label}: {len(plan.sizes)} sizes, " + ", ".join(f"{s / MiB:.3g}" for s in plan.sizes)
+                       + f" MiB; {runs} runs each over its repetitions, at most {time_budget} s of calls per "
+                       "size (plus warmups)")
+            for note in plan.notes:
+                click.echo(f"{label}: {note}")
+        return
     if dry_run:
         engine, device = coreml_only_target(engines, device, "sweep")
         for base in bases:
@@ -197,13 +212,14 @@ def sweep(
         )
     failed = [f"{t.engine.name}:{t.device}: {res.error}" for t, _, res in results if res.error]
     if failed:  # the records are saved; the fit could not be made from them
-        raise MeasurementError("sweep fit failed: " + "; ".join(failed))
+        raise AnalysisFailed("sweep fit failed: " + "; ".join(failed))
 
 
 @click.command()
 @measuring_options
 @timing_options(runs=30, budget=5.0)
 @power_option
+@store_options
 @click.option(
     "--max-batch",
     type=click.IntRange(2, 1 << 20),
@@ -233,12 +249,29 @@ def roofline(
     """Batch sweep of the same weights: the ridge, achieved FLOP/s and bytes/FLOP, as a roofline.
     Core ML: tokens per predict of token-batched bundles (1, 2, 4, ... --max-tokens)."""
     from ..measure.roofline import RIDGE_GATES, RIDGE_RULE
-    from ..orchestration.suites.roofline import run_roofline
+    from ..orchestration.suites.roofline import FirstLook, run_roofline
     from ..orchestration.suites.tokens import alignment_note, plan_token_roofline, run_token_roofline
     from ..report.suite_plots import plot_roofline
 
     fmt = output_format(as_json, fmt, out, no_save)
+    ctx = click.get_current_context()
+    given = {name for name in ("max_batch", "time_budget")
+             if ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT}
+    cpu = tuple(engines) != ("coreml",) and all(t.device == "cpu" for t in resolve_targets(engines, device))
+    first_look = FirstLook() if cpu and not workloads else None
+    if first_look is not None:  # the CPU default: under a minute (the full head took 5.5 min, 4 GB)
+        workloads = (first_look.workload,)
+        max_batch = max_batch if "max_batch" in given else first_look.max_batch
+        time_budget = time_budget if "time_budget" in given else first_look.budget_s
     bases = resolve_workloads(workloads)
+    if dry_run and tuple(engines) != ("coreml",):
+        for target in resolve_targets(engines, device):
+            label = f"roofline {target.engine.name}:{target.device}"
+            click.echo(f"{label}: " + (first_look.describe() if first_look else
+                                       f"{', '.join(b.name for b in bases)}, batches 1-{max_batch} doubling "
+                                       f"(stopping once clearly compute-bound), at most {time_budget:g} s of "
+                                       "calls per batch"))
+        return
     if dry_run:
         engine, device = coreml_only_target(engines, device, "roofline")
         for base in bases:
@@ -247,6 +280,8 @@ def roofline(
     targets = measuring_targets(engines, device, "roofline")
     check_out_path(out)
     options = suite_options(runs, time_budget, warmup, "roofline", power)
+    if first_look is not None and warmup is None:
+        options = dc_replace(options, warmup=dc_replace(options.warmup, max_seconds=first_look.warmup_s))
     results = []
     with progress() as factory:
         for target in targets:
@@ -275,7 +310,7 @@ def roofline(
             if a.model_ridge_batch
             else ""
         )
-        ridge = f"ridge at batch {a.ridge_batch}" if a.ridge_batch else f"ridge failed: {a.ridge_error}"
+        ridge = f"ridge at batch {a.ridge_batch}" if a.ridge_batch else f"ridge not found: {a.ridge_error}"
         say(
             f"{target.engine.name}:{target.device} {base.name}: {ridge}"
             f"{model}; peak {a.peak_flop_per_s / 1e12:.4g} TFLOP/s; batch-1 {a.memory_gbps:.3g} GB/s"
@@ -290,12 +325,17 @@ def roofline(
             a.as_dict(),
             title,
         )
+    failed = [f"{t.engine.name}:{t.device} {b.name}: {res.analysis.ridge_error}" for t, b, res in results
+              if res.analysis.ridge_error]
+    if failed:  # the records and plots are saved; no ridge could be placed from them
+        raise AnalysisFailed("ridge not found: " + "; ".join(failed))
 
 
 @click.command()
 @measuring_options
 @timing_options(runs=1000, budget=2.0, plot=False)
 @power_option
+@functools.partial(store_options, db=False)  # its own --db, below, serves --store too
 @click.option(
     "--sweep",
     "sweep_file",
@@ -307,8 +347,8 @@ def roofline(
     "--db",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="Results store to take the newest sweep of the same engine and device on this host from "
-    "(default: the default store, where one exists).",
+    help="Results store to take the newest sweep of the same engine and device on this host from, and "
+    "to store into with --store (default: the default store, where one exists).",
 )
 @click.option(
     "--no-sweep", is_flag=True, help="Do not look for a sweep or run a small one: no overhead column."
@@ -334,7 +374,10 @@ def latency(
     from ..orchestration.suites.latency import LatencyTarget, run_latency_suite
 
     fmt = output_format(as_json, fmt, out, no_save)
-    if sum(bool(x) for x in (sweep_file, db, no_sweep)) > 1:
+    meta = click.get_current_context().meta
+    meta["anebench.db"] = db  # --store stores where the sweep came from
+    # --db names the store for --store too, so with --store it goes with --sweep or --no-sweep
+    if sum(bool(x) for x in (sweep_file, db and not meta.get("anebench.store"), no_sweep)) > 1:
         raise UserError(
             "--sweep, --db and --no-sweep: give at most one (each says where the overhead comes from)"
         )
@@ -384,6 +427,7 @@ def stored_sweeps(db: Path | None) -> tuple[list[ResultRecord], str | None]:
 @measuring_options
 @timing_options(runs=20, budget=3.0, plot=False)
 @power_option
+@store_options
 @click.option(
     "--batch",
     "-b",
@@ -447,12 +491,18 @@ def compute(
                     workload = with_dtype(base, dtype).with_batch(batch)
                     records.append(run_compute(target.engine, target.device, workload, options, factory))
     finish(records, "compute", out, no_save, fmt)
+    failed = [f"{r.engine.name}:{r.engine.device} {r.workload.name}: not compute-bound ({r.compute.rule}, "
+              f"grew {r.compute.growth_from_half:.2f}x)"
+              for r in records if r.compute and not r.compute.compute_bound]
+    if failed:  # the records are saved; their FLOP/s is not a peak
+        raise AnalysisFailed("no compute peak: " + "; ".join(failed) + "; raise --batch")
 
 
 @click.command()
 @measuring_options
 @timing_options(runs=50, budget=10.0, threads=False)  # its --threads runs copies as threads
 @power_option
+@store_options
 @click.option(
     "--copies",
     type=click.IntRange(2, 256),
@@ -561,6 +611,11 @@ def concurrent(
             result.analysis.as_dict(),
             title,
         )
+    failed = [f"{t.engine.name}:{t.device} {b.name}: verdict inconclusive (scaling "
+              f"{res.analysis.verdict.scaling:.2f}; {res.analysis.verdict.rule})"
+              for t, b, res in results if res.analysis.verdict.verdict == "inconclusive"]
+    if failed:  # the records and plots are saved; the rule could not decide
+        raise AnalysisFailed("no concurrency verdict: " + "; ".join(failed))
 
 
 def load_saved_sweep(path: Path) -> list[ResultRecord]:

@@ -18,9 +18,9 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
+from ..measure.uncertainty import fmt_gbps, range_cell
 from ..model import ResultRecord
 from ..report.escape import clean_text, csv_cell
-from ..report.tables import fmt_halfwidth
 
 TIME_UNITS = (("s", 1.0), ("ms", 1e3), ("µs", 1e6), ("ns", 1e9))
 WORKLOAD_WIDTH = 24  # longer workload names are abbreviated by ABBREVIATION_RULE
@@ -30,7 +30,8 @@ ABBREVIATION_RULE = (
     f"{TAIL} (full names in the saved file and with -v)"
 )
 HEADLINE_CAPTION = (
-    "median: of all timed calls; ±95%: the between-run interval (the headline); "
+    "median: of all timed calls; 95% range: the between-run interval of GB/s (the headline; "
+    "'unreliable': it reaches over 10% from the figure); "
     "within-run CI, device time and warnings below"
 )
 UNITS_NOTE = "MB = 1e6 bytes, GB = 1e9 bytes"
@@ -78,20 +79,15 @@ def abbreviate(name: str, width: int = WORKLOAD_WIDTH) -> str:
 
 
 def between_run_cell(record: ResultRecord) -> str:
-    """The headline interval as ±x.x% of the median (the larger side), or why there is none."""
-    interval, latency = record.between_run(), record.latency_s()
-    if record.provenance != "measured":
-        return "point"
-    if interval is None or latency is None:
-        return "unknown"
-    low, high = interval
-    return fmt_halfwidth(max(high / latency - 1, 1 - low / latency))
+    """The headline interval as the GB/s range [low-high] (measure.uncertainty: the one convention), or
+    why there is none."""
+    return range_cell(record)
 
 
 def result_rows(records: list[ResultRecord], full_names: bool = False) -> tuple[list[str], list[list[str]]]:
     """The results table's header and cells: units in the header, one time unit per column."""
     unit, scale = time_unit(r.latency_s() for r in records)
-    header = ["engine:dev", "workload", "dtype", "MB", f"median {unit}", "±95%", "GB/s"]
+    header = ["engine:dev", "workload", "dtype", "MB", f"median {unit}", "GB/s", "95% range"]
     rows = []
     for record in records:
         latency = record.latency_s()
@@ -103,8 +99,8 @@ def result_rows(records: list[ResultRecord], full_names: bool = False) -> tuple[
                 clean_text(record.engine.run_dtype),
                 fmt_mb(record.workload.weight_bytes),
                 "-" if latency is None else fmt_sig(latency * scale),
+                fmt_gbps(record.gbps) if record.gbps else "-",
                 between_run_cell(record),
-                f"{record.gbps:.2f}" if record.gbps else "-",
             ]
         )
     return with_threads(records, header, rows)
@@ -120,7 +116,7 @@ def with_threads(
     return [header[0], "thr", *header[1:]], [[row[0], cell, *row[1:]] for row, cell in zip(rows, cells)]
 
 
-NUMERIC = frozenset({"MB", "±95%", "GB/s", "ratio", "95% CI", "thr"})
+NUMERIC = frozenset({"MB", "95% range", "GB/s", "ratio", "95% CI", "thr"})
 UNIT_SUFFIXES = tuple(f" {unit}" for unit, _ in TIME_UNITS) + ("GB/s", " MB")
 
 
@@ -197,7 +193,8 @@ def results_table(
     caption = HEADLINE_CAPTION + f"; {UNITS_NOTE}"
     if any(len(r.workload.name) > WORKLOAD_WIDTH for r in records) and not full_names:
         caption += f"; {ABBREVIATION_RULE}"
-    return FittingTable(header, rows, title, caption)
+    # the range may fold its "unreliable" mark onto a second line; its numbers stay on the row's line
+    return FittingTable(header, rows, title, caption, wrap={"95% range"})
 
 
 def markdown_table(header: list[str], rows: list[list[str]]) -> str:

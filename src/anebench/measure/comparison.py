@@ -15,6 +15,7 @@ from typing import Literal
 
 from ..errors import UserError
 from ..model import ResultRecord, t975
+from ..model.statistics import MAX_LOG_HALFWIDTH
 
 COMPARISON_METHOD = (
     "ratio = GB/s of b / GB/s of a (> 1: b is faster); 95% CI: Welch t-interval on the difference of the "
@@ -23,7 +24,16 @@ COMPARISON_METHOD = (
     "figure counting as an exact point; significant when the CI excludes 1"
 )
 
-Verdict = Literal["b is faster", "b is slower", "no significant difference", "unknown"]
+PAIRED_METHOD = (
+    "paired (one interleaved run): ratio = exp(mean over the rounds of log(median of a / median of b) in "
+    "that round); 95% CI: t-interval on those per-round log ratios with R - 1 degrees of freedom; "
+    "significant when the CI excludes 1. The host's phases, shared by a round, cancel out"
+)
+UNRELIABLE_NOTE = ("a difference this method calls significant is reported as 'unreliable': separate runs on "
+                   "a busy machine or in different host states differ by the host's phase as much as by "
+                   "themselves (`run --interleave` measures both in one run, paired)")
+
+Verdict = Literal["b is faster", "b is slower", "no significant difference", "unknown", "unreliable"]
 
 
 @dataclass(frozen=True)
@@ -83,8 +93,51 @@ def _label(record: ResultRecord, name: str) -> str:
     return f"{name} ({record.engine.name}:{record.engine.device} {record.workload.name})"
 
 
+def interleaved_together(a: ResultRecord, b: ResultRecord) -> bool:
+    """Two configurations of one interleaved run, with their rounds intact: they compare paired."""
+    ia = a.repetitions.interleave if a.repetitions is not None else None
+    ib = b.repetitions.interleave if b.repetitions is not None else None
+    return (ia is not None and ib is not None and ia.group == ib.group and ia.position != ib.position
+            and a.repetitions is not None and b.repetitions is not None
+            and a.repetitions.count == b.repetitions.count >= 2)
+
+
+def compare_paired(a: ResultRecord, b: ResultRecord) -> Comparison:
+    """b against a from one interleaved run: the per-round ratios (PAIRED_METHOD)."""
+    assert a.repetitions is not None and b.repetitions is not None  # interleaved_together checked them
+    logs = [math.log(ra.median_s / rb.median_s) for ra, rb in zip(a.repetitions.runs, b.repetitions.runs)
+            if ra.median_s and rb.median_s]
+    rounds = len(logs)
+    mean = sum(logs) / rounds
+    spread = math.sqrt(sum((x - mean) ** 2 for x in logs) / (rounds - 1))
+    half = min(t975(rounds - 1) * spread / math.sqrt(rounds), MAX_LOG_HALFWIDTH)
+    ratio, low, high = math.exp(mean), math.exp(mean - half), math.exp(mean + half)
+    significant = not (low <= 1.0 <= high)
+    verdict: Verdict = "no significant difference"
+    if significant:
+        verdict = "b is faster" if ratio > 1 else "b is slower"
+    return Comparison(ratio, low, high, significant, verdict, PAIRED_METHOD,
+                      [f"paired over the {rounds} rounds of one interleaved run"])
+
+
+def host_state_differences(a: ResultRecord, b: ResultRecord) -> list[str]:
+    """Why two separate runs are not comparable as measured: a busy machine, or host states that differ
+    (governor, power source, top CPU frequency) where both records state them."""
+    reasons = [f"{name} was measured on a busy machine (load average "
+               f"{r.host.state.load_average_1m if r.host.state else '?'})"
+               for name, r in (("a", a), ("b", b)) if r.host.state is not None and r.host.state.busy]
+    sa, sb = a.host.state, b.host.state
+    if sa is not None and sb is not None:
+        for field_name in ("governor", "power_source", "cpu_freq_max_mhz"):
+            va, vb = getattr(sa, field_name), getattr(sb, field_name)
+            if va is not None and vb is not None and va != vb:
+                reasons.append(f"host state differs: {field_name} {va} (a) vs {vb} (b)")
+    return reasons
+
+
 def compare_results(a: ResultRecord, b: ResultRecord) -> Comparison:
-    """b against a: the ratio of their headline GB/s with its 95% CI from their between-run intervals.
+    """b against a: the ratio of their headline GB/s with its 95% CI from their between-run intervals,
+    or, for two configurations of one interleaved run, from their paired per-round ratios.
 
     Refuses two records that read different bytes (another workload fingerprint): their GB/s answer
     different questions."""
@@ -95,6 +148,8 @@ def compare_results(a: ResultRecord, b: ResultRecord) -> Comparison:
     if not a.gbps or not b.gbps:
         missing = "a" if not a.gbps else "b"
         raise UserError(f"{_label(a if missing == 'a' else b, missing)} states no GB/s figure to compare")
+    if interleaved_together(a, b):
+        return compare_paired(a, b)
     ratio = b.gbps / a.gbps
     ua, ub = uncertainty_of(a), uncertainty_of(b)
     notes = [f"{name} is a stated point (its source gives no interval)" for name, u in (("a", ua), ("b", ub))
@@ -109,13 +164,16 @@ def compare_results(a: ResultRecord, b: ResultRecord) -> Comparison:
         notes.append(f"a's latency is a {a.method.statistic}, b's a {b.method.statistic}")
     variance = ua.variance + ub.variance
     df = welch_df([(u.variance, u.df) for u in (ua, ub) if not u.point])
-    half = t975(df) * math.sqrt(variance)
+    half = min(t975(df) * math.sqrt(variance), 2 * MAX_LOG_HALFWIDTH)  # two capped intervals at most
     low, high = ratio * math.exp(-half), ratio * math.exp(half)
     significant = not (low <= 1.0 <= high)
     verdict: Verdict = "no significant difference"
     if significant:
         verdict = "b is faster" if ratio > 1 else "b is slower"
-    return Comparison(ratio, low, high, significant, verdict, notes=notes)
+    doubts = [] if ua.point or ub.point else host_state_differences(a, b)
+    if significant and doubts:
+        return Comparison(ratio, low, high, None, "unreliable", notes=notes + doubts + [UNRELIABLE_NOTE])
+    return Comparison(ratio, low, high, significant, verdict, notes=notes + doubts)
 
 
 def welch_df(parts: list[tuple[float, float | None]]) -> float:

@@ -61,6 +61,16 @@ def calls_in_window(calls: list[tuple[int, int]], window: tuple[int, int]) -> tu
     return inside, fraction
 
 
+def busy_share(calls: list[tuple[int, int]], window: tuple[int, int]) -> float:
+    """The share of the window this copy spent inside its calls (the rest it spent between calls:
+    descheduled, or in the harness). Independent units need every copy busy nearly all the window."""
+    lo, hi = window
+    if hi <= lo:
+        return 0.0
+    busy = sum(max(min(t1, hi) - max(t0, lo), 0) for t0, t1 in calls)
+    return min(busy / (hi - lo), 1.0)
+
+
 @dataclass(frozen=True)
 class ConcurrencyAnalysis:
     solo_gbps: list[float]

@@ -25,9 +25,14 @@ RIDGE_RULE = (
     f"{LINEAR_STREAK} doublings, from batch 2 on"
 )
 SWITCH_BATCHES = (2, 4, 8)
+MIN_RIDGE_SAMPLES = 10  # timed calls per batch: fewer and one slow call moves a point's median
+MONOTONE_FLOOR = 0.05  # a point without an interval (one repetition) counts as +-5%
 RIDGE_GATES = ("a ridge is reported only when a measured batch after it confirms that latency stays above "
-               "the baseline, the sweep reached compute-bound growth, and the batch-1 GB/s is not above the "
-               "chip catalog's memory bandwidth; otherwise 'ridge failed: <reason>' and no ridge")
+               "the baseline, the sweep reached compute-bound growth, the batch-1 GB/s is not above the "
+               "chip catalog's memory bandwidth, latency never falls from one batch to the next beyond "
+               f"the two points' between-run intervals (at least +-{MONOTONE_FLOOR:.0%}), every point's "
+               f"warmup became steady, and every point has at least {MIN_RIDGE_SAMPLES} timed calls; "
+               "otherwise 'ridge not found: <reason>' and no ridge")
 
 
 def ridge_baseline(batches: list[int], latencies_s: list[float]) -> int:
@@ -114,13 +119,47 @@ class RooflineAnalysis:
         }
 
 
+@dataclass(frozen=True)
+class MeasuredBatch:
+    """What the ridge's gates need of one measured batch beyond its median."""
+
+    batch: int
+    latency_s: float
+    low_s: float | None = None  # its between-run interval; None: one repetition (MONOTONE_FLOOR)
+    high_s: float | None = None
+    warmup_steady: bool | None = True
+    samples: int = MIN_RIDGE_SAMPLES
+
+
+def point_failures(measured: list[MeasuredBatch]) -> list[str]:
+    """The data gates: latency non-decreasing within the points' intervals, warmups steady, enough calls."""
+    failures = []
+    for a, b in zip(measured, measured[1:]):
+        a_low = min(a.low_s or a.latency_s, a.latency_s * (1 - MONOTONE_FLOOR))
+        b_high = max(b.high_s or b.latency_s, b.latency_s * (1 + MONOTONE_FLOOR))
+        if b_high < a_low:
+            failures.append(f"latency falls from batch {a.batch} ({a.latency_s * 1e3:.3g} ms) to batch "
+                            f"{b.batch} ({b.latency_s * 1e3:.3g} ms) beyond their intervals: the points are "
+                            "not steady enough to place a ridge")
+    unsteady = [m.batch for m in measured if m.warmup_steady is False]
+    if unsteady:
+        failures.append(f"warmup never became steady at batch {', '.join(map(str, unsteady))}")
+    few = [f"{m.batch} ({m.samples})" for m in measured if m.samples < MIN_RIDGE_SAMPLES]
+    if few:
+        failures.append(f"fewer than {MIN_RIDGE_SAMPLES} timed calls at batch {', '.join(few)} (raise --runs "
+                        "or --time-budget)")
+    return failures
+
+
 def ridge_failures(batches: list[int], ridge: int | None, compute_bound: bool, memory_gbps: float,
-                   bound: tuple[float, str] | None) -> list[str]:
+                   bound: tuple[float, str] | None,
+                   measured: list[MeasuredBatch] | None = None) -> list[str]:
     """Why a ridge cannot be reported (RIDGE_GATES); empty when it can."""
+    data = point_failures(measured) if measured else []
     if ridge is None:
         return [(f"latency never stayed above {GROWTH_AT_RIDGE}x the baseline within batch {batches[-1]} "
-                 "(raise --max-batch)")]
-    failures = []
+                 "(raise --max-batch)"), *data]
+    failures = data
     if ridge == batches[-1]:
         failures.append(f"batch {ridge} is the last measured: no batch after it confirms the growth")
     if not compute_bound:
@@ -133,7 +172,8 @@ def ridge_failures(batches: list[int], ridge: int | None, compute_bound: bool, m
 
 def analyse_roofline(batches: list[int], latencies_s: list[float], vocab: int, hidden: int,
                      weight_bytes: int, element_bytes: int,
-                     physical: tuple[float, str] | None = None) -> RooflineAnalysis:
+                     physical: tuple[float, str] | None = None,
+                     measured: list[MeasuredBatch] | None = None) -> RooflineAnalysis:
     """Points, the ridge (gated: RIDGE_GATES) and the peak. ``physical``: (GB/s, what) from the catalog."""
     if not batches or len(batches) != len(latencies_s) or batches[0] != 1:
         raise ValueError("a roofline needs latencies for batches starting at 1")
@@ -152,7 +192,7 @@ def analyse_roofline(batches: list[int], latencies_s: list[float], vocab: int, h
     if bound:
         per_vector = latencies_s[-1] / batches[-1]  # the compute slope, from the largest batch
         model_ridge = base / per_vector
-    failures = ridge_failures(batches, ridge, bound, points[0].gbps, physical)
+    failures = ridge_failures(batches, ridge, bound, points[0].gbps, physical, measured)
     return RooflineAnalysis(points, None if failures else ridge, batches[start],
                             None if failures else model_ridge, max(p.flop_per_s for p in points),
                             points[0].gbps, bound, ridge_error="; ".join(failures) or None)

@@ -19,13 +19,21 @@ from ..system.bounds import CACHE_FACTOR
 PLATEAU_TOLERANCE = 0.25  # unknown cache: the knee is where GB/s settles within 25% of the largest size's
 MIN_FIT_POINTS = 3
 MIN_R_SQUARED = 0.9
+AGREEMENT_SIZES = 2  # the largest sizes the fitted line must agree with, each within its own interval
+AGREEMENT_FLOOR = 0.03  # an interval narrower than +-3% counts as +-3% (three repetitions can agree closely)
+BELOW_RESOLUTION = "below resolution"
 FIT_GATES = (
     f"a fit is reported only when it passes every gate: at least {MIN_FIT_POINTS} sizes past the knee; "
     f"R² >= {MIN_R_SQUARED}; bandwidth not above the physical bound (the chip catalog's memory bandwidth, "
     "or where the catalog has none, the cache-resident peak of the same sweep when it shows one: a size "
     "below the knee faster than the largest size); "
-    "overhead not negative beyond two standard errors. Otherwise: 'fit failed: <reason>', no bandwidth "
-    "and no overhead"
+    "overhead not negative beyond two standard errors; the fitted line agrees with the directly measured "
+    f"GB/s of the {AGREEMENT_SIZES} largest sizes within their between-run intervals (at least "
+    f"+-{AGREEMENT_FLOOR:.0%}), and none of them reads faster than the fitted bandwidth (impossible "
+    "with a non-negative overhead), so a line steeper or shallower than its own largest points is "
+    "refused. Otherwise: 'fit failed: "
+    "<reason>', no bandwidth and no overhead. A negative overhead within two standard errors of zero is "
+    f"reported as '{BELOW_RESOLUTION}', never as a number"
 )
 
 
@@ -45,9 +53,9 @@ def sweep_sizes(min_bytes: int, max_bytes: int, points: int, fit_from: int | Non
     sizes = log_sizes(min_bytes, max_bytes, points)
     if fit_from is not None and fit_from < max_bytes:
         past = [s for s in sizes if s >= fit_from]
-        if len(past) < min_fit_points:
+        if len(past) < min_fit_points:  # the sizes past the knee: evenly log-spaced, none crowded
             extra = np.geomspace(max(fit_from, min_bytes), max_bytes, min_fit_points)
-            sizes = sorted(set(sizes) | {round(s) for s in extra})
+            sizes = sorted({s for s in sizes if s < fit_from} | {round(s) for s in extra})
     return sizes
 
 
@@ -172,7 +180,40 @@ def cache_bound(sizes: list[int], gbps: list[float], knee_index: int) -> tuple[f
     return (peak, CACHE_BOUND_WHAT) if peak > gbps[order[-1]] else None
 
 
-def fit_failures(fit: LineFit, bound_gbps: float | None, bound_what: str = "") -> list[str]:
+@dataclass(frozen=True)
+class MeasuredPoint:
+    """One size as measured directly: its median latency and that latency's between-run 95% interval."""
+
+    size_bytes: int
+    latency_s: float
+    low_s: float | None = None  # None: no interval (one repetition): the floor alone applies
+    high_s: float | None = None
+
+
+def disagreements(fit: LineFit, points: list[MeasuredPoint]) -> list[str]:
+    """The largest sizes the fitted line misses: its latency there outside the size's own interval (at
+    least +-AGREEMENT_FLOOR), or the size read directly faster than the fitted bandwidth (impossible with
+    a non-negative overhead). A line steeper or shallower than its own largest points describes no size."""
+    failures = []
+    for point in sorted(points, key=lambda p: p.size_bytes)[-AGREEMENT_SIZES:]:
+        low_s = min(point.low_s or point.latency_s, point.latency_s * (1 - AGREEMENT_FLOOR))
+        high_s = max(point.high_s or point.latency_s, point.latency_s * (1 + AGREEMENT_FLOOR))
+        slowest, fastest = gbps(point.size_bytes, high_s), gbps(point.size_bytes, low_s)
+        direct = f"{gbps(point.size_bytes, point.latency_s):.1f} GB/s [{slowest:.1f}-{fastest:.1f}]"
+        where = f"{point.size_bytes / MiB:.0f} MiB"
+        predicted_s = float(fit.predict(point.size_bytes))
+        if not low_s <= predicted_s <= high_s:
+            said = f"{gbps(point.size_bytes, predicted_s):.1f} GB/s" if predicted_s > 0 else "< 0 s"
+            failures.append(f"the fitted line disagrees with its own largest sizes: at {where} it gives "
+                            f"{said}, measured directly {direct}")
+        elif slowest > fit.bandwidth_bps / GB:
+            failures.append(f"at {where} the weights read directly at {direct}, faster than the fitted "
+                            f"bandwidth {fit.bandwidth_bps / GB:.1f} GB/s")
+    return failures
+
+
+def fit_failures(fit: LineFit, bound_gbps: float | None, bound_what: str = "",
+                 points: list[MeasuredPoint] | None = None) -> list[str]:
     """Why ``fit`` fails the stated gates (FIT_GATES); empty when it passes."""
     failures = []
     if fit.points < MIN_FIT_POINTS:
@@ -186,6 +227,8 @@ def fit_failures(fit: LineFit, bound_gbps: float | None, bound_what: str = "") -
     error = fit.overhead_se_s if fit.overhead_se_s is not None else 0.0
     if fit.overhead_s + 2 * error < 0:
         failures.append("the fitted overhead is negative beyond two standard errors")
+    if points:
+        failures += disagreements(fit, points)
     return failures
 
 
@@ -216,7 +259,10 @@ class SweepAnalysis:
             return base
         return base | {
             "fit": self.fit.as_dict(),
-            "overhead_us": self.fit.overhead_s * 1e6,
+            # a negative overhead within error is below resolution: no figure (fit.overhead_s keeps the raw
+            # intercept for whoever recomputes the line)
+            "overhead_us": None if self.fit.overhead_s < 0 else self.fit.overhead_s * 1e6,
+            "overhead_below_resolution": self.fit.overhead_s < 0,
             "overhead_se_us": self.fit.overhead_se_s * 1e6 if self.fit.overhead_se_s is not None else None,
             "overhead_resolved": self.fit.overhead_resolved,
             "bandwidth_gbps": self.fit.bandwidth_bps / GB,
@@ -224,12 +270,15 @@ class SweepAnalysis:
 
 
 def analyse_sweep(sizes: list[int], latencies_s: list[float], cache_bytes: int | None,
-                  bound: tuple[float, str] | None = None) -> SweepAnalysis:
+                  bound: tuple[float, str] | None = None,
+                  intervals: list[tuple[float, float] | None] | None = None) -> SweepAnalysis:
     """Knee, the fit on the sizes past it (kept only if it passes FIT_GATES), and the highest GB/s seen
-    below it (the cache-resident peak). ``bound``: (GB/s, what) from the chip catalog, where known."""
+    below it (the cache-resident peak). ``bound``: (GB/s, what) from the chip catalog, where known.
+    ``intervals``: each size's between-run interval on latency (None: one repetition)."""
     order = np.argsort(sizes)
     sizes = [int(sizes[i]) for i in order]
     latencies_s = [float(latencies_s[i]) for i in order]
+    spans = [intervals[i] for i in order] if intervals is not None else [None] * len(sizes)
     rates = [gbps(s, t) for s, t in zip(sizes, latencies_s)]
     knee = find_knee(sizes, rates, cache_bytes)
     below = range(knee.index) if knee.index > 0 else range(len(sizes))
@@ -245,10 +294,16 @@ def analyse_sweep(sizes: list[int], latencies_s: list[float], cache_bytes: int |
     except UserError as exc:
         return SweepAnalysis(knee, None, rates[peak], sizes[peak], notes, str(exc))
     assert fit is not None
-    failures = fit_failures(fit, *(bound or (None, "")))
+    points = [MeasuredPoint(s, t, *(span or (None, None)))
+              for s, t, span in zip(sizes[knee.index:], latencies_s[knee.index:], spans[knee.index:])]
+    bound_gbps, bound_what = bound or (None, "")
+    failures = fit_failures(fit, bound_gbps, bound_what, points)
     if failures:
         return SweepAnalysis(knee, None, rates[peak], sizes[peak], notes, "; ".join(failures))
-    if not fit.overhead_resolved:
+    if fit.overhead_s < 0:  # within two standard errors of zero (else a gate failed): no number
+        notes.insert(0, f"fitted overhead {BELOW_RESOLUTION}: negative, but within two standard errors of "
+                        "zero; `anebench latency` measures the dispatch cost")
+    elif not fit.overhead_resolved:
         error = f" +- {2 * fit.overhead_se_s * 1e6:.0f} us" if fit.overhead_se_s is not None else ""
         notes.insert(0, f"fitted overhead not resolved ({fit.overhead_s * 1e6:.0f}{error}, two standard "
                         "errors): at these sizes it is below the timing noise; `anebench latency` measures "

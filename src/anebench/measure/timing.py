@@ -112,10 +112,13 @@ class UntilAllDone(StopRule):
         self.runs, self.copy, self.bounds, self.done_at = runs, copy, bounds, done_at
         self.copies = len(done_at)
         self.budget_ns = int(time_budget_s * 1e9) if time_budget_s else None
-        self.stop, self.check_every = stop, check_every
+        self.stop, self.check_every = stop, max(check_every, 1)
         self.common_start = 0
         self.first_counted = -1  # index of this copy's first call at or after the common start
         self.aborted = False
+        # Running sums, so each answer costs the same at the 50,000th call as at the first: the counted
+        # calls' time (for the budget) and the calls since ``stop`` was last asked.
+        self._spent_ns, self._summed, self._last_check = 0, 0, 0
 
     def next_chunk(self, state: LoopState) -> int:
         ticks, starts = state.ticks, state.starts
@@ -127,33 +130,51 @@ class UntilAllDone(StopRule):
         if last == 0:
             self.bounds[2 * self.copy] = starts[0]
         self.bounds[2 * self.copy + 1] = starts[last] + ticks[last]
-        if self.stop is not None and last % self.check_every == 0 and self.stop():
+        if self.stop is not None and self._checked_stop(len(ticks)):
             self.aborted = True
             return 0
         if self.done_at[self.copy] == 0:
-            self._count(ticks, starts)
+            chunk = self._count(ticks, starts)
             if self.done_at[self.copy] == 0:
-                return 1
+                return chunk
         if any(d == 0 for d in self.done_at):
             return 1
         return 0 if starts[last] + ticks[last] >= max(self.done_at) else 1
 
-    def _count(self, ticks: list[int], starts: list[int]) -> None:
+    def _checked_stop(self, calls: int) -> bool:
+        """Ask ``stop`` (a shared flag: costly across processes) once every ``check_every`` calls."""
+        if calls > 1 and calls - self._last_check < self.check_every:
+            return False
+        self._last_check = calls
+        return bool(self.stop and self.stop())
+
+    def _count(self, ticks: list[int], starts: list[int]) -> int:
+        """Count this copy's calls since the common start; returns how many calls to make before the
+        next answer (several while far from done: the shared state is read once per chunk)."""
         if self.first_counted < 0:
             firsts = [self.bounds[2 * i] for i in range(self.copies)]
             if any(s == 0 for s in firsts):
-                return  # some copy has not made its first call yet
+                return 1  # some copy has not made its first call yet
             self.common_start = max(firsts)
-            # the first call at or after the common start (calls before it ran beside fewer copies)
-            self.first_counted = next(
-                (i for i, t0 in enumerate(starts) if t0 >= self.common_start), len(starts)
-            )
+            # the first call at or after the common start (calls before it ran beside fewer copies);
+            # searched once, from the end (the common start is near this copy's first calls)
+            index = len(starts)
+            while index > 0 and starts[index - 1] >= self.common_start:
+                index -= 1
+            self.first_counted = self._summed = index
         counted = len(ticks) - self.first_counted
         if counted <= 0:
-            return
-        spent_out = self.budget_ns is not None and sum(ticks[self.first_counted:]) >= self.budget_ns
+            return 1
+        self._spent_ns += sum(ticks[self._summed:])  # only the calls since the last answer
+        self._summed = len(ticks)
+        spent_out = self.budget_ns is not None and self._spent_ns >= self.budget_ns
         if counted >= self.runs or spent_out:
             self.done_at[self.copy] = starts[-1] + ticks[-1]
+            return 0
+        left = self.runs - counted
+        if self.budget_ns is not None:  # calls the budget still allows at this copy's mean call so far
+            left = min(left, max((self.budget_ns - self._spent_ns) * counted // max(self._spent_ns, 1), 1))
+        return max(min(left, self.check_every), 1)
 
 
 @dataclass

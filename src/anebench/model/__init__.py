@@ -35,7 +35,7 @@ from .record import (
     WorkloadInfo,
     utc_now,
 )
-from .repetitions import BetweenRunInterval, Repetition, Repetitions
+from .repetitions import BetweenRunInterval, Interleave, Repetition, Repetitions
 from .source import SourceFacts
 from .statistics import (
     BETWEEN_RUN_METHOD,
@@ -51,7 +51,8 @@ from .statistics import (
 from .suites import ComputeResult, LatencyResult, LineFitInfo, RooflinePoint, SweepPoint
 
 __all__ = [
-    "BETWEEN_RUN_METHOD", "BetweenRunInterval", "Repetition", "Repetitions", "between_run_interval", "t975",
+    "BETWEEN_RUN_METHOD", "BetweenRunInterval", "Interleave",
+    "Repetition", "Repetitions", "between_run_interval", "t975",
     "DOCUMENT_SCHEMA", "GB", "MB", "MiB", "OLD_DOCUMENT_SCHEMAS", "OLD_SCHEMA_VERSIONS", "SCHEMA_VERSION",
     "KEEP_AWAKE_MIN_SHARE", "THREADS_OF_ONE_PROCESS", "ComponentEnergy", "Concurrency", "KeepAwake",
     "ChunkTime", "DECODE_NOTE", "DecodeBytes", "DecodePrediction", "DecodeSection",

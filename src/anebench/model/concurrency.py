@@ -42,6 +42,10 @@ class Concurrency(_Model):
     whole_calls_in_window: Count | None = None
     calls_in_window: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
     window_s: Seconds | None = None
+    # together: the share of the common window this copy spent inside its calls (measured)
+    busy_share: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | None = None
+    # together: this copy's CPU seconds / wall seconds of its together calls (its threads summed)
+    cpu_share: Annotated[float, Field(ge=0, le=4096, allow_inf_nan=False)] | None = None
     solo_gbps: list[GigabytesPerSecond] = Field(default_factory=list, max_length=4096)
     together_gbps: list[GigabytesPerSecond] = Field(default_factory=list, max_length=4096)
     combined_gbps: GigabytesPerSecond | None = None

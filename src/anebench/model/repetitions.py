@@ -14,7 +14,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from .base import LongStr, PositiveFloat, Seconds, StrictModel
+from .base import LongStr, PositiveFloat, Seconds, ShortStr, StrictModel
 from .statistics import BETWEEN_RUN_METHOD, between_run_interval, gbps, median
 
 # Stored derived figures must match the samples to this relative tolerance (as the summary's do).
@@ -43,8 +43,21 @@ class BetweenRunInterval(StrictModel):
     unknown: LongStr | None = None
 
 
+class Interleave(StrictModel):
+    """This record's place in an interleaved run (`run --interleave`): the repetitions of several
+    configurations alternated A B A B ..., so repetition i of every configuration saw the same host
+    phase, and two of them compare by their paired per-repetition ratios."""
+
+    group: ShortStr  # shared by every record of one interleaved run
+    position: Annotated[int, Field(ge=0, le=4096)]  # this configuration's place in each round
+    configurations: Annotated[int, Field(ge=2, le=4096)]
+    label: ShortStr  # the configuration in words: engine:device workload (threads)
+    threads: Annotated[int, Field(ge=1, le=4096)] | None = None  # the engine's thread limit; None: its own
+
+
 class Repetitions(StrictModel):
     fresh_processes: bool = False  # each repetition loaded the workload in its own new process
+    interleave: Interleave | None = None  # measured in rounds with other configurations
     runs: list[Repetition] = Field(min_length=1, max_length=10_000)
     between_run: BetweenRunInterval | None = None  # derived
 

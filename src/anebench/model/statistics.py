@@ -114,14 +114,20 @@ def log_spread(medians: Sequence[float]) -> float:
     return float(np.std(np.log(np.asarray(medians, dtype=np.float64)), ddof=1))
 
 
+# The widest interval kept: a factor of a million either side. Wider says nothing more (the figure is
+# unreliable either way) and exp() of a wild spread would overflow, or round an end to 0 or infinity.
+MAX_LOG_HALFWIDTH = math.log(1e6)
+
+
 def between_run_interval(medians: Sequence[float], centre: float) -> tuple[float, float] | None:
     """The 95% between-run interval around ``centre`` from R >= 2 repetition medians; None for R = 1.
 
     Computed on logs so the interval is positive and a ratio of two results has one method (Welch, on
-    the same log medians) for its own interval.
+    the same log medians) for its own interval. Capped at MAX_LOG_HALFWIDTH, so it never overflows.
     """
     r = len(medians)
     if r < 2:
         return None
     half = t975(r - 1) * log_spread(medians) / math.sqrt(r)
+    half = min(half, MAX_LOG_HALFWIDTH) if math.isfinite(half) else MAX_LOG_HALFWIDTH
     return centre * math.exp(-half), centre * math.exp(half)

@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from ..engines.base import Engine
 from ..errors import MeasurementError
-from ..measure.concurrency import calls_in_window, checked_window, common_window
+from ..measure.concurrency import busy_share, calls_in_window, checked_window, common_window
 from ..measure.timing import Timing, UntilAllDone, time_calls, timing_loop
 from ..model import Concurrency, Energy, ResultRecord, gbps
 from ..system.energy_check import window_covers
@@ -106,7 +106,11 @@ def _together(prepared, job: CopyJob, shared: Shared, resolution_s: float, barri
     options = job.options
     rule = UntilAllDone(options.runs, job.copy, shared.bounds, shared.done_at, options.time_budget_s,
                         stop=lambda: barrier.broken)
+    # CPU time: a call the OS takes off the CPU (other load, a CPU quota) still counts as inside a call
+    cpu_clock = time.thread_time if job.mode == "threads" else time.process_time
+    cpu_start, wall_start = cpu_clock(), time.perf_counter()
     loop = timing_loop(prepared, options.clock, rule, resolution_s, spans=True)
+    cpu_share = (cpu_clock() - cpu_start) / max(time.perf_counter() - wall_start, 1e-9)
     if rule.aborted:
         raise threading.BrokenBarrierError
     barrier.wait(BARRIER_TIMEOUT_S)  # every copy has written its bounds
@@ -120,7 +124,8 @@ def _together(prepared, job: CopyJob, shared: Shared, resolution_s: float, barri
         samples, device, 0, True, "none: warm from its solo phase", options.clock.name, resolution_s
     )
     counts = {"calls": len(spans), "whole_calls_in_window": len(inside), "calls_in_window": fraction,
-              "window_ns": max(window[1] - window[0], 0)}
+              "window_ns": max(window[1] - window[0], 0), "busy_share": busy_share(spans, window),
+              "cpu_share": min(max(cpu_share, 0.0), 4096.0)}
     return timing, counts
 
 
@@ -156,7 +161,8 @@ def run_copy(job: CopyJob, shared: Shared) -> None:
             together = build_record(engine, job.device, workload, prepared, options, timing, check, None)
             section = _section(job, "together", calls=counts["calls"],
                                whole_calls_in_window=counts["whole_calls_in_window"],
-                               calls_in_window=counts["calls_in_window"])
+                               calls_in_window=counts["calls_in_window"], busy_share=counts["busy_share"],
+                               cpu_share=counts["cpu_share"])
             together = together.model_copy(update={"concurrency": section})
             outcome.together_json = together.model_dump_json(by_alias=True)
     except BaseException as exc:  # noqa: BLE001 - every failure must release the others from the barrier

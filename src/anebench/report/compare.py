@@ -30,6 +30,7 @@ class ComparisonRow:
     statistic: str = "median"  # published latencies are means of predict() calls
     halfwidth: float | None = None  # your run's between-run 95% half-width (relative); None: a point
     versus: Comparison | None = None  # a published figure against your run, by your between-run interval
+    record: ResultRecord | None = None  # your run's record (its GB/s range is shown as everywhere else)
 
 
 def versus_label(comparison: Comparison | None) -> str:
@@ -80,6 +81,7 @@ def family_comparison(
                 True,
                 record.method.statistic,
                 relative_halfwidth(record),
+                record=record,
             )
         )
         if not peers:

@@ -65,7 +65,7 @@ table.stack td::before{content:attr(data-label);color:var(--muted);font-weight:6
 }
 """
 NUMERIC = {
-    "GB/s (median ± between-run)",
+    "GB/s [95% range]",
     "contributors",
     "latency ms (median)",
     "utilisation",

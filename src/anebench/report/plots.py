@@ -80,6 +80,7 @@ def bar_chart(rows: list[MatrixRow], title: str) -> Figure:
         colours = [tier_colour(r.engine, r.tier) for r in rows]
         ax.barh(y, [r.median_gbps for r in rows], color=colours, height=0.7)
         top = max(r.median_gbps for r in rows) * HEADROOM
+        draw_ranges(ax, rows, top)
         for i, r in enumerate(rows):
             inside = r.median_gbps > 0.18 * top  # long bars carry their value inside, clear of the marks
             ax.text(
@@ -138,6 +139,19 @@ def bar_chart(rows: list[MatrixRow], title: str) -> Figure:
         plt.close(fig)
         raise
     return fig
+
+
+def draw_ranges(ax, rows: list[MatrixRow], top: float) -> None:
+    """Each row's 95% range as an error bar (the [low-high] of the tables: measure.uncertainty); the end
+    past the chart's edge is cut there."""
+    ranged = [(i, r.gbps_range) for i, r in enumerate(rows) if r.gbps_range is not None]
+    if not ranged:
+        return
+    centres = [g.gbps for _, g in ranged]
+    below = [g.gbps - g.low for _, g in ranged]
+    above = [min(g.high, top) - g.gbps for _, g in ranged]
+    ax.errorbar(centres, [i for i, _ in ranged], xerr=[below, above], fmt="none", ecolor="black",
+                elinewidth=1, capsize=3, zorder=3, label="95% range")
 
 
 def bar_chart_png(rows: list[MatrixRow], title: str) -> bytes:

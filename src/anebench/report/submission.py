@@ -8,7 +8,7 @@ import socket
 from pathlib import Path
 
 from ..errors import UserError
-from ..measure.comparison import relative_halfwidth
+from ..measure.uncertainty import CONVENTION, gbps_cell
 from ..model import ResultRecord
 from ..results.files import atomic_write_text, document_json
 from ..results.store import record_chip
@@ -17,7 +17,6 @@ from ..system.chips import lookup_chip
 from ..system.host import host_label
 from ..util.outputs import check_target
 from .escape import md_cell
-from .tables import fmt_gbps_pm
 
 DROPPED = "<dropped>"
 # Absolute paths under a home or a private folder, with or without a user name in them.
@@ -149,7 +148,7 @@ def issue_body(records: list[ResultRecord], submission_name: str, anonymized: bo
                     chip.key if chip else "not in catalog",
                     f"{r.engine.name}:{r.engine.device}",
                     r.workload.name,
-                    fmt_gbps_pm(r.gbps, relative_halfwidth(r)),
+                    gbps_cell(r),
                     f"{latency * 1e3:.3f} ({r.method.statistic})" if latency else "-",
                     r.method.runs if r.method.runs is not None else "not stated",
                     r.method.warmup_policy or "not stated",
@@ -160,7 +159,7 @@ def issue_body(records: list[ResultRecord], submission_name: str, anonymized: bo
         )
     lines += [
         "",
-        "GB/s: ± is the between-run 95% interval of the run's repetitions; none: one repetition.",
+        f"{CONVENTION}.",
         "",
         f"- tool: {md_cell(records[0].tool.name)} {md_cell(records[0].tool.version)}",
         (

@@ -24,6 +24,7 @@ from matplotlib.figure import Figure
 from matplotlib.text import Annotation
 from matplotlib.transforms import Bbox
 
+from ..measure.uncertainty import gbps_range
 from ..model import ResultRecord
 from ..results.files import atomic_write_bytes
 from ..results.validate import record_chip
@@ -151,6 +152,12 @@ def concurrency_title(records: list[ResultRecord]) -> str:
     )
 
 
+def overhead_label(analysis: dict) -> str:
+    """The fitted overhead for a legend; a negative one (within error) is below resolution, no number."""
+    overhead = analysis.get("overhead_us")
+    return "overhead below resolution" if overhead is None else f"{overhead:.1f} µs"
+
+
 def plot_sweep(
     sizes_bytes: list[int],
     latencies_s: list[float],
@@ -202,6 +209,11 @@ def plot_sweep(
             linewidth=1,
             label="past the knee (fitted)" if fit else "past the knee",
         )
+    ranged = [(r.workload.weight_bytes / MB, found) for r in records or [] if (found := gbps_range(r))]
+    if ranged:  # each size's 95% range (its repetitions' spread), as the tables show it
+        ax_bw.errorbar([m for m, _ in ranged], [g.gbps for _, g in ranged],
+                       yerr=[[g.gbps - g.low for _, g in ranged], [g.high - g.gbps for _, g in ranged]],
+                       fmt="none", ecolor=colour, elinewidth=1, capsize=2, label="95% range")
     if fit:
         ax_bw.axhline(
             analysis["bandwidth_gbps"],
@@ -232,7 +244,7 @@ def plot_sweep(
             "-",
             color="black",
             label=wrap(
-                f"fit: {analysis['overhead_us']:.1f} µs + bytes / {analysis['bandwidth_gbps']:.1f} "
+                f"fit: {overhead_label(analysis)} + bytes / {analysis['bandwidth_gbps']:.1f} "
                 f"GB/s (R² {fit['r_squared']:.4f})"
             ),
         )
@@ -297,7 +309,7 @@ def plot_roofline(
     legend_outside(ax_lat)
     failed = analysis.get("ridge_error")
     fig.suptitle(
-        plain(title, 160) + ("\n" + textwrap.fill(f"ridge failed: {failed}", 110) if failed else ""),
+        plain(title, 160) + ("\n" + textwrap.fill(f"ridge not found: {failed}", 110) if failed else ""),
         fontsize=10,
     )
     freeze_layout(fig)

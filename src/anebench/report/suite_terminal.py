@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from statistics import median
 
+from ..measure.sweep import BELOW_RESOLUTION
 from ..model import ResultRecord
 
 TIME_UNITS = (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9))
@@ -168,7 +169,10 @@ def _sweeps(records: list[ResultRecord]) -> dict[tuple, list[ResultRecord]]:
 
 
 def overhead_text(overhead_us: float, se_us: float | None) -> str:
-    """The fitted overhead with its two-standard-error band, or why it is not a figure."""
+    """The fitted overhead with its two-standard-error band, or why it is not a figure (a negative one
+    within error: the gates refuse one beyond it)."""
+    if overhead_us < 0:
+        return BELOW_RESOLUTION
     if se_us is None:
         return sig(overhead_us)
     if overhead_us <= 2 * se_us:

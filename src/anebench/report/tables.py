@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections import defaultdict
 from dataclasses import dataclass
 
+from ..measure.uncertainty import CONVENTION
+from ..measure.uncertainty import fmt_gbps as fmt_gbps_value
 from ..results.aggregate import Aggregate, ConcurrencyRow, MatrixRow
 
 
@@ -59,27 +62,23 @@ def time_unit(values_s: list[float | None]) -> tuple[str, float]:
 
 
 def fmt_gbps(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}"
+    return "-" if value is None else fmt_gbps_value(value)
 
 
-def fmt_halfwidth(relative: float | None) -> str:
-    """A relative 95% half-width as +-x.x%; empty where there is none (a point)."""
-    if relative is None:
-        return ""
-    return f"±{relative:.1%}" if relative >= 0.001 else f"±{relative:.2%}"
+POINTS_NOTE = CONVENTION
 
 
-def fmt_gbps_pm(value: float | None, relative: float | None) -> str:
-    """GB/s with its between-run +-, or the bare figure for a point."""
-    text = fmt_gbps(value)
-    return f"{text} {fmt_halfwidth(relative)}" if relative is not None and value is not None else text
+def fmt_row_gbps(row: MatrixRow) -> str:
+    """The row's GB/s with its range (measure.uncertainty: one convention everywhere)."""
+    return row.gbps_range.cell() if row.gbps_range is not None else fmt_gbps(row.median_gbps)
 
 
-POINTS_NOTE = (
-    "± is the between-run 95% interval (largest among the measured contributors); a figure "
-    "without ± is a point: stated figures (published, imported) come without an interval, "
-    "and a run of one repetition has none"
-)
+def fmt_ratio_range(value: float, halfwidth: float | None) -> str:
+    """A ratio (scaling) with its 95% range, in the same [low-high] form as GB/s."""
+    if halfwidth is None:
+        return f"{value:.3f}"
+    low, high = value * math.exp(-halfwidth), value * math.exp(halfwidth)
+    return f"{value:.3f} [{low:.3f}-{high:.3f}]"
 
 
 def fmt_util(util: tuple[float, float] | None) -> str:
@@ -98,7 +97,7 @@ def fmt_latency(row: MatrixRow) -> str:
 MATRIX_COLUMNS = [
     "chip",
     "config",
-    "GB/s (median ± between-run)",
+    "GB/s [95% range]",
     "contributors",
     "latency ms (median)",
     "memory bandwidth GB/s",
@@ -151,7 +150,7 @@ def sections(agg: Aggregate, suites: list[Section] | None = None) -> list[Sectio
                     [
                         r.chip,
                         r.config or ", ".join(r.configs) or "-",
-                        fmt_gbps_pm(r.median_gbps, r.gbps_halfwidth),
+                        fmt_row_gbps(r),
                         str(r.contributors),
                         fmt_latency(r),
                         r.bandwidth,
@@ -218,7 +217,7 @@ def sections(agg: Aggregate, suites: list[Section] | None = None) -> list[Sectio
                         ", ".join(fmt_gbps(v) for v in c.solo_gbps),
                         ", ".join(fmt_gbps(v) for v in c.parallel_gbps) or "-",
                         fmt_gbps(c.combined_gbps),
-                        f"{c.scaling:.3f} {fmt_halfwidth(c.scaling_halfwidth)}".strip(),
+                        fmt_ratio_range(c.scaling, c.scaling_halfwidth),
                         c.verdict,
                         "; ".join(c.flags) or "-",
                     ]

@@ -1,7 +1,10 @@
 """Comparing result files (`anebench compare A.json B.json ...`): every record of a later file is paired
 with the record of the first file (the baseline) that read the same bytes on the same engine and device
 (workload fingerprint, engine, device), and compared by ``measure.comparison.compare_results``: the ratio
-of their GB/s with a 95% CI from their between-run intervals. Nothing is paired across fingerprints."""
+of their GB/s with a 95% CI from their between-run intervals. Nothing is paired across fingerprints.
+
+One file of an interleaved run (`run --interleave`) compares its configurations with its first one,
+each pair by its per-round ratios (paired), whatever their engine, device or threads."""
 
 from __future__ import annotations
 
@@ -47,8 +50,37 @@ def key_of(record: ResultRecord) -> Key:
     return (record.workload.fingerprint, record.engine.name, record.engine.device)
 
 
+def compare_interleaved(path: Path, records: list[ResultRecord]) -> FileComparison:
+    """One file: each interleaved run's configurations against its first, paired by rounds."""
+    groups: dict[str, list[ResultRecord]] = {}
+    for record in records:
+        place = record.repetitions.interleave if record.repetitions is not None else None
+        if place is not None:
+            groups.setdefault(place.group, []).append(record)
+    if not groups:
+        raise UserError(f"compare {path}: give at least two result files (the first is the baseline); one "
+                        "file compares only the configurations of an interleaved run (`run --interleave`), "
+                        "and this one holds none")
+    result = FileComparison([path])
+    for members in groups.values():
+        members.sort(key=lambda r: r.repetitions.interleave.position)  # type: ignore[union-attr]
+        base = Side(0, path, members[0])
+        for record in members[1:]:
+            side = Side(0, path, record)
+            if record.workload.fingerprint != base.record.workload.fingerprint:
+                result.unpaired.append(side)
+                continue
+            result.pairs.append(Pair(base, side, compare_results(base.record, record)))
+    if not result.pairs:
+        raise UserError(f"compare {path}: the interleaved configurations read different workloads "
+                        "(fingerprints); compare only results of the same workload")
+    return result
+
+
 def compare_records(files: list[tuple[Path, list[ResultRecord]]]) -> FileComparison:
     """Pair and compare; refuses (UserError, one line naming both sides) when nothing pairs at all."""
+    if len(files) == 1:
+        return compare_interleaved(*files[0])
     if len(files) < 2:
         raise UserError("compare: give at least two result files (the first is the baseline)")
     result = FileComparison([path for path, _ in files])
@@ -85,7 +117,7 @@ def nothing_pairs(unpaired: list[Side]) -> str:
 
 def compare_files(paths: list[Path]) -> FileComparison:
     """Load each file (every problem reported, InvalidFile) and compare its records with the first's."""
-    if len(paths) < 2:
+    if not paths:
         raise UserError("compare: give at least two result files (the first is the baseline)")
     return compare_records([(Path(p), load_result_file(Path(p))) for p in paths])
 

@@ -12,7 +12,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from ..measure.roofline import RIDGE_GATES, RIDGE_RULE, ridge_failures
-from ..measure.sweep import FIT_GATES, LineFit, cache_bound, fit_failures
+from ..measure.sweep import BELOW_RESOLUTION, FIT_GATES, LineFit, cache_bound, fit_failures
 from ..model import ResultRecord
 from ..system.chips import memory_bound_gbps
 
@@ -155,6 +155,7 @@ def _sweep_group(key: tuple, records: list[ResultRecord], points: list[SuitePoin
                     "overhead_se_us": fit.overhead_se_s * 1e6 if fit.overhead_se_s is not None else None,
                     "overhead_resolved": fit.overhead_resolved, "r_squared": fit.r_squared}
         overhead = (f"{fit.overhead_s * 1e6:.1f} us" if fit.overhead_resolved
+                    else BELOW_RESOLUTION if fit.overhead_s < 0
                     else f"not resolved ({fit.overhead_s * 1e6:.0f} us)")
         result = (
             f"fit: bandwidth {fit.bandwidth_gbps:.2f} GB/s, overhead {overhead}, R² {fit.r_squared:.4f}, "
@@ -185,7 +186,7 @@ def _roofline_group(key: tuple, records: list[ResultRecord], points: list[SuiteP
         found = f"ridge at {ridge} tokens per predict (from {first.baseline_batch} tokens)"
     else:
         found = f"ridge at batch {ridge} (from batch {first.baseline_batch})"
-    result = found if ridge else f"ridge failed: {error or 'not stated'}"
+    result = found if ridge else f"ridge not found: {error or 'not stated'}"
     result += f"; peak {first.peak_flop_per_s / 1e9:.2f} GFLOP/s; {unit}-1 {first.memory_gbps:.2f} GB/s"
     return SuiteGroup("roofline", key[0], key[2], key[3], key[4], points, result, figures,
                       f"{RIDGE_RULE}; {RIDGE_GATES}")

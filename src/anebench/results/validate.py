@@ -12,6 +12,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from ..errors import UserError
+from ..measure.clock import MIN_TICKS_PER_CALL
 from ..model import DOCUMENT_SCHEMA, OLD_DOCUMENT_SCHEMAS, ResultRecord, gbps
 from ..system.bounds import stored_record_bound
 from ..util.validation import error_lines
@@ -21,7 +22,10 @@ from .files import read_json_file
 # A stated GB/s and a stated latency must agree with the stated bytes within this fraction; the
 # published figures are rounded to 2-3 digits, which is well inside it.
 CONSISTENCY_TOLERANCE = 0.03
-MIN_LATENCY_S = 1e-6  # no timer used here resolves a weight-streaming call shorter than this
+# A record that states its timer's resolution is held to what the timing loop itself enforces (a call
+# of at least MIN_TICKS_PER_CALL ticks), so every record the tool writes can be stored (`latency`
+# measures sub-microsecond dispatch); one that states no resolution (published, imported) to 1 us.
+MIN_LATENCY_S = 1e-6
 MAX_MULTIPLIER = 64 * 4096  # --repeat (<= 64) x --batch (<= 4096): reads of the weights per call
 QUANT_TOLERANCE = 0.02  # a quantised bundle adds lookup tables, scales and blob headers to the indices
 PUBLISHED_SOURCES = ("anebench:",)  # source labels of the packaged data; nothing else may be "published"
@@ -123,6 +127,15 @@ def physics_problems(record: ResultRecord) -> list[str]:
     return problems
 
 
+def min_latency(record: ResultRecord) -> tuple[float, str]:
+    """The shortest latency the record can honestly state, and why: 20 ticks of its stated timer."""
+    resolution = record.method.timer_resolution_s
+    if resolution is None:
+        return MIN_LATENCY_S, "no timer resolution stated: 1 us is the floor"
+    return (MIN_TICKS_PER_CALL * resolution,
+            f"{MIN_TICKS_PER_CALL} ticks of its {record.method.timer} timer, {resolution * 1e9:g} ns each")
+
+
 class InvalidFile(UserError):
     """A file with at least one invalid record: nothing from it is stored. ``problems``: one line each."""
 
@@ -142,8 +155,9 @@ def plausibility_problems(record: ResultRecord) -> list[str]:
     latency = record.latency_s()
     if record.gbps is None and latency is None:
         problems.append(f"gbps / summary.{record.method.statistic}: the record states no figure at all")
-    if latency is not None and latency < MIN_LATENCY_S:
-        problems.append(f"summary.{record.method.statistic}: {latency:g} s is below {MIN_LATENCY_S:g} s")
+    floor, why = min_latency(record)
+    if latency is not None and latency < floor:
+        problems.append(f"summary.{record.method.statistic}: {latency:g} s is below {floor:g} s ({why})")
     if record.gbps is not None and latency is not None and not record.facts.weight_bytes_unknown:
         implied = gbps(record.workload.weight_bytes, latency)
         if abs(implied - record.gbps) / record.gbps > CONSISTENCY_TOLERANCE:

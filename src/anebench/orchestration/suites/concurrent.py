@@ -20,7 +20,7 @@ from ..concurrency_plan import ConcurrencyPlan, plan_concurrent
 from ..session import RunOptions
 from .common import ProgressFactory, no_progress
 
-IDLE_GAP = 1.5  # sum of per-copy GB/s this far above combined: time went between calls
+BUSY_SHARE_MIN = 0.9  # a copy calling less of the common window than this spent the rest between calls
 SEED_NOTE = "copy i holds the workload generated with seed + i (different weights, same shape and bytes)"
 CHECKPOINT_NOTE = (
     "every copy holds the checkpoint's own weights in a buffer of its own (same bytes, no sharing)"
@@ -106,12 +106,8 @@ def run_plan(
             if options.power:
                 update["energy"] = energy.get((phase, copy), Energy(available=False, reason="not measured"))
             warnings = list(record.warnings)
-            if phase == "together" and sum(analysis.together_gbps) > IDLE_GAP * analysis.combined_gbps:
-                warnings.append(
-                    f"the copies' own GB/s sum to {sum(analysis.together_gbps):.1f} but together they "
-                    f"moved {analysis.combined_gbps:.1f} GB/s: they spent most of the window between "
-                    "calls (more threads than cores? give each copy fewer threads)"
-                )
+            if phase == "together" and (idle := between_calls_warning(run.together)):
+                warnings.append(idle)
             whole = section.whole_calls_in_window
             if phase == "together" and whole is not None and whole < MIN_CALLS_IN_WINDOW:
                 warnings.append(
@@ -123,6 +119,33 @@ def run_plan(
             update["warnings"] = warnings
             records.append(record.model_copy(update=update).with_id())
     return ConcurrentResult(records, analysis, plan)
+
+
+def off_cpu_warning(together: list[ResultRecord]) -> str | None:
+    """What was measured when the OS kept a copy off the CPU during its calls: each copy's CPU share
+    (CPU seconds / wall seconds of its together calls). A call descheduled midway counts as inside a
+    call, so the busy share alone cannot see it."""
+    if any(r.engine.device != "cpu" for r in together):
+        return None  # an accelerator's call waits for its device: the host CPU is idle by design
+    shares = [r.concurrency.cpu_share if r.concurrency else None for r in together]
+    if any(s is None for s in shares) or min(s for s in shares if s is not None) >= BUSY_SHARE_MIN:
+        return None
+    listed = ", ".join(f"copy {i} {s:.0%}" for i, s in enumerate(shares) if s is not None)
+    return (f"the copies were on a CPU for only part of their together calls ({listed}; a 1-thread copy "
+            f"needs >= {BUSY_SHARE_MIN:.0%}): other load or a CPU quota took the rest, so the verdict "
+            "describes this host's load, not the hardware")
+
+
+def between_calls_warning(together: list[ResultRecord]) -> str | None:
+    """What was measured when a copy spent part of the common window between calls: each copy's busy
+    share (the time inside its calls / the window), so the verdict's cause can be seen, not guessed."""
+    shares = [r.concurrency.busy_share if r.concurrency else None for r in together]
+    if any(s is None for s in shares) or min(s for s in shares if s is not None) >= BUSY_SHARE_MIN:
+        return off_cpu_warning(together)
+    listed = ", ".join(f"copy {i} {s:.0%}" for i, s in enumerate(shares) if s is not None)
+    return (f"the copies were inside a call for only part of the common window ({listed}; each needs "
+            f">= {BUSY_SHARE_MIN:.0%} for the verdict to describe the hardware): the rest of the window "
+            "they were between calls, off the CPU or in the harness, so combined GB/s understates them")
 
 
 def energy_by_record(run, analysis: ConcurrencyAnalysis) -> dict[tuple[str, int], Energy]:

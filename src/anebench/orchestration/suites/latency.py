@@ -110,7 +110,7 @@ def small_sweep(
     label = f"{engine.name}:{device}"
     sizes = [r.workload.weight_bytes for r in swept.records] or list(plan.sizes)
     span = f"{len(sizes)} sizes, {min(sizes) / 1e6:.3g}-{max(sizes) / 1e6:.3g} MB"
-    full = "`anebench sweep` measures the full one and stores it for next time"
+    full = "`anebench sweep --store` measures the full one into the results store, where `latency` finds it"
     if swept.analysis.fit is None:  # the dispatch cost still stands; only the overhead column is empty
         return (
             None,

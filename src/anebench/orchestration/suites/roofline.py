@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ...engines.base import Engine
 from ...errors import MeasurementError, UserError
 from ...measure.roofline import (
     RIDGE_RULE,
+    MeasuredBatch,
     RooflineAnalysis,
     analyse_roofline,
     clearly_compute_bound,
@@ -23,6 +24,46 @@ from ..session import MEMORY_HEADROOM, RunOptions, measure_workload
 from .common import ProgressFactory, latency_of, no_progress, parametric, synthetic_only
 
 COMPUTE_BOUND_CHECK = 1.6  # compute suite: doubling the batch must grow latency by this much
+REPETITIONS = 3  # each batch in repetitions: their intervals are the ridge's monotonicity gate
+# The default roofline on a CPU: a first look in under a minute. The full Llama head at batch 1024 is a
+# TFLOP per call (5.5 min and 4 GB on a 2-core machine); a 134 MB head (4x a 32 MiB cache) turns
+# compute-bound by batch 16-64 on a CPU, and a budget of calls and of warmup per batch bounds the rest.
+CPU_FIRST_LOOK_WORKLOAD = "lm_head:4096x8192:fp32"
+CPU_FIRST_LOOK_MAX_BATCH = 256
+CPU_FIRST_LOOK_BUDGET_S = 1.5
+CPU_FIRST_LOOK_WARMUP_S = 1.0  # per repetition: a steady warmup (10 calls) takes well under it here
+
+
+@dataclass(frozen=True)
+class FirstLook:
+    """The roofline's defaults where a CPU engine runs it with no workload, largest batch or budget."""
+
+    workload: str = CPU_FIRST_LOOK_WORKLOAD
+    max_batch: int = CPU_FIRST_LOOK_MAX_BATCH
+    budget_s: float = CPU_FIRST_LOOK_BUDGET_S
+    warmup_s: float = CPU_FIRST_LOOK_WARMUP_S
+
+    def estimate_s(self) -> float:
+        """The most the calls and warmups take: every batch's budget and its repetitions' warmup caps
+        (the sweep usually stops earlier, once clearly compute-bound); preparing each batch adds a little."""
+        return len(doubling_batches(self.max_batch)) * (self.budget_s + REPETITIONS * self.warmup_s)
+
+    def describe(self) -> str:
+        return (f"a first look on the CPU: {self.workload}, batches 1-{self.max_batch} doubling (stopping "
+                f"once clearly compute-bound), at most {self.budget_s:g} s of calls per batch in "
+                f"{REPETITIONS} repetitions, each warmup capped at {self.warmup_s:g} s: at most "
+                f"{self.estimate_s():.0f} s of calls and warmups; give -w llama_lm_head --max-batch 1024 "
+                "--time-budget 5 for the full head")
+
+
+def measured_batches(batches: list[int], records: list[ResultRecord]) -> list[MeasuredBatch]:
+    """What the ridge's data gates read from each point's record."""
+    found = []
+    for batch, record in zip(batches, records):
+        low, high = record.between_run() or (None, None)
+        found.append(MeasuredBatch(batch, latency_of(record), low, high, record.method.warmup_steady,
+                                   len(record.samples_s)))
+    return found
 
 
 @dataclass
@@ -65,8 +106,10 @@ def run_roofline(
     options: RunOptions,
     progress: ProgressFactory = no_progress,
 ) -> RooflineResult:
-    """Batches 1, 2, 4, ... up to ``max_batch``, stopping once clearly compute-bound."""
+    """Batches 1, 2, 4, ... up to ``max_batch``, stopping once clearly compute-bound; each batch in
+    REPETITIONS repetitions (fewer only where --runs is smaller)."""
     synthetic_only(base, "roofline")
+    options = replace(options, repetitions=min(max(options.repetitions, REPETITIONS), options.runs))
     records: list[ResultRecord] = []
     batches: list[int] = []
     planned = doubling_batches(max_batch)
@@ -90,6 +133,7 @@ def run_roofline(
         first.workload.weight_bytes,
         activation_element_bytes(base, first.engine.run_dtype),
         memory_bound_gbps(chip, host_config(first.host.cores_physical, first.host.memory_bytes)),
+        measured_batches(batches, records),
     )
     updated = with_roofline_sections(records, analysis)
     if not analysis.compute_bound:

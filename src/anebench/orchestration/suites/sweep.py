@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from ...engines.base import Engine
 from ...errors import UserError
@@ -16,14 +16,20 @@ from .common import ProgressFactory, latency_of, no_progress, resized, synthetic
 
 DEFAULT_MIN_BYTES = 1 * MiB
 UNKNOWN_CACHE_MAX_BYTES = 1024 * MiB
-DEFAULT_MAX_CACHE_FACTOR = 8  # up to 8x the cache, so the fit spans a factor of 2 past STREAM's 4x
+# Up to 32x the cache: the sizes past the knee (STREAM's 4x) span a factor of 8. Over a factor of 2 the
+# fit's slope rested on 4-5 close sizes and on a noisy machine fitted 0.84-0.87 R² or an impossible line.
+DEFAULT_MAX_CACHE_FACTOR = 32
+MIN_FIT_SPAN = 8  # the span past the knee the default aims for (less only where memory stops it)
+FIT_POINTS = 6  # sizes past the knee, log-spaced over the span
 MEMORY_SHARE = 0.25  # the default sweep never takes more than a quarter of the free memory
+REPETITIONS = 3  # each size in repetitions, so each has its own between-run interval (the fit's gate)
 
 
 @dataclass
 class SweepPlan:
     sizes: list[int]
     cache_bytes: int | None
+    notes: list[str] = field(default_factory=list)  # what sized it (`--dry-run` shows them)
 
 
 @dataclass
@@ -48,19 +54,34 @@ def plan_sweep(
     ``cache_bytes``: -1 detects the device's cache, None treats it as unknown (knee from the data).
     """
     cache = engine.cache_bytes(device) if cache_bytes == -1 else cache_bytes
+    notes = []
     if max_bytes is None:
         wanted = DEFAULT_MAX_CACHE_FACTOR * cache if cache else UNKNOWN_CACHE_MAX_BYTES
-        max_bytes = int(min(wanted, MEMORY_SHARE * host.available_memory_bytes()))
+        memory = int(MEMORY_SHARE * host.available_memory_bytes())
+        max_bytes = int(min(wanted, memory))
+        if memory < wanted:
+            notes.append(f"largest size {max_bytes / MiB:.0f} MiB: a quarter of the free memory "
+                         f"(wanted {wanted / MiB:.0f} MiB)")
     min_bytes = min_bytes or DEFAULT_MIN_BYTES
     fit_from = CACHE_FACTOR * cache if cache else None
-    sizes = sweep_sizes(min_bytes, max_bytes, points, fit_from)
+    sizes = sweep_sizes(min_bytes, max_bytes, points, fit_from, FIT_POINTS)
+    if fit_from is not None and cache:
+        span = max_bytes / fit_from
+        notes.append(f"fit sizes {fit_from / MiB:.0f}-{max_bytes / MiB:.0f} MiB: past the knee at "
+                     f"{CACHE_FACTOR}x the {cache / MiB:.1f} MiB cache, spanning {span:.1f}x"
+                     + ("" if span >= MIN_FIT_SPAN else f" (less than {MIN_FIT_SPAN}x: raise --max-mb where "
+                                                        "memory allows)"))
+    else:
+        notes.append("cache unknown: the knee is found from the data")
+    notes.append(f"each size in {REPETITIONS} repetitions (its between-run interval is the fit's agreement "
+                 "gate)")
     if fit_from is not None and sum(s >= fit_from for s in sizes) < MIN_FIT_POINTS:
         raise UserError(
             f"sweep up to {max_bytes / MiB:.1f} MiB: the fit needs {MIN_FIT_POINTS} sizes past "
             f"{CACHE_FACTOR}x the cache ({fit_from / MiB:.1f} MiB); raise --max-mb above that "
             "or set --cache-mb (0: unknown, the knee is found from the data)"
         )
-    return SweepPlan(sizes, cache)
+    return SweepPlan(sizes, cache, notes)
 
 
 def sweep_workloads(
@@ -88,6 +109,7 @@ def run_sweep(
     progress: ProgressFactory = no_progress,
 ) -> SweepResult:
     workloads = sweep_workloads(engine, device, base, plan, options.host)
+    options = replace(options, repetitions=min(max(options.repetitions, REPETITIONS), options.runs))
     records = []
     for i, workload in enumerate(workloads):
         # the bytes one call reads as the engine runs it (fp32 where fp16 is widened), as the table counts
@@ -107,7 +129,7 @@ def finish_sweep(records: list[ResultRecord], cache_bytes: int | None) -> SweepR
     first = records[0]
     chip = figure_chip_name(first.engine.device, first.engine.details, first.host.chip)
     bound = memory_bound_gbps(chip, host_config(first.host.cores_physical, first.host.memory_bytes))
-    analysis = analyse_sweep(sizes, latencies, cache_bytes, bound)
+    analysis = analyse_sweep(sizes, latencies, cache_bytes, bound, [r.between_run() for r in records])
     error = analysis.fit_error
     updated = []
     for i, record in enumerate(sorted(records, key=lambda r: r.workload.weight_bytes)):

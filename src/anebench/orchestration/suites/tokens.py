@@ -23,7 +23,7 @@ from ...workloads import Workload
 from ..session import RunOptions, measure_workload
 from .common import ProgressFactory, latency_of, no_progress, synthetic_only
 from .coreml_plan import CoreMLPlan, PlannedBundle, calls_text, fits_in_memory, plan_bundle
-from .roofline import RooflineResult, compute_result, with_roofline_sections
+from .roofline import RooflineResult, compute_result, measured_batches, with_roofline_sections
 
 DEFAULT_MAX_TOKENS = 512
 ALIGNMENT_TOKENS = 32  # Apple: the last axis is padded to 64 bytes = 32 fp16 values
@@ -80,7 +80,8 @@ def run_token_roofline(engine: CoreMLEngine, device: str, plan: CoreMLPlan, opti
             break
     base = plan.bundles[0].workload
     analysis = analyse_roofline(counts, [latency_of(r) for r in records], base.vocab, base.hidden,
-                                records[0].workload.weight_bytes, 2)  # fp16 activations whatever the storage
+                                records[0].workload.weight_bytes, 2,  # fp16 activations whatever the storage
+                                measured=measured_batches(counts, records))
     analysis = replace(analysis, rule=TOKEN_RULE)
     updated = with_roofline_sections(records, analysis)
     if not analysis.compute_bound:

@@ -43,9 +43,10 @@ SUITE_LIMITS = {
     "roofline": [("--max-batch", "4")],
     "compute": [("--batch", "16"), ("-w", "lm_head:64x256:fp32")],
 }
-# A sweep whose fit fails its gates exits 1 after saving: on a shared CI machine that is a result, not a
-# rotten example, so a sweep line without `# exit N` may end with 0 or 1.
-ALSO_ACCEPTED = {"sweep": {1}}
+# A suite whose analysis fails its gates (a sweep's fit, a roofline's ridge, compute not compute-bound)
+# exits 3 after saving and printing every point: on a small CI workload on a shared machine that is a
+# result, not a rotten example, so a suite line without `# exit N` may end with 0 or 3.
+ALSO_ACCEPTED = {"sweep": {3}, "roofline": {3}, "compute": {3}}
 
 
 @dataclass

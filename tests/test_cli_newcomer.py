@@ -112,13 +112,13 @@ def test_threads_on_a_suite_is_recorded(capsys):
         capsys, "compute", "-e", "numpy", "-w", "lm_head:64x64:fp32", "--batch", "8", "--runs", "3",
         "--threads", "1", "--json", "--no-save",
     )
-    assert code == 0, err
+    assert code in (0, 3), err  # 3: a 64x64 head is not clearly compute-bound (the analysis says so)
     assert all(r["method"]["threads"] == 1 for r in json.loads(out)["results"])
     code, out, err = run_cli(
         capsys, "compute", "-e", "numpy", "-w", "lm_head:64x64:fp32", "--batch", "8", "--runs", "3",
         "--threads", "1", "--no-save",
     )
-    assert code == 0 and "numpy:cpu t=1" in out  # the suite's table names the limit
+    assert code in (0, 3) and "numpy:cpu t=1" in out  # the suite's table names the limit
 
 
 @pytest.mark.parametrize(
@@ -153,7 +153,7 @@ def test_a_piped_suite_prints_one_line_per_finished_point_with_the_time_left(cap
         capsys, "roofline", "-e", "numpy", "-w", "lm_head:64x256:fp32", "--max-batch", "4", "--runs", "3",
         "--no-save",
     )
-    assert code == 0, err
+    assert code in (0, 3), err  # 3: the ridge of a tiny head failed its gates, after printing each point
     done = [line for line in err.splitlines() if line.startswith("done: roofline numpy:cpu batch")]
     assert [line.split(" batch ")[1].split(" in ")[0] for line in done] == ["1 (1/3)", "2 (2/3)", "4 (3/3)"]
     assert "left)" in done[0] and "elapsed" in done[-1]
@@ -172,7 +172,7 @@ def test_quiet_prints_no_progress(capsys):
         "--runs", "3",
         "--no-save",
     )
-    assert code == 0 and "done:" not in err
+    assert code in (0, 3) and "done:" not in err
 
 
 def test_time_left_is_the_mean_point_times_the_points_to_come(monkeypatch):
@@ -229,4 +229,18 @@ def test_a_results_file_saved_before_the_later_fields_still_loads(tmp_path):
     assert ResultRecord.model_validate(body).content_id() == body["id"]
     saved = tmp_path / "old.json"
     saved.write_text(json.dumps({"schema": "anebench.results/2", "results": [body]}))
+    assert [r.id for r in load_records(saved)] == [body["id"]]
+
+
+def test_a_measured_file_from_before_the_later_fields_still_loads(capsys, tmp_path):
+    """A run saved before method.threads, decode and repetitions.interleave existed keeps its id."""
+    from anebench.results.files import load_records
+
+    code, out, err = run_cli(capsys, "run", "-e", "numpy", *SMALL, "--json", "--no-save")
+    assert code == 0, err
+    document = json.loads(out)
+    body = document["results"][0]
+    del body["method"]["threads"], body["decode"], body["repetitions"]["interleave"]
+    saved = tmp_path / "earlier.json"
+    saved.write_text(json.dumps(document))
     assert [r.id for r in load_records(saved)] == [body["id"]]

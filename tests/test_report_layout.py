@@ -136,7 +136,7 @@ def test_the_html_page_has_contents_viewport_themes_and_scrolling_tables(records
 
 
 # The matrix columns a phone reader needs without a sideways swipe (issue 26).
-KEY_COLUMNS = ["chip", "GB/s (median ± between-run)", "utilisation", "tier"]
+KEY_COLUMNS = ["chip", "GB/s [95% range]", "utilisation", "tier"]
 HARNESS = """<!DOCTYPE html><html><head><meta charset="utf-8">
 <style>html,body{margin:0;overflow:hidden}iframe{border:0;display:block}</style></head><body>
 <iframe id="page" src="PAGE" width="WIDTH" height="900"></iframe><pre id="measured"></pre><script>

@@ -128,7 +128,9 @@ class OutputCheck(_Model):
 
 # Record fields added after the first records were stored (a path into the record's JSON); left out of the
 # content id while unset (None). Add a new optional field here, or every stored record's id changes.
-FIELDS_ADDED_LATER: tuple[tuple[str, ...], ...] = (("method", "threads"), ("decode",))
+FIELDS_ADDED_LATER: tuple[tuple[str, ...], ...] = (
+    ("method", "threads"), ("decode",), ("repetitions", "interleave"),
+)
 
 
 class MethodInfo(_Model):

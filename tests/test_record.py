@@ -94,8 +94,10 @@ def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path, mon
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "replace", broken_replace)
-    with pytest.raises(OSError):
-        files.atomic_write_bytes(path, b"new")
+    from anebench.errors import UserError
+
+    with pytest.raises(UserError, match="chart.png: cannot be written .*the disk is full"):
+        files.atomic_write_bytes(path, b"new")  # one line naming the target, not the temporary
     assert path.read_bytes() == b"old" and [p.name for p in tmp_path.iterdir()] == ["chart.png"]
 
 

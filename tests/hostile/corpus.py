@@ -86,7 +86,7 @@ def anebench_files(tmp: Path) -> dict[str, tuple[Path, str]]:
         ),
         "unknown chip at 50,000 GB/s": (
             write(tmp / "fast3.json", consistent(50_000, chip="Mystery X1")),
-            "bound for an unknown device",
+            "is not in the chip catalog",
         ),
         "weight_bytes unrelated to the shape": (
             write(

@@ -1,15 +1,19 @@
 """The bundle cache: one directory per build key, written in a temporary directory and renamed into place.
 
 A cache entry is complete or absent: a build that fails or is interrupted leaves only a temporary
-directory (removed on the way out), and a finished one appears with its manifest in one rename. The
+directory (removed on the way out), and a finished one appears with its manifest in one rename. A build
+holds a lock on a file in its staging folder; the next build into the same cache removes every staging
+folder whose lock is free (its builder was SIGKILLed, e.g. by the OOM killer). The
 manifest records the spec, the coremltools version, the weight bytes the program reads (parsed from
 the program, not from file sizes) and the sha256 of the weight file.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -24,6 +28,11 @@ from .coreml import BuildSpec, SplitProgress, build_bundle
 from .mlprogram import MLProgramBundle
 
 MANIFEST_NAME = "anebench-build.json"
+STAGING = re.compile(r"^\.[0-9a-f]{16}-")  # .KEY16-RANDOM: a build's staging folder
+STAGING_LOCK = ".building"
+# A folder without a lock file: an older version's build (or one being created this instant); removed
+# only once older than any build takes.
+UNLOCKED_GRACE_S = 24 * 3600.0
 MANIFEST_SCHEMA = "anebench.coreml-build/1"
 def default_cache_dir() -> Path:
     """The bundle cache: ``$ANEBENCH_CACHE_DIR`` or the platform's cache directory (e.g.
@@ -116,6 +125,47 @@ def lookup(spec: BuildSpec, cache_dir: Path | None = None) -> Artifact | None:
     return _cached(cache_dir / spec.key, spec.key)
 
 
+def lock_staging(staging: Path) -> int:
+    """Hold an exclusive lock in the staging folder for as long as this process lives (the kernel
+    releases it however the process ends)."""
+    fd = os.open(staging / STAGING_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    return fd
+
+
+def _abandoned(folder: Path) -> bool:
+    try:
+        fd = os.open(folder / STAGING_LOCK, os.O_RDWR)
+    except FileNotFoundError:  # an older version's folder, or one whose builder is just starting
+        try:
+            return time.time() - folder.stat().st_mtime > UNLOCKED_GRACE_S
+        except OSError:
+            return False
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True  # nobody holds it: its builder is gone
+    except OSError:
+        return False  # a build in progress
+    finally:
+        os.close(fd)
+
+
+def remove_abandoned_staging(cache_dir: Path) -> list[Path]:
+    """Remove the staging folders of builds that died without cleaning up; the removed folders."""
+    removed: list[Path] = []
+    try:
+        candidates = [p for p in cache_dir.iterdir() if STAGING.match(p.name) and p.is_dir()]
+    except OSError:
+        return removed
+    for folder in candidates:
+        if _abandoned(folder):
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
+
+
 def build_or_reuse(spec: BuildSpec, cache_dir: Path | None = None,
                    progress: SplitProgress | None = None) -> Artifact:
     """The bundle for ``spec``: from the cache when it is there and complete, else built into it."""
@@ -126,7 +176,9 @@ def build_or_reuse(spec: BuildSpec, cache_dir: Path | None = None,
         return found
     try:
         cache_dir.mkdir(parents=True, exist_ok=True)
+        remove_abandoned_staging(cache_dir)
         staging = Path(tempfile.mkdtemp(prefix=f".{spec.key[:16]}-", dir=cache_dir))
+        lock = lock_staging(staging)
     except OSError as exc:
         raise UserError(
             f"bundle cache {cache_dir}: cannot write there ({exc.strerror or exc}); "
@@ -138,6 +190,7 @@ def build_or_reuse(spec: BuildSpec, cache_dir: Path | None = None,
         build_bundle(spec, package, progress)
         manifest = describe_bundle(spec, package, time.perf_counter() - started)
         (staging / MANIFEST_NAME).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+        (staging / STAGING_LOCK).unlink()  # not part of the entry; the lock itself holds until the end
         if entry.exists():  # a stale or partial entry (or a concurrent build): replace it
             shutil.rmtree(entry, ignore_errors=True)
         try:
@@ -150,4 +203,5 @@ def build_or_reuse(spec: BuildSpec, cache_dir: Path | None = None,
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
+        os.close(lock)
     return Artifact(entry / spec.bundle_name(), manifest, reused=False)

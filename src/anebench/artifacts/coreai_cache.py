@@ -21,7 +21,7 @@ from ..errors import UserError
 from ..util.hashing import file_sha256
 from ..util.paths import CACHE_ENV
 from . import _coreai
-from .cache import MANIFEST_NAME, default_cache_dir
+from .cache import MANIFEST_NAME, STAGING_LOCK, default_cache_dir, lock_staging, remove_abandoned_staging
 from .coreai import (
     FUNCTION,
     PROGRAM_FILE,
@@ -129,7 +129,9 @@ def build_or_reuse_asset(spec: AssetSpec, cache_dir: Path | None = None,
         return found
     try:
         cache_dir.mkdir(parents=True, exist_ok=True)
+        remove_abandoned_staging(cache_dir)
         staging = Path(tempfile.mkdtemp(prefix=f".{spec.key[:16]}-", dir=cache_dir))
+        lock = lock_staging(staging)  # the bundle cache's rule: a live build holds its staging folder
     except OSError as exc:
         raise UserError(
             f"asset cache {cache_dir}: cannot write there ({exc.strerror or exc}); "
@@ -141,6 +143,7 @@ def build_or_reuse_asset(spec: AssetSpec, cache_dir: Path | None = None,
         digests = write_asset(spec, package, progress)
         manifest = describe_asset(spec, package, digests, time.perf_counter() - started)
         (staging / MANIFEST_NAME).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+        (staging / STAGING_LOCK).unlink()
         if entry.exists():  # a stale or partial entry (or a concurrent build): replace it
             shutil.rmtree(entry, ignore_errors=True)
         try:
@@ -153,4 +156,5 @@ def build_or_reuse_asset(spec: AssetSpec, cache_dir: Path | None = None,
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
+        os.close(lock)
     return AssetArtifact(entry / spec.asset_name(), manifest, reused=False)

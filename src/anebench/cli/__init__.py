@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import functools
+import os
 import signal
 import sys
 import threading
+import traceback
 
 import click
 from rich.markup import escape  # messages quote shapes like [vocab, hidden]
@@ -13,11 +15,22 @@ from rich.markup import escape  # messages quote shapes like [vocab, hidden]
 from .. import __version__
 from ..errors import AnalysisFailed, MeasurementError, UserError
 from ..report.escape import clean_text
-from .common import NORMAL, QUIET, VERBOSE, err_console, flush_warnings
+from .boundary import cwd_missing, describe, safe_streams, silence_stdout
+from .common import NORMAL, QUIET, SAVED_SO_FAR, VERBOSE, err_console, flush_warnings, interrupted_line
+
+
+class ClosedOutput(Exception):
+    """stdout or stderr was closed (a BrokenPipeError), carried past click, which would exit silently."""
 
 
 class Commands(click.Group):
     """`anebench --help` lists each command with its whole first sentence, wrapped, never cut."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError as exc:
+            raise ClosedOutput() from exc
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = []
@@ -45,9 +58,14 @@ class Commands(click.Group):
 @click.option(
     "-v", "--verbose", is_flag=True, help="Print more: each warning per record, full workload names."
 )
+@click.option(
+    "--debug", is_flag=True, help="On an unexpected error, print its traceback (default: one line)."
+)
 @click.pass_context
-def app(ctx: click.Context, quiet: bool, verbose: bool) -> None:
+def app(ctx: click.Context, quiet: bool, verbose: bool, debug: bool) -> None:
     """Measure how fast an accelerator streams LLM weights from memory."""
+    global _debug
+    _debug = _debug or debug
     if quiet and verbose:
         raise UserError("--quiet with --verbose: choose one")
     ctx.meta["anebench.verbosity"] = QUIET if quiet else VERBOSE if verbose else NORMAL
@@ -106,29 +124,95 @@ _register_commands()
 _help_when_bare(app)
 
 
+_debug = bool(os.environ.get("ANEBENCH_DEBUG"))
+# Signals that unwind like Ctrl-C: a supervisor's SIGTERM, a closed terminal's (or ssh drop's) SIGHUP.
+UNWINDING = tuple(s for s in (signal.SIGTERM, getattr(signal, "SIGHUP", None)) if s is not None)
+
+
 def _terminate(signum: int, frame: object) -> None:
-    """SIGTERM unwinds like Ctrl-C: finished steps are saved, staging folders removed, the cursor shown."""
+    """SIGTERM and SIGHUP unwind like Ctrl-C: finished steps are saved, staging folders removed, the
+    cursor shown."""
     raise KeyboardInterrupt
 
 
 def main(argv: list[str] | None = None) -> None:
-    previous = None
+    global _debug
+    previous: dict[int, object] = {}
     if threading.current_thread() is threading.main_thread():
-        previous = signal.signal(signal.SIGTERM, _terminate)
+        previous[signal.SIGINT] = signal.getsignal(signal.SIGINT)  # restored: an interrupt may ignore it
+        for signum in UNWINDING:
+            previous[signum] = signal.signal(signum, _terminate)
+    SAVED_SO_FAR.clear()
+    debug_before = _debug
+    _debug = _debug or "--debug" in (sys.argv[1:] if argv is None else argv)
     try:
-        _main(argv)
+        with safe_streams():
+            if cwd_missing():  # before any import that resolves paths (torch's MKL aborts there)
+                _fail("the current directory no longer exists (deleted while in use): cd to an existing "
+                      "folder and run the command again", 2)
+            _main(argv)
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        _debug = debug_before
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)  # type: ignore[arg-type]
+
+
+def _ignore_interrupts() -> None:
+    """While the last words are printed, a second Ctrl-C (or SIGTERM) cannot cut them into a traceback."""
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGINT, *UNWINDING):
+            signal.signal(signum, signal.SIG_IGN)
+
+
+def _fail(message: str, code: int) -> None:
+    """The one line for an error the library let through, on stderr if stderr still works."""
+    try:
+        err_console.print(f"[red]error:[/red] {escape(clean_text(message, keep_newlines=False))}",
+                          highlight=False, soft_wrap=True)
+        if _debug:
+            err_console.print(traceback.format_exc(), markup=False, highlight=False)
+    except Exception:  # stderr itself is gone (closed, full): the exit code is all that is left
+        pass
+    sys.exit(code)
 
 
 def _main(argv: list[str] | None) -> None:
+    try:
+        _run(argv)
+        sys.stdout.flush()  # a closed pipe or a full disk under stdout shows here, not in Python's exit
+    except (BrokenPipeError, ClosedOutput):
+        silence_stdout()
+        _fail(describe(BrokenPipeError())[0], 1)
+    except KeyboardInterrupt:
+        _ignore_interrupts()
+        try:
+            err_console.print(interrupted_line(), highlight=False, markup=False)
+        except Exception:
+            pass
+        sys.exit(130)
+    except Exception as exc:  # the boundary: one line, never a traceback (--debug shows it)
+        message, code = describe(exc)
+        _settle_stdout()
+        _fail(message, code)
+
+
+def _settle_stdout() -> None:
+    """If stdout cannot take what is buffered (a full disk under `> file`), drop it: Python's own flush
+    at exit would otherwise print 'Exception ignored' and a traceback."""
+    try:
+        sys.stdout.flush()
+    except Exception:
+        silence_stdout()
+
+
+def _run(argv: list[str] | None) -> None:
     try:
         code = app.main(args=argv, prog_name="anebench", standalone_mode=False)
         if isinstance(code, int) and code != 0:  # ctx.exit(N) returns N outside standalone mode
             sys.exit(code)
     except click.exceptions.Abort:
-        err_console.print("interrupted: nothing was saved")
+        _ignore_interrupts()
+        err_console.print(interrupted_line(), highlight=False, markup=False)
         sys.exit(130)
     except click.UsageError as exc:
         command = exc.ctx.command_path if exc.ctx else "anebench"
@@ -156,9 +240,6 @@ def _main(argv: list[str] | None) -> None:
             f"[red]measurement refused:[/red] {escape(clean_text(str(exc)))}", highlight=False, soft_wrap=True
         )
         sys.exit(MeasurementError.exit_code)
-    except KeyboardInterrupt:
-        err_console.print("interrupted: nothing was saved", highlight=False)
-        sys.exit(130)
 
 
 if __name__ == "__main__":

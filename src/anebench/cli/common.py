@@ -3,6 +3,7 @@ saving and the output formats."""
 
 from __future__ import annotations
 
+import errno
 import functools
 import inspect
 import os
@@ -60,6 +61,11 @@ class FollowingConsole(Console):
     @size.setter
     def size(self, new_size: tuple[int, int]) -> None:
         Console.size.fset(self, new_size)  # type: ignore[attr-defined]
+
+    def on_broken_pipe(self) -> None:
+        """Rich exits silently (SystemExit(1)) on a closed pipe; the CLI's boundary says it in one line."""
+        self.quiet = True
+        raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
 
 
 # emoji=False: names such as hf:m:lm_head.weight contain ":m:", which Rich would turn into an emoji.
@@ -160,13 +166,13 @@ def add_input(path: Path) -> None:
 
 
 def protected_paths() -> list[tuple[Path, str]]:
-    """The command's inputs and, with --store, the results store: never an output."""
-    protected = [(p, "an input of this command") for p in _meta("inputs", []) or []]
-    if _meta("store"):
-        from ..results.store import default_db_path
+    """The command's inputs, the default results store and any --db: never an output (the output policy
+    also refuses their SQLite side files and any other SQLite database)."""
+    from ..results.store import default_db_path
 
-        db = _meta("db") or default_db_path()
-        protected.append((Path(db), "the results store (--db)"))
+    protected = [(p, "an input of this command") for p in _meta("inputs", []) or []]
+    stores = [Path(db) for db in (_meta("db"), default_db_path()) if db]
+    protected += [(db, "the results store (--db)" if _meta("store") else "a results store") for db in stores]
     return protected
 
 
@@ -282,9 +288,8 @@ def announce_workloads(workloads: list[Workload]) -> None:
     """A checkpoint's tensor file is an input of the command, and the user is told which real weights
     are measured (e.g. the tensor chosen)."""
     for workload in workloads:
-        entry = getattr(workload.source, "entry", None)
-        if entry is not None:
-            add_input(entry.path)
+        for path in getattr(workload.source, "inputs", ()) or ():  # shards, index, config: all inputs
+            add_input(path)
         if workload.source is not None:
             say(clean_text(f"{workload.name}: {workload.note}"))
 
@@ -325,15 +330,32 @@ def fallback_dir() -> Path:
     return Path(platformdirs.user_data_dir("anebench", appauthor=False)) / "unsaved"
 
 
+def _fallback_dirs() -> Iterator[Path]:
+    yield fallback_dir()
+    yield Path(tempfile.gettempdir())  # raises when no temp dir is usable: the caller catches it
+
+
 def keep_unsaved(records: list[ResultRecord], suite: str) -> Path | None:
-    """The records in the user data dir (or the temp dir) when they could not be saved where asked."""
+    """The records in the user data dir (or the temp dir) when they could not be saved where asked;
+    None when neither can take them."""
     data = document_json(records).encode()
-    for directory in (fallback_dir(), Path(tempfile.gettempdir())):
+    places = _fallback_dirs()
+    while True:
         try:
+            directory = next(places)
             return write_new(directory, default_out_stem(suite), ".json", data)
+        except StopIteration:
+            return None
         except (OSError, UserError):
             continue
-    return None
+
+
+def where_default_goes() -> str:
+    """The folder a default-named file goes to, for messages; a deleted working directory is named."""
+    try:
+        return str(Path.cwd())
+    except FileNotFoundError:
+        return "the current directory (it no longer exists)"
 
 
 def save_results(records: list[ResultRecord], suite: str, out: Path | None) -> Path:
@@ -345,10 +367,77 @@ def save_results(records: list[ResultRecord], suite: str, out: Path | None) -> P
     except (OSError, UserError) as exc:
         reason = str(exc) if isinstance(exc, UserError) else f"{exc.strerror or exc}"
         kept = keep_unsaved(records, suite)
-        where = f"they are kept in {kept}" if kept else "and could not be kept anywhere: use --json"
+        where = (
+            f"they are kept in {kept}"
+            if kept
+            else f"and could not be kept in {fallback_dir()} or the temp dir either: they are lost; "
+            "rerun with --json (or --format) to get them on stdout"
+        )
         raise UserError(
-            f"could not save the {len(records)} measured record(s) to {out or Path.cwd()}: {reason}; {where}"
+            f"could not save the {len(records)} measured record(s) to {out or where_default_goes()}: "
+            f"{reason}; {where}"
         ) from None
+
+
+class StepSaver:
+    """Saves a multi-step run's records as each step finishes (the file is rewritten whole, atomically),
+    so a second Ctrl-C, SIGHUP, SIGKILL or a closed stdout loses only the step that was running. The
+    first save picks the name (--out or a default one); later saves replace that file. A failed save
+    stops the checkpoints quietly: the final save reports it (and keeps the records elsewhere)."""
+
+    def __init__(self, suite: str, out: Path | None, no_save: bool, steps: int):
+        self.suite, self.out = suite, out
+        self.path: Path | None = None
+        self.count = 0
+        self.active = not no_save and steps > 1
+
+    def __call__(self, records: list[ResultRecord]) -> None:
+        if not self.active:
+            return
+        try:
+            if self.path is not None:
+                save_records(self.path, records, "--out", True, protected_paths())
+            elif self.out is not None:
+                self.path = save_records(self.out, records, "--out", bool(_meta("force")), protected_paths())
+            else:
+                data = document_json(records).encode()
+                self.path = write_new(Path.cwd(), default_out_stem(self.suite), ".json", data)
+            self.count = len(records)
+            _remember_saved(self.path, self.count)
+        except (OSError, UserError):
+            self.active = False
+
+    def final_out(self) -> Path | None:
+        """Where the final save goes: the checkpoint file when there is one."""
+        return self.path or self.out
+
+
+# This command's last checkpoint (file, records): read by the CLI's boundary after the command unwound.
+SAVED_SO_FAR: dict[str, tuple[Path, int]] = {}
+
+
+def _remember_saved(path: Path, count: int) -> None:
+    SAVED_SO_FAR["last"] = (path, count)
+
+
+def interrupted_line() -> str:
+    """What an interrupt leaves: the checkpointed records, or nothing."""
+    last = SAVED_SO_FAR.get("last")
+    if last is None:
+        return "interrupted: nothing was saved"
+    return f"interrupted: the {last[1]} finished record(s) are saved to {clean_text(str(last[0]), False)}"
+
+
+def hold_signals() -> None:
+    """From here on a further Ctrl-C, SIGTERM or SIGHUP cannot cut short the saving of finished work."""
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+            signum = getattr(signal, name, None)
+            if signum is not None:
+                signal.signal(signum, signal.SIG_IGN)
 
 
 @contextmanager
@@ -407,6 +496,12 @@ def emit(
     """Print the table (stderr under a machine format), what each record adds (how it repeated, device
     time, energy), its warnings once each, save the records, then the document in the format asked."""
     fmt = _meta("format") or ("json" if as_json else "table")
+    saved, failure = None, None
+    if not no_save:  # saved first: a closed stdout or a full terminal log cannot lose the measurement
+        try:
+            saved = save_results(records, suite, out)
+        except UserError as exc:
+            failure = exc
     table = results_table(records, title, full_names=verbosity() >= VERBOSE)
     if fmt == "table":
         out_console().print(table)
@@ -427,13 +522,8 @@ def emit(
         if record.energy is not None:
             say(f"{label}: energy {clean_text(energy_line(record.energy))}")
     flush_warnings()
-    saved, failure = None, None
-    if not no_save:
-        try:
-            saved = save_results(records, suite, out)
-            say(f"saved {len(records)} record(s) to {clean_text(str(saved))}")
-        except UserError as exc:
-            failure = exc
+    if saved is not None:
+        say(f"saved {len(records)} record(s) to {clean_text(str(saved), keep_newlines=False)}")
     document = {"json": document_json, "csv": records_csv, "md": records_markdown}.get(fmt)
     if document is not None:
         sys.stdout.write(document(records))

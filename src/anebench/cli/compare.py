@@ -13,7 +13,7 @@ import click
 
 from ..errors import UserError
 from ..measure.uncertainty import gbps_cell, gbps_range
-from ..report.escape import clean_text, csv_cell
+from ..report.escape import clean_text, csv_cell, md_cell
 from ..results.pairing import FileComparison, Pair, Side, compare_files
 from ..results.validate import InvalidFile
 from .common import QUIET, err_console, format_option, out_console, output_format, say, verbosity
@@ -233,8 +233,10 @@ def compare(
         sys.stdout.write(json.dumps(document(result), indent=1) + "\n")
     elif machine == "csv":
         sys.stdout.write(csv_text(result))
-    elif machine == "md":
-        sys.stdout.write(markdown_table(header, rows) + f"\n{legend}\n\n{LEGEND}\n")
+    elif machine == "md":  # file names are a contributor's text too: no live link or image in Markdown
+        md_legend = "; ".join(f"{letter(i)} = {md_cell(str(p))}" for i, p in enumerate(result.paths))
+        md_legend += "; A, B: each file's median latency"
+        sys.stdout.write(markdown_table(header, rows) + f"\n{md_legend}\n\n{LEGEND}\n")
     say(LEGEND)
     for method in dict.fromkeys(p.comparison.method for p in result.pairs):  # paired pairs say so
         say(f"method: {method}")

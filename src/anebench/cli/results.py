@@ -368,8 +368,7 @@ def store_show(record_id: str, db: Path | None, fmt: str | None, as_json: bool) 
 def store_remove(record_ids: tuple[str, ...], db: Path | None) -> None:
     """Delete records by id (at least 8 leading hex digits), e.g. one that a report skips."""
     with open_store(db, create=False) as opened:
-        for prefix in record_ids:
-            removed = opened.remove(prefix.strip().lower())
+        for removed in opened.remove(*(prefix.strip().lower() for prefix in record_ids)):
             err_console.print(f"removed record {removed} from {escape(str(opened.path))}", highlight=False)
 
 

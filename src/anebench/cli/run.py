@@ -38,12 +38,14 @@ from ..system.host import busy_warning, describe_host
 from ..system.power import energy_sources
 from .common import (
     QUIET,
+    StepSaver,
     announce_workloads,
     check_out_path,
     emit,
     err_console,
     flush_warnings,
     format_option,
+    hold_signals,
     measuring_options,
     out_console,
     output_format,
@@ -362,10 +364,13 @@ def run(
             task = progress.add_task(f"{label} (loading)", total=total)
             return lambda done, total: progress.update(task, completed=done, description=label)
 
-        result = run_campaign(plan.steps, options, mitigations, started)
+        checkpoint = StepSaver("run", out, no_save, len(plan.steps))
+        result = run_campaign(plan.steps, options, mitigations, started, finished=checkpoint)
+    out = checkpoint.final_out()
     if piped and not result.interrupted:  # after the bars' last frame, so the log reads in order
         say_line(log.finish())
     if result.interrupted:
+        hold_signals()  # a second Ctrl-C (or a SIGHUP) cannot cut the save of the finished steps
         saved = emit(result.records, "run", out, no_save, as_json)
         where = f"saved to {saved}" if saved else "not saved (--no-save)"
         say(

@@ -9,6 +9,7 @@ import click
 
 from ..errors import UserError
 from ..model import ResultRecord
+from ..report.escape import clean_text
 from ..report.suite_terminal import TermTable, as_csv, as_markdown, suite_tables
 from ..results.files import document_json
 from .common import save_results
@@ -44,7 +45,14 @@ def show_tables(tables: list[TermTable], fmt: str) -> None:
 def finish(records: list[ResultRecord], suite: str, out: Path | None, no_save: bool, fmt: str,
            tables: list[TermTable] | None = None, file_label: str | None = None) -> Path | None:
     """The suite's tables, its warnings once each, energy per record, then save and (json) the document.
-    ``file_label``: the suite's name in a default results file name (default ``suite``)."""
+    ``file_label``: the suite's name in a default results file name (default ``suite``). The records are
+    saved first: a closed stdout or a full terminal log cannot lose them."""
+    saved, failure = None, None
+    if not no_save:
+        try:
+            saved = save_results(records, file_label or suite, out)
+        except UserError as exc:
+            failure = exc
     show_tables(suite_tables(suite, records) if tables is None else tables, fmt)
     warnings = Warnings()
     warnings.add_records(records)
@@ -59,13 +67,8 @@ def finish(records: list[ResultRecord], suite: str, out: Path | None, no_save: b
     if device:
         say(f"device time ({records[0].device_time}): {min(device):.3g}-{max(device):.3g} GB/s over "
             f"{len(device)} record(s); each record's figure is in the results file")
-    saved, failure = None, None
-    if not no_save:
-        try:
-            saved = save_results(records, file_label or suite, out)
-            say(f"saved {len(records)} record(s) to {saved}")
-        except UserError as exc:
-            failure = exc
+    if saved is not None:
+        say(f"saved {len(records)} record(s) to {clean_text(str(saved), keep_newlines=False)}")
     meta = click.get_current_context().meta
     if meta.get("anebench.store") and records:  # --store, as in `run`: every suite's records can be stored
         from .results import store_measured

@@ -21,7 +21,15 @@ from ..model import ResultRecord
 from ..orchestration.session import RunOptions
 from ..orchestration.suites.common import with_dtype
 from ..results.files import load_records
-from .common import add_input, check_out_path, measuring_options, resolve_targets, resolve_workloads
+from .common import (
+    StepSaver,
+    add_input,
+    check_out_path,
+    measuring_options,
+    resolve_targets,
+    resolve_workloads,
+    warn,
+)
 from .params import MEBIBYTES, MEBIBYTES_OR_ZERO, timing_flags
 from .plans import coreml_only_target, dry_run_option, measuring_targets, show_plan
 from .results import store_options
@@ -179,12 +187,17 @@ def sweep(
     for target, base, plan in plans:  # every refusal before anything is measured
         sweep_workloads(target.engine, target.device, base, plan)
     results = []
+    checkpoint = StepSaver("sweep", out, no_save, steps=2)  # every finished point, saved as it finishes
+    finished: list = []
     with progress() as factory:
         for target, base, plan in plans:
-            results.append(
-                (target, base, run_sweep(target.engine, target.device, base, plan, options, factory))
-            )
-    saved = finish([r for *_, res in results for r in res.records], "sweep", out, no_save, fmt)
+            before = list(finished)
+            result = run_sweep(target.engine, target.device, base, plan, options, factory,
+                               finished=lambda points, before=before: checkpoint(before + points))
+            results.append((target, base, result))
+            finished += result.records
+    saved = finish([r for *_, res in results for r in res.records], "sweep", checkpoint.final_out(), no_save,
+                   fmt)
     if results:
         say(f"fit gates: {results[0][2].analysis.gates}")
     for i, (target, base, result) in enumerate(results):
@@ -420,7 +433,11 @@ def stored_sweeps(db: Path | None) -> tuple[list[ResultRecord], str | None]:
         return [], None
     add_input(path)
     with open_store(path, create=False, readonly=True) as store:
-        return [r for r in store.records(provenance="measured") if r.suite == "sweep"], str(path)
+        sweeps = [r for r in store.records(provenance="measured") if r.suite == "sweep"]
+        for record_id, why in store.skipped:
+            warn(f"record {record_id[:16]} skipped: this version cannot load it ({why}); "
+                 f"`anebench store remove {record_id[:16]} --db {path}` deletes it")
+        return sweeps, str(path)
 
 
 @click.command()

@@ -20,7 +20,7 @@ from rich.text import Text
 
 from ..measure.uncertainty import fmt_gbps, range_cell
 from ..model import ResultRecord
-from ..report.escape import clean_text, csv_cell
+from ..report.escape import clean_text, csv_cell, md_cell
 
 TIME_UNITS = (("s", 1.0), ("ms", 1e3), ("µs", 1e6), ("ns", 1e9))
 WORKLOAD_WIDTH = 24  # longer workload names are abbreviated by ABBREVIATION_RULE
@@ -198,8 +198,8 @@ def results_table(
 
 
 def markdown_table(header: list[str], rows: list[list[str]]) -> str:
-    def cell(text: str) -> str:
-        return " ".join(clean_text(text).split()).replace("|", "\\|")
+    def cell(text: str) -> str:  # a contributor's name: no link, image, raw HTML, mention or row break
+        return md_cell(text)
 
     lines = [
         "| " + " | ".join(map(cell, header)) + " |",

@@ -26,7 +26,11 @@ def upgrade_record(data: dict[str, Any]) -> dict[str, Any]:
         return data
     upgraded = {k: v for k, v in data.items() if k not in ("extras", "id")}
     upgraded["schema"] = V2
-    upgraded["suite"] = SUITE_RENAMES.get(data.get("suite", "run"), data.get("suite", "run"))
+    suite = data.get("suite", "run")
+    if not isinstance(suite, str):  # a list or an object would not even be a dict key
+        raise ValueError(f"suite: expected a string in an anebench.result/1 record, not "
+                         f"{type(suite).__name__}")
+    upgraded["suite"] = SUITE_RENAMES.get(suite, suite)
     extras = data.get("extras") or {}
     if not isinstance(extras, dict):
         raise ValueError("extras: expected an object in an anebench.result/1 record")

@@ -115,10 +115,15 @@ def step_label(step: Step) -> str:
 
 
 def run_campaign(
-    steps: list[Step], options: RunOptions, mitigations: Mitigations, started: StepStarted | None = None
+    steps: list[Step],
+    options: RunOptions,
+    mitigations: Mitigations,
+    started: StepStarted | None = None,
+    finished: Callable[[list[ResultRecord]], None] | None = None,
 ) -> CampaignResult:
     """Measure each step in turn (keep-awake around each); an interrupt after a finished step returns
-    what finished with ``interrupted`` set, and one before any step finished propagates."""
+    what finished with ``interrupted`` set, and one before any step finished propagates. ``finished``
+    gets the records so far after each step (the CLI saves them: a SIGKILL loses only the running step)."""
     records: list[ResultRecord] = []
     try:
         for step in steps:
@@ -134,6 +139,8 @@ def run_campaign(
                     phase=awake.phase,
                 )
                 records.append(awake.annotate(record))
+            if finished is not None:
+                finished(list(records))
     except KeyboardInterrupt:  # Ctrl-C, or SIGTERM turned into it by the caller
         if not records:
             raise

@@ -32,6 +32,7 @@ from ..measure.concurrency import busy_share, calls_in_window, checked_window, c
 from ..measure.timing import Timing, UntilAllDone, time_calls, timing_loop
 from ..model import Concurrency, Energy, ResultRecord, gbps
 from ..system.energy_check import window_covers
+from ..util.lifeline import creator_info, die_with_parent
 from ..workloads import Workload
 from .session import RunOptions, build_record, prepared_workload, verify_output
 
@@ -129,8 +130,11 @@ def _together(prepared, job: CopyJob, shared: Shared, resolution_s: float, barri
     return timing, counts
 
 
-def run_copy(job: CopyJob, shared: Shared) -> None:
-    """One copy's whole life (a thread's or a spawned process's target)."""
+def run_copy(job: CopyJob, shared: Shared, parent: tuple[int, bool] | None = None) -> None:
+    """One copy's whole life (a thread's or a spawned process's target: ``parent`` set, it dies with
+    the coordinator instead of waiting at a barrier for an hour)."""
+    if parent is not None:
+        die_with_parent(*parent)
     outcome = CopyOutcome(job.copy)
     barrier = shared.barrier
     try:
@@ -276,7 +280,8 @@ def _start_copies(jobs: list[CopyJob], processes: bool) -> tuple[Shared, list]:
             threading.Barrier(copies + 1), queue_module.Queue(), [0] * copies, [0] * (2 * copies), [0]
         )
         make = threading.Thread
-    workers = [make(target=run_copy, args=(job, shared), daemon=True) for job in jobs]
+    parent = creator_info() if processes else None
+    workers = [make(target=run_copy, args=(job, shared, parent), daemon=True) for job in jobs]
     for worker in workers:
         worker.start()
     return shared, workers

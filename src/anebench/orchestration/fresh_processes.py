@@ -22,6 +22,7 @@ from ..measure.clock import Clock
 from ..measure.timing import ProgressCallback, Timing, combine, split_runs, time_calls
 from ..measure.warmup import WarmupPolicy
 from ..model import KeepAwake, OutputCheck, ResultRecord, Scalar
+from ..util.lifeline import creator_info, die_with_parent
 from ..workloads import Workload
 from .keepawake import MITIGATION as KEEP_AWAKE
 from .keepawake import KeepAwakeProcess, measured, share_warning, spinner_threads
@@ -83,7 +84,8 @@ def run_repetition(job: RepetitionJob) -> tuple[PreparedFacts, OutputCheck, Timi
 
 def in_fresh_process(job: RepetitionJob, number: int) -> tuple[PreparedFacts, OutputCheck, Timing,
                                                                 KeepAwake | None]:
-    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"),
+                             initializer=die_with_parent, initargs=creator_info()) as pool:
         try:
             return pool.submit(run_repetition, job).result()
         except BrokenProcessPool as exc:

@@ -18,14 +18,17 @@ import psutil
 
 from ..engines.base import Engine
 from ..model import KEEP_AWAKE_MIN_SHARE, KeepAwake
+from ..util.lifeline import creator_info, die_with_parent
 from .concurrency_plan import usable_cores
 
 MITIGATION = "keep-awake: a separate process kept one CPU core busy during warmup and timing"
 START_TIMEOUT_S = 60.0
 
 
-def spin(flag: Any, ready: Any) -> None:
-    """The spinner's whole life: busy until the flag is set (a process target; no anebench state)."""
+def spin(flag: Any, ready: Any, parent: tuple[int, bool] | None = None) -> None:
+    """The spinner's whole life: busy until the flag is set or its parent dies (a process target)."""
+    if parent is not None:
+        die_with_parent(*parent)  # a SIGKILLed parent must not leave a core spinning for good
     ready.set()
     while flag.value == 0:
         for _ in range(20_000):  # a few ms of pure bytecode between looks at the flag
@@ -69,7 +72,7 @@ class KeepAwakeProcess:
         ctx = multiprocessing.get_context("spawn")
         self._flag, ready = ctx.Value("b", 0, lock=False), ctx.Event()
         self._process = ctx.Process(
-            target=spin, args=(self._flag, ready), name="anebench-keep-awake", daemon=True
+            target=spin, args=(self._flag, ready, creator_info()), name="anebench-keep-awake", daemon=True
         )
         self._process.start()
         if not ready.wait(START_TIMEOUT_S):

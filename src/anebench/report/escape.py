@@ -12,9 +12,19 @@ _MD_SPECIAL = re.compile(r"([\\`*_\[\]|~<>$])")
 _MD_ENTITY = re.compile(r"&(?=#?[A-Za-z0-9]+;)")  # "&amp;" would be read as "&": "\&amp;" stays as written
 # What opens a block at the start of a paragraph: a heading, quote, list item or thematic break.
 _MD_BLOCK_START = re.compile(r"^(\s*)(?:([#+=-])|(\d+)([.)]))")
-# C0 controls but tab and newline, DEL, C1 controls, and the bidirectional overrides, embeddings and
-# isolates (U+202A-U+202E, U+2066-U+2069) and marks that can make text read differently than it is.
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# C0 controls but tab and newline, DEL, C1 controls, the bidirectional overrides, embeddings and
+# isolates (U+202A-U+202E, U+2066-U+2069) and marks that can make text read differently than it is; the
+# invisible format characters (soft hyphen, zero-width space/joiners, word joiner and invisible operators,
+# BOM, interlinear annotations, the tag block that spells hidden text) and the line and paragraph
+# separators U+2028/U+2029 (a line break to some readers, none to others).
+_CONTROL = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f"
+    "\ufeff\ufff9-\ufffb\U000e0000-\U000e007f]"
+)
+# An @mention in Markdown meant for an issue or PR notifies that user or team: the at sign at the start
+# of a word becomes a full-width one (still readable, never a mention); e-mail addresses are left alone.
+_MENTION = re.compile(r"(?<![\w@])@(?=[A-Za-z0-9_-])")
+FULLWIDTH_AT = "\uff20"
 
 
 def clean_text(value: object, keep_newlines: bool = True) -> str:
@@ -29,6 +39,7 @@ def clean_text(value: object, keep_newlines: bool = True) -> str:
 def md_cell(value: object) -> str:
     """One Markdown table cell: no pipes, backticks, brackets or raw HTML can take effect."""
     text = " ".join(clean_text(value).split())  # a newline would end the table row
+    text = _MENTION.sub(FULLWIDTH_AT, text)
     return _MD_ENTITY.sub(r"\\&", _MD_SPECIAL.sub(r"\\\1", text))  # <script> is text; no entities
 
 

@@ -5,7 +5,10 @@ every plot shares: one colour per engine, labels with three significant digits, 
 from __future__ import annotations
 
 import io
+import warnings
 import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import matplotlib
 
@@ -154,12 +157,23 @@ def draw_ranges(ax, rows: list[MatrixRow], top: float) -> None:
                 elinewidth=1, capsize=3, zorder=3, label="95% range")
 
 
+@contextmanager
+def quiet_glyphs() -> Iterator[None]:
+    """matplotlib warns of each glyph its font lacks and prints the character raw in the warning: a
+    contributor's ESC, BEL or CR would reach the terminal. The chart shows a box; no warning is printed."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from")
+        warnings.filterwarnings("ignore", message=r"Matplotlib currently does not support")
+        yield
+
+
 def bar_chart_png(rows: list[MatrixRow], title: str) -> bytes:
     """The PNG of ``bar_chart``."""
     fig = bar_chart(rows, title)
     try:
         buffer = io.BytesIO()
-        fig.savefig(buffer, format="png", dpi=CHART_DPI, metadata={"Software": None})
+        with quiet_glyphs():
+            fig.savefig(buffer, format="png", dpi=CHART_DPI, metadata={"Software": None})
         return buffer.getvalue()
     finally:
         plt.close(fig)

@@ -96,14 +96,35 @@ COMMON_WORDS = {
 }
 
 
+# Device and network identifiers, wherever they appear in a string: a GPU's UUID (NVML: GPU-..., MIG-...)
+# or any UUID, a PCI bus id, a MAC address, a file server (\\server\share, //server/share, smb://, nfs
+# host:/export) and a host in a private DNS zone.
+_DEVICE_IDS = re.compile(
+    r"(?i)(?:\b(?:GPU|MIG)-)?\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"
+    r"|\b[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]\b"
+    r"|\b(?:[0-9a-f]{2}:){5}[0-9a-f]{2}\b"
+    r"|(?:\b(?:smb|cifs|nfs|afp|ftp|sftp|ssh|webdav)://|\\\\|(?<![\w:/])//)[\w.-]+(?:[/\\][^\s\"'`|,;]*)?"
+    r"|\b[\w-]+(?:\.[\w-]+)+:/[^\s\"'`|,;]*"
+    r"|\b[\w-]+(?:\.[\w-]+)*\.(?:local|lan|corp|internal|intranet|home\.arpa|localdomain)\b"
+)
+# Keys whose value identifies one device wherever they sit in a record (engine details, GPU identity).
+_IDENTIFYING_KEYS = {"uuid", "gpu_uuid", "pci_bus_id", "serial", "serial_number", "board_id", "hostname",
+                     "host_name", "user", "username", "mac_address", "board_serial"}
+
+
 def _scrub(value: object, secrets: list[str]) -> object:
+    """Every string field, not only known keys: paths, the machine's and owner's names (any case) and
+    device identifiers become ``<dropped>``; values of identifying keys are dropped whole."""
     if isinstance(value, str):
         text = _PATH.sub(DROPPED, value)
+        text = _DEVICE_IDS.sub(DROPPED, text)
         for secret in secrets:  # whole words only: a host called "mac" leaves "macOS" alone
-            text = re.sub(rf"(?<![A-Za-z0-9]){re.escape(secret)}(?![A-Za-z0-9])", DROPPED, text)
+            text = re.sub(rf"(?<![A-Za-z0-9]){re.escape(secret)}(?![A-Za-z0-9])", DROPPED, text,
+                          flags=re.IGNORECASE)
         return text
     if isinstance(value, dict):
-        return {k: _scrub(v, secrets) for k, v in value.items()}
+        return {k: DROPPED if isinstance(k, str) and k.lower() in _IDENTIFYING_KEYS and isinstance(v, str)
+                else _scrub(v, secrets) for k, v in value.items()}
     if isinstance(value, list):
         return [_scrub(v, secrets) for v in value]
     return value

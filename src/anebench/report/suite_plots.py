@@ -28,7 +28,7 @@ from ..measure.uncertainty import gbps_range
 from ..model import ResultRecord
 from ..results.files import atomic_write_bytes
 from ..results.validate import record_chip
-from .plots import engine_colour, engine_in, plain, tint
+from .plots import engine_colour, engine_in, plain, quiet_glyphs, tint
 from .tables import sig3
 
 MB = 1e6
@@ -54,7 +54,8 @@ def save_figure(fig: Figure, stem: Path) -> list[Path]:
         for suffix in (".png", ".svg"):
             target = stem.parent / f"{stem.name}{suffix}"
             buffer = io.BytesIO()
-            fig.savefig(buffer, format=suffix[1:], dpi=150, bbox_inches="tight")
+            with quiet_glyphs():
+                fig.savefig(buffer, format=suffix[1:], dpi=150, bbox_inches="tight")
             atomic_write_bytes(target, buffer.getvalue())
             written.append(target)
     finally:

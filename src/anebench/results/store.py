@@ -90,6 +90,7 @@ class Store:
     def __init__(self, connection: sqlite3.Connection, path: Path):
         self._db = connection
         self.path = path
+        self.skipped: list[tuple[str, str]] = []  # (id, why) of rows the last records() could not load
 
     def close(self) -> None:
         self._db.close()
@@ -108,12 +109,30 @@ class Store:
             raise InvalidFile(source_label, problems)
         return with_retries(lambda: self._insert(prepared, source_label), self.path)
 
+    def _upgraded_ids(self) -> set[str]:
+        """The content ids that the store's schema /1 rows have once upgraded: a /1 row keeps its old id,
+        so the same measurement ingested again (upgraded, with its new id) must be found by this one."""
+        rows = self._db.execute(
+            "SELECT body FROM records WHERE body LIKE '%\"anebench.result/1\"%'"
+        ).fetchall()
+        found = set()
+        for (body,) in rows:
+            try:
+                found.add(ResultRecord.model_validate_json(body).content_id())
+            except (ValueError, TypeError, ArithmeticError, RecursionError):
+                continue  # a row this version cannot load matches nothing
+        return found
+
     def _insert(self, prepared: list[ResultRecord], source_label: str) -> IngestReport:
         report = IngestReport(source_label)
         now = utc_now().isoformat()
         with self._db:  # one transaction: committed on success, rolled back on any exception
+            upgraded = self._upgraded_ids()
             for record in prepared:
                 assert record.id is not None  # ingest gave every record its id
+                if record.id in upgraded:  # already here as a /1 row
+                    report.duplicates += 1
+                    continue
                 chip = record_chip(record)
                 cursor = self._db.execute(
                     "INSERT OR IGNORE INTO records (id, provenance, tool, chip, chip_key, workload, "
@@ -144,10 +163,18 @@ class Store:
         if provenance:
             query += " WHERE provenance = ?"
             args = (provenance,)
+        query = query.replace("SELECT body", "SELECT id, body")
         rows = with_retries(
             lambda: self._db.execute(query + " ORDER BY created, id", args).fetchall(), self.path
         )
-        return [ResultRecord.model_validate_json(body) for (body,) in rows]
+        loaded, self.skipped = [], []
+        for record_id, body in rows:  # one row this version cannot load is skipped by name, as report does
+            try:
+                loaded.append(ResultRecord.model_validate_json(body))
+            except (ValueError, TypeError, ArithmeticError, RecursionError) as exc:
+                first = (str(exc).splitlines() or [""])[0]
+                self.skipped.append((str(record_id), f"{type(exc).__name__}: {first}"[:200]))
+        return loaded
 
     def rows(self) -> list[tuple[str, str]]:
         """(id, stored JSON) of every record, for readers that must survive a record they cannot load."""
@@ -194,20 +221,61 @@ class Store:
 
         return with_retries(read, self.path)
 
-    def remove(self, prefix: str) -> str:
-        """Delete the one record whose id starts with ``prefix`` (at least 8 hex digits); its full id."""
+    def remove(self, *prefixes: str) -> list[str]:
+        """Delete the records whose ids start with ``prefixes`` (each at least 8 hex digits, each naming
+        exactly one record); their full ids. All or nothing: every prefix is checked before any row is
+        deleted, in one transaction, so a refused command leaves the store as it was."""
+        for prefix in prefixes:
+            if not (8 <= len(prefix) <= 64 and all(c in "0123456789abcdef" for c in prefix)):
+                raise UserError(f"record id {prefix[:80]!r}: give at least 8 hex digits of an id")
 
-        def delete() -> str:
+        def delete() -> list[str]:
             with self._db:
-                record_id = self._one_id(prefix)
-                self._db.execute("DELETE FROM records WHERE id = ?", (record_id,))
-                return record_id
+                ids = []
+                for prefix in prefixes:
+                    found = self._db.execute("SELECT id FROM records WHERE id LIKE ? || '%' LIMIT 2",
+                                             (prefix,)).fetchall()
+                    if not found:
+                        raise UserError(f"record {prefix}: no record in {self.path} has this id; "
+                                        "nothing was removed")
+                    if len(found) > 1:
+                        raise UserError(f"record {prefix}: more than one record starts with it; give more "
+                                        "digits; nothing was removed")
+                    ids.append(str(found[0][0]))
+                for record_id in dict.fromkeys(ids):
+                    self._db.execute("DELETE FROM records WHERE id = ?", (record_id,))
+                return list(dict.fromkeys(ids))
 
         return with_retries(delete, self.path)
 
 
 BUSY_TIMEOUT_S = 30.0  # how long a writer waits for another process's transaction
 RETRIES = 3  # whole attempts after a busy timeout, with a short pause between them
+
+
+def recover_hot_journal(path: Path) -> None:
+    """A write interrupted by SIGKILL (an ingest killed mid-transaction) leaves a hot rollback journal
+    beside the store; a read-only connection cannot roll it back and fails as "read-only". Roll it back
+    with a short writable connection (what any SQLite writer does first); where that is not allowed,
+    say what is wrong instead of blaming permissions on the store."""
+    journal = path.with_name(path.name + "-journal")
+    try:
+        if journal.stat().st_size == 0:
+            return
+    except OSError:
+        return
+    try:
+        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=rw", timeout=BUSY_TIMEOUT_S, uri=True)
+        try:
+            connection.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()  # rolls the journal back
+        finally:
+            connection.close()
+    except sqlite3.Error as exc:
+        raise UserError(
+            f"--db {path}: an interrupted write left a hot journal ({journal.name}) that must be rolled back "
+            f"before the store can be read, and this process cannot write there ({exc}); run any anebench "
+            "command that writes the store (e.g. `anebench ingest --published --db ...`) with write access"
+        ) from None
 
 
 def describe_sqlite_error(exc: sqlite3.Error, path: Path) -> str:
@@ -262,6 +330,9 @@ def open_store(path: Path | str | None = None, create: bool = True, readonly: bo
         raise UserError(
             f"--db {path}: no such database; run `anebench ingest` first or give an existing --db"
         )
+
+    if readonly and not create:
+        recover_hot_journal(path)
 
     def connect() -> sqlite3.Connection:
         if create:

@@ -14,9 +14,11 @@ from pydantic import ValidationError
 from ..errors import UserError
 from ..measure.clock import MIN_TICKS_PER_CALL
 from ..model import DOCUMENT_SCHEMA, OLD_DOCUMENT_SCHEMAS, ResultRecord, gbps
+from ..model.statistics import median
 from ..system.bounds import stored_record_bound
+from ..system.chips import INVISIBLE
 from ..util.validation import error_lines
-from ..workloads import DTYPE_BYTES, QUANT_BITS, quantized_bytes
+from ..workloads import DTYPE_BYTES, QUANT_BITS, quantized_bytes, synthetic_fingerprint_matches
 from .files import read_json_file
 
 # A stated GB/s and a stated latency must agree with the stated bytes within this fraction; the
@@ -41,10 +43,9 @@ def record_chip(record: ResultRecord) -> str | None:
 
 
 def gbps_bound(record: ResultRecord) -> tuple[float, str]:
-    """(the highest GB/s this record can honestly show, why): ``system.bounds.stored_record_bound``."""
-    flagged = any(w.startswith("cache-resident") for w in record.warnings)
-    bound = stored_record_bound(record_chip(record), record.workload.weight_bytes, record.host.llc_bytes,
-                                flagged)
+    """(the highest GB/s this record can honestly show, why): ``system.bounds.stored_record_bound``,
+    from the catalog and the weight size only (never the record's own cache size or warnings)."""
+    bound = stored_record_bound(record_chip(record), record.workload.weight_bytes, record.engine.device)
     return bound.gbps, bound.source
 
 
@@ -102,6 +103,28 @@ def summary_problems(record: ResultRecord, label: str = "summary") -> list[str]:
         problems.append(f"{label}: p5 is above p95")
     if s.median is not None and s.p5 is not None and s.p95 is not None and not s.p5 <= s.median <= s.p95:
         problems.append(f"{label}: median lies outside [p5, p95]")
+    return problems
+
+
+def identity_problems(record: ResultRecord) -> list[str]:
+    """What names the figure must be what it claims: a synthetic workload's fingerprint is recomputed
+    from its description (shape, dtype, batch, tokens, quantisation and a seed), so a small head cannot
+    borrow llama_lm_head's fingerprint and pair with its figures; device names carry no invisible
+    characters (a zero-width space would make a catalog chip "unknown" and its row a separate one)."""
+    problems = []
+    w = record.workload
+    if w.source == "synthetic" and not synthetic_fingerprint_matches(
+        w.fingerprint, (w.shape[0], w.shape[1]), w.dtype, w.batch, w.tokens, w.quant
+    ):
+        problems.append(f"workload.fingerprint: {w.fingerprint[:12]} is not the fingerprint of a synthetic "
+                        f"{w.dtype} head of shape {w.shape} (batch {w.batch}, tokens {w.tokens}, quant "
+                        f"{w.quant}); it belongs to another workload")
+    gpu = record.engine.details.get("gpu")
+    for field, value in (("host.chip", record.host.chip),
+                         ("engine.details.gpu", gpu if isinstance(gpu, str) else None)):
+        found = INVISIBLE.search(value or "")
+        if found:
+            problems.append(f"{field}: contains an invisible character (U+{ord(found.group(0)):04X})")
     return problems
 
 
@@ -164,6 +187,18 @@ def plausibility_problems(record: ResultRecord) -> list[str]:
             problems.append(
                 f"gbps: {record.gbps:g} disagrees with weight_bytes / latency = {implied:.4g} GB/s"
             )
+    stated = record.summary.median
+    if record.provenance != "measured" and record.samples_s and stated is not None:
+        truth = median(record.samples_s)  # a stated record is not re-derived, but must not contradict itself
+        if abs(stated - truth) > 1e-6 * max(abs(truth), 1e-12):
+            problems.append(f"summary.median: {stated:g} s contradicts the record's own samples, whose "
+                            f"median is {truth:g} s")
+    resolution = record.method.timer_resolution_s
+    shortest = min(record.samples_s, default=None)
+    if resolution is not None and shortest is not None and shortest < resolution:
+        # no clock reads less than one of its own ticks: such a sample was not measured
+        problems.append(f"samples_s: {shortest:g} s is shorter than one tick of the record's timer "
+                        f"({resolution:g} s)")
     if record.provenance == "measured":
         if not record.samples_s:
             problems.append("samples_s: a measured record must keep its raw samples")
@@ -172,7 +207,7 @@ def plausibility_problems(record: ResultRecord) -> list[str]:
         if record.method.runs is None:
             problems.append("method.runs: a measured record must state its run count")
     s = record.summary
-    problems += physics_problems(record)
+    problems += physics_problems(record) + identity_problems(record)
     if (s.median is not None and s.ci95_low is not None and s.ci95_high is not None
             and not s.ci95_low <= s.median <= s.ci95_high):
         problems.append("summary: median lies outside its 95% confidence interval")

@@ -75,12 +75,16 @@ def plausibility_bound(device: str, *, gpu_name: str | None, host_chip: str | No
                            "(2x the fastest two-socket server memory systems)")
 
 
-def stored_record_bound(chip_name: str | None, weight_bytes: int, cache_bytes: int | None,
-                 flagged_cache_resident: bool = False) -> Bound:
+def stored_record_bound(chip_name: str | None, weight_bytes: int, device: str = "") -> Bound:
     """The highest GB/s a stored record of ``chip_name`` can honestly show, and why: the catalog's
     memory bandwidth plus a margin, a generous cache bound for weights that may fit in a cache, or the
-    stated bound for a device the catalog does not know."""
+    stated bound for a device the catalog does not know.
+
+    Only the catalog and the weight size decide: never what the record says of itself (its cache size,
+    a "cache-resident" warning), which a hostile file could state to lift its own bound. "May fit in a
+    cache" means smaller than 4x the largest cache of any catalog chip (``ASSUMED_MAX_CACHE_BYTES``)."""
     chip = lookup_chip(chip_name)
+    small = may_be_cache_resident(weight_bytes, None)
     if chip is None or not chip.bandwidth_known or chip.bandwidth_gbps_max is None:
         if chip_name is None:
             what = "no chip is stated"
@@ -88,12 +92,22 @@ def stored_record_bound(chip_name: str | None, weight_bytes: int, cache_bytes: i
             what = f"{chip_name!r} is not in the chip catalog"
         else:
             what = f"{chip.key} has no published bandwidth"
+        if small or device.startswith("cuda"):
+            return Bound(UNKNOWN_GPU_GBPS,
+                         f"{what}; the bound for an unknown device is {UNKNOWN_GPU_GBPS:g} GB/s")
+        if device == "cpu":
+            return Bound(CPU_GBPS, f"{what}; the bound for a CPU is {CPU_GBPS:g} GB/s (2x the fastest "
+                                   "two-socket server memory systems)")
+        if device in APPLE_DEVICES or (chip_name or "").strip().lower().startswith("apple"):
+            return Bound(UNKNOWN_APPLE_GBPS, f"{what}; the bound for an Apple chip is {UNKNOWN_APPLE_GBPS:g} "
+                                             "GB/s (2.4x M3 Ultra's 819 GB/s)")
         return Bound(UNKNOWN_GPU_GBPS,
                      f"{what}; the bound for an unknown device is {UNKNOWN_GPU_GBPS:g} GB/s")
     memory = chip.bandwidth_gbps_max
-    if flagged_cache_resident or may_be_cache_resident(weight_bytes, cache_bytes):
+    if small:
         bound = max(memory * CACHE_RESIDENT_FACTOR, UNKNOWN_GPU_GBPS)
-        return Bound(bound, f"weights small enough for a cache on {chip.key}: at most {bound:g} GB/s")
+        return Bound(bound, f"weights ({weight_bytes / 1e6:.1f} MB) small enough for a cache on {chip.key}: "
+                            f"at most {bound:g} GB/s")
     return Bound(memory * RECORD_MARGIN,
                  f"{chip.key} has {memory:g} GB/s of memory bandwidth (+{RECORD_MARGIN - 1:.0%})")
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -112,8 +113,15 @@ def host_config(cores: int | None, memory_bytes: int | None) -> str:
     return " / ".join(parts)
 
 
+# Invisible format characters (zero-width space and joiners, word joiner, BOM, soft hyphen, bidi marks,
+# tag characters): "Apple M1\u200b" is the M1, not an unknown chip with a generous bound.
+INVISIBLE = re.compile("[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff"
+                       "\U000e0000-\U000e007f]")
+
+
 def normalize(name: str) -> str:
-    text = re.sub(r"[\s_\-]+", " ", name.strip().lower())
+    text = INVISIBLE.sub("", unicodedata.normalize("NFKC", name))
+    text = re.sub(r"[\s_\-]+", " ", text.strip().lower())
     for prefix in _VENDOR_PREFIXES:
         text = text.removeprefix(prefix)
     return text.strip()

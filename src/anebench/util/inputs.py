@@ -43,9 +43,13 @@ def read_input_bytes(path: Path, what: str = "", limit: int = MAX_INPUT_BYTES) -
             raise UserError(f"{label}: is {kind}, not a regular file; give a file")
         if info.st_size > limit:
             raise UserError(f"{label}: {info.st_size:,} bytes is larger than the {limit:,}-byte limit")
-        with open(path, "rb") as handle:
+        # O_NONBLOCK: a file swapped for a FIFO after the check must not block open() for good.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with open(fd, "rb") as handle:
             if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):  # swapped after the check
                 raise UserError(f"{label}: is not a regular file; give a file")
+            if hasattr(os, "set_blocking"):
+                os.set_blocking(fd, True)
             data = handle.read(limit + 1)
     except FileNotFoundError:
         raise UserError(f"{label}: no such file") from None

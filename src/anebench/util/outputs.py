@@ -5,6 +5,8 @@
   (a link to a device or a directory is refused like the device or directory itself).
 - A read-only file is replaced only with ``force``.
 - A target that is one of the command's own inputs, or the open results store, is refused.
+- An SQLite database (a results store anywhere) and the side files of a protected one (``-journal``,
+  ``-wal``, ``-shm``: SQLite deletes or replays them) are refused, ``force`` or not.
 - Default names never replace anything: the file is linked into place only if the name is free.
 
 Every refusal is a ``UserError``: one line naming the option and the path, exit code 2.
@@ -12,6 +14,7 @@ Every refusal is a ``UserError``: one line naming the option and the path, exit 
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import tempfile
@@ -49,13 +52,44 @@ def same_file(a: Path, b: Path) -> bool:
         return False
 
 
+SQLITE_MAGIC = b"SQLite format 3\x00"
+SQLITE_SIDE_FILES = ("-journal", "-wal", "-shm")
+
+
+def _is_sqlite(path: Path) -> bool:
+    try:
+        with open(path, "rb", opener=lambda p, f: os.open(p, f | os.O_NONBLOCK)) as handle:
+            return handle.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
+    except OSError:
+        return False
+
+
+def _sqlite_side_file_of(path: Path) -> Path | None:
+    """The database a name like ``x.db-journal`` belongs to, when that database exists."""
+    for suffix in SQLITE_SIDE_FILES:
+        if path.name.endswith(suffix) and len(path.name) > len(suffix):
+            database = path.with_name(path.name[: -len(suffix)])
+            if _is_sqlite(database):
+                return database
+    return None
+
+
 def check_target(path: Path, what: str = "--out", force: bool = False, protected: Protected = (),
                  need_parent: bool = True) -> Path:
     """The path to write for ``path`` under the policy (a symlink resolved), or a UserError."""
     path = Path(path)
     for other, label in protected:
-        if same_file(path, Path(other)):
+        other = Path(other)
+        if same_file(path, other):
             raise UserError(f"{what} {path}: is {label}; writing there would destroy it")
+        for suffix in SQLITE_SIDE_FILES:
+            if same_file(path, other.with_name(other.name + suffix)):
+                raise UserError(f"{what} {path}: is SQLite's {suffix[1:]} file of {label} {other}; "
+                                "SQLite would delete or replay it")
+    database = _sqlite_side_file_of(path)
+    if database is not None:
+        raise UserError(f"{what} {path}: is the side file of the SQLite database {database}; "
+                        "SQLite would delete or replay it; give another name")
     target = path
     try:
         link = os.lstat(path)
@@ -75,6 +109,9 @@ def check_target(path: Path, what: str = "--out", force: bool = False, protected
         if why:
             raise UserError(f"{what} {path}: {why}")
         # Mode bits, not os.access: as root, access() says every file is writable.
+        if stat.S_ISREG(info.st_mode) and _is_sqlite(target):
+            raise UserError(f"{what} {path}: is an SQLite database (a results store?); writing there would "
+                            "destroy it; give another name")
         if not force and (info.st_mode & 0o222 == 0 or not os.access(target, os.W_OK)):
             raise UserError(f"{what} {path}: is read-only; give --force to replace it")
     if need_parent and not target.parent.is_dir():
@@ -100,8 +137,11 @@ def atomic_write_bytes(path: Path, data: bytes, what: str = "output", force: boo
     is never replaced (FileExistsError). Returns the path written (a symlink's target).
     """
     target = check_target(path, what, force, protected, need_parent=False)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as exc:
+        raise _cannot_write(what, path, exc) from None
     try:
         with os.fdopen(fd, "wb") as handle:
             os.fchmod(handle.fileno(), 0o666 & ~_UMASK)  # mkstemp makes 0600; results are shared files
@@ -113,10 +153,28 @@ def atomic_write_bytes(path: Path, data: bytes, what: str = "output", force: boo
             os.unlink(tmp)
         else:
             os.replace(tmp, target)
+    except FileExistsError:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    except OSError as exc:  # a full disk, a quota, an I/O error: the target named, not the temp file
+        Path(tmp).unlink(missing_ok=True)
+        raise _cannot_write(what, path, exc) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     return target
+
+
+_WRITE_HINTS = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is used up",
+                errno.EACCES: "the folder is not writable", errno.EPERM: "the folder is not writable",
+                errno.EROFS: "the file system is read-only", errno.EFBIG: "the file size limit is reached"}
+
+
+def _cannot_write(what: str, path: Path, exc: OSError) -> UserError:
+    hint = _WRITE_HINTS.get(exc.errno or 0)
+    reason = exc.strerror or str(exc)
+    return UserError(f"{what} {path}: cannot be written ({reason}" + (f": {hint})" if hint else ")")
+                     + "; nothing was written there")
 
 
 def write_new(directory: Path, stem: str, suffix: str, data: bytes) -> Path:

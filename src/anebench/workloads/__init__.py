@@ -7,6 +7,7 @@ and the Core ML builder rely on that) and no engine ever needs a second full-siz
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -238,6 +239,37 @@ class Workload:
         rng = np.random.default_rng((self.seed, 0x1A7E, self.hidden))
         values = rng.standard_normal((self.vectors, self.hidden), dtype=np.float32)
         return values.astype(np.float16).astype(np.float32)
+
+
+# Seeds a synthetic workload can have: the catalog's (0, 1), plus one per concurrent copy (seed + copy).
+MAX_SYNTHETIC_SEED = 256
+
+
+def synthetic_fingerprints(shape: tuple[int, int], dtype: str, batch: int, tokens: int, quant: str | None,
+                           seed: int) -> set[str]:
+    """Every fingerprint a synthetic workload of this description can carry in a record: its own and
+    each "streamed as" variant (an engine that reads fp16 weights as fp32)."""
+    vocab, hidden = shape
+    workload = Workload("check", hidden, vocab, dtype, seed=seed, batch=batch, quant=quant, tokens=tokens)
+    found = {workload.fingerprint}
+    if quant is None:
+        found |= {workload.streamed_fingerprint(d) for d in DTYPE_BYTES if d != dtype}
+    return found
+
+
+@functools.lru_cache(maxsize=4096)
+def synthetic_fingerprint_matches(fingerprint: str, shape: tuple[int, int], dtype: str, batch: int,
+                                  tokens: int, quant: str | None) -> bool:
+    """Whether a record's synthetic-workload fingerprint is the one its own description (shape, dtype,
+    batch, tokens, quantisation, a seed) gives: a fingerprint copied from another workload is not."""
+    if dtype not in DTYPE_BYTES or quant not in QUANTS:
+        return False
+    try:
+        pair = (shape[0], shape[1])
+        return any(fingerprint in synthetic_fingerprints(pair, dtype, batch, tokens, quant, seed)
+                   for seed in range(MAX_SYNTHETIC_SEED + 1))  # seed 0 first: the common case is quick
+    except UserError:
+        return False
 
 
 def _sha256_of(description: dict) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from ...engines.base import Engine
@@ -107,7 +108,10 @@ def run_sweep(
     plan: SweepPlan,
     options: RunOptions,
     progress: ProgressFactory = no_progress,
+    finished: Callable[[list[ResultRecord]], None] | None = None,
 ) -> SweepResult:
+    """Measure every point, then fit; ``finished`` gets the points so far after each one (the CLI saves
+    them, so an interrupted sweep keeps what it measured)."""
     workloads = sweep_workloads(engine, device, base, plan, options.host)
     options = replace(options, repetitions=min(max(options.repetitions, REPETITIONS), options.runs))
     records = []
@@ -118,6 +122,8 @@ def run_sweep(
             f"({i + 1}/{len(workloads)})"
         )
         records.append(measure_workload(engine, device, workload, options, progress(label, options.runs)))
+        if finished is not None:
+            finished(list(records))
     return finish_sweep(records, plan.cache_bytes)
 
 

@@ -81,11 +81,17 @@ def _next_start(text: str, position: int) -> int:
     return match.start() if match else -1
 
 
+def bounded_int(text: str) -> int | float:
+    """A JSON integer; one of more than 40 digits (past any real figure, and past Python's 4300-digit
+    limit for int()) is read as infinity, which every figure's check then refuses by name."""
+    return int(text) if len(text.lstrip("-")) <= 40 else float("inf")
+
+
 def _scan(text: str, accept: Callable[[dict], bool], budget: _Budget, marker: str | None = None,
           broken: list[str] | None = None) -> tuple[list[dict], tuple[int, str] | None]:
     """Objects decoded from each '{' in turn; an accepted one is skipped over, others are searched.
     A failed decode whose parsed part holds ``marker`` is a broken block, added to ``broken``."""
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(parse_int=bounded_int)
     found: list[dict] = []
     furthest: tuple[int, str] | None = None
     start = _next_start(text, 0)
@@ -135,7 +141,7 @@ def find_json_objects(text: str, accept: Callable[[dict], bool], marker: str | N
     """Every distinct JSON object in ``text`` that ``accept`` takes, from the first form that has one;
     with ``marker`` (e.g. '"system_info"'), also the blocks holding it that do not parse."""
     try:
-        whole = json.loads(text)
+        whole = json.loads(text, parse_int=bounded_int)
     except (json.JSONDecodeError, RecursionError):
         whole = None
     if isinstance(whole, dict) and accept(whole):

@@ -21,6 +21,7 @@ def checkpoint_workload(spec: str, use_hash_cache: bool = True) -> Workload:
     checkpoint = open_checkpoint(path_text)
     entry, reason = choose_tensor(checkpoint, requested, spec)
     weights = CheckpointWeights(entry, checkpoint.model, reason, checkpoint.revision, use_hash_cache)
+    weights.inputs = [entry.path, *checkpoint.files]
     vocab, hidden = weights.shape
     where = checkpoint.model + (f"@{checkpoint.revision[:12]}" if checkpoint.revision else "")
     # No sha256 here: hashing reads the whole tensor, and a tensor too large for this machine must be

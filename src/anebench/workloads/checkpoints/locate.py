@@ -33,6 +33,9 @@ class Checkpoint:
     config: dict = field(default_factory=dict)
     revision: str | None = None  # the cache snapshot, when found through the Hugging Face cache
     layout: str = ""  # single file, sharded with index, ...
+    # Every file the checkpoint is read from (shards, index, config) and the names a reader of this
+    # folder would take for its own (config.json, the index): no output of the command may replace them.
+    files: list[Path] = field(default_factory=list)
 
 
 def split_spec(spec: str) -> tuple[str, str | None]:
@@ -128,7 +131,8 @@ def open_checkpoint(path_text: str) -> Checkpoint:
         tensors.update(read_header(file))
     if layout.startswith("sharded with index"):
         check_index_matches(directory, tensors)
-    return Checkpoint(model, directory, tensors, read_config(directory), revision, layout)
+    own = [*files, directory / INDEX_FILE, directory / "config.json", directory / SINGLE_FILE]
+    return Checkpoint(model, directory, tensors, read_config(directory), revision, layout, own)
 
 
 def safetensors_files(directory: Path, path_text: str) -> tuple[list[Path], str]:

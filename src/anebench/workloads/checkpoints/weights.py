@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from functools import cached_property
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -50,6 +51,7 @@ class CheckpointWeights:
         self.reason = reason
         self.revision = revision
         self.use_hash_cache = use_hash_cache
+        self.inputs: list[Path] = [entry.path]  # every file of the checkpoint (set by checkpoint_workload)
 
     @property
     def dtype(self) -> str:

@@ -129,10 +129,14 @@ def test_the_html_page_has_contents_viewport_themes_and_scrolling_tables(records
         "Rules",
     ):
         assert f">{heading}<" in toc, heading
-    assert page.count("<table>") == page.count('<div class="scroll"')  # every table scrolls in its own box
+    tables = len(re.findall(r"<table[ >]", page))
+    assert tables == page.count('<div class="scroll"')  # every table scrolls in its own box
+    assert page.count('<table class="stack">') == page.count(">Results: ")  # the matrix stacks when narrow
     assert SCRIPT not in page and "<script" not in page
 
 
+# The matrix columns a phone reader needs without a sideways swipe (issue 26).
+KEY_COLUMNS = ["chip", "GB/s [95% range]", "utilisation", "tier"]
 HARNESS = """<!DOCTYPE html><html><head><meta charset="utf-8">
 <style>html,body{margin:0;overflow:hidden}iframe{border:0;display:block}</style></head><body>
 <iframe id="page" src="PAGE" width="WIDTH" height="900"></iframe><pre id="measured"></pre><script>
@@ -144,7 +148,12 @@ document.getElementById('page').addEventListener('load', () => {
     tocVisible: !!toc && toc.getBoundingClientRect().width > 0,
     chartShown: img ? img.getBoundingClientRect().width : 0,
     chartNatural: img ? +img.getAttribute('width') : 0,
-    wideTables: [...doc.querySelectorAll('.scroll')].filter(e => e.scrollWidth > e.clientWidth).length};
+    wideTables: [...doc.querySelectorAll('.scroll')].filter(e => e.scrollWidth > e.clientWidth).length,
+    matrixWide: [...doc.querySelectorAll('table.stack')].filter(
+      t => t.parentElement.scrollWidth > t.parentElement.clientWidth + 1).length,
+    keyCells: [...doc.querySelectorAll('table.stack td')].filter(td => KEY.includes(td.dataset.label)).map(
+      td => { const r = td.getBoundingClientRect(); return [td.dataset.label, r.left, r.right, r.width]; }),
+    suitePlots: [...doc.querySelectorAll('figure.chart img')].filter(i => / plot: /.test(i.alt)).length};
   document.getElementById('measured').textContent = JSON.stringify(out);
 });</script></body></html>"""
 
@@ -153,7 +162,8 @@ def _measure(page: Path, width: int, tmp_path: Path, name: str) -> dict:
     """The page's size in Chromium in a frame ``width`` CSS pixels wide (a headless window is at least
     500 px; the report itself, unchanged, runs no script), and a screenshot of the frame."""
     harness = page.parent / f"{name}-harness.html"
-    harness.write_text(HARNESS.replace("PAGE", page.name).replace("WIDTH", str(width)))
+    text = HARNESS.replace("PAGE", page.name).replace("WIDTH", str(width))
+    harness.write_text(text.replace("KEY", json.dumps(KEY_COLUMNS)))
     common = [
         CHROMIUM,
         "--headless",
@@ -199,6 +209,12 @@ def test_the_html_report_fits_1400_and_420_px_with_its_contents(tmp_path, record
         assert m["toc"] > 10 and m["tocVisible"], m
         # the chart keeps most of its size (its text stays readable), not a thumbnail
         assert m["chartShown"] >= 0.6 * m["chartNatural"], m
+        assert m["suitePlots"] == 5, m  # the sweep, the roofline and three concurrency runs
+        if width == 420:  # the matrix stacked: chip, GB/s, utilisation and tier of every row on screen
+            assert m["matrixWide"] == 0, m
+            assert {label for label, *_ in m["keyCells"]} == set(KEY_COLUMNS), m
+            off = [cell for cell in m["keyCells"] if cell[3] <= 0 or cell[1] < -0.5 or cell[2] > width + 0.5]
+            assert not off, off[:5]
         assert (tmp_path / f"report-{width}.png").read_bytes().startswith(b"\x89PNG")
 
 

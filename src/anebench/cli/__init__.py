@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import sys
@@ -97,7 +98,30 @@ def _register_commands() -> None:
         imported.register(app)
 
 
+def _help_when_bare(group: click.Group) -> None:
+    """A bare group command (`anebench store`, `anebench leaderboard`) prints its help and succeeds, as
+    bare `anebench` does, instead of a usage error."""
+    for command in group.commands.values():
+        if not isinstance(command, click.Group):
+            continue
+        _help_when_bare(command)
+        if command.invoke_without_command:
+            continue  # the group handles a bare call itself
+        command.invoke_without_command, command.no_args_is_help = True, False
+        callback = command.callback
+
+        def bare_is_help(*args, _callback=callback, **kwargs):
+            ctx = click.get_current_context()
+            if ctx.invoked_subcommand is None:
+                click.echo(ctx.get_help())
+                ctx.exit(0)
+            return _callback(*args, **kwargs) if _callback is not None else None
+
+        command.callback = functools.update_wrapper(bare_is_help, callback) if callback else bare_is_help
+
+
 _register_commands()
+_help_when_bare(app)
 
 
 _debug = bool(os.environ.get("ANEBENCH_DEBUG"))

@@ -20,7 +20,14 @@ from typing import Any
 import click
 from rich.console import Console, ConsoleDimensions
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 from ..errors import SettingError, UserError
 from ..measure.uncertainty import GbpsRange
@@ -441,6 +448,8 @@ def progress_bar() -> Iterator[Progress]:
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
+        TextColumn("left"),
+        TimeRemainingColumn(),
         console=err_console,
         transient=False,
         disable=verbosity() <= QUIET,

@@ -68,10 +68,32 @@ MEBIBYTES_OR_ZERO = FiniteFloat(0, MAX_MIB, name="mib")
 __all__ = ["MAX_RUNS", "MEBIBYTES", "MEBIBYTES_OR_ZERO", "RUNS", "TIME_BUDGET", "WARMUP", "FiniteFloat"]
 
 
-def timing_flags(runs: int, budget: float | None, runs_help: str, budget_help: str):
-    """--runs/--time-budget/--warmup, one definition for `run` and every suite (defaults and help differ)."""
+def _remember_threads(ctx: click.Context, _param: click.Parameter, value: int | None) -> int | None:
+    ctx.meta["anebench.threads"] = value  # read by cli.run.options_from, so no command signature changes
+    return value
+
+
+def threads_option(func):
+    """--threads N: the CPU threads one call may use (numpy's BLAS via threadpoolctl, torch's threads)."""
+    return click.option(
+        "--threads",
+        "-t",
+        type=click.IntRange(1, 4096),
+        default=None,
+        expose_value=False,
+        callback=_remember_threads,
+        help="CPU threads per call (numpy: BLAS via threadpoolctl; torch: set_num_threads); recorded "
+        "and shown as `thr` [default: the engine's own].",
+    )(func)
+
+
+def timing_flags(runs: int, budget: float | None, runs_help: str, budget_help: str, threads: bool = True):
+    """--runs/--time-budget/--warmup, one definition for `run` and every suite (defaults and help differ);
+    --threads too, except where a suite's own --threads means something else (`concurrent`)."""
 
     def decorate(func):
+        if threads:
+            func = threads_option(func)
         func = click.option(
             "--warmup",
             type=WARMUP,

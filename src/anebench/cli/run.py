@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -31,11 +32,12 @@ from ..orchestration.runplan import (
     describe_plan,
     mac_campaign_plan,
 )
-from ..orchestration.session import RunOptions
+from ..orchestration.session import RunOptions, check_threads
 from ..system import power as power_counters
 from ..system.host import SYSTEM_HOST, busy_warning
 from ..system.power import energy_sources
 from .common import (
+    QUIET,
     StepSaver,
     announce_workloads,
     check_out_path,
@@ -49,11 +51,18 @@ from .common import (
     output_format,
     progress_bar,
     say,
+    verbosity,
     warn,
 )
 from .params import timing_flags
 from .results import finish_run, store_options
 from .tables import FittingTable, fmt_mb
+from .terminal import PointLog
+
+
+def say_line(line: str | None) -> None:
+    if line:
+        say(line)
 
 run_options = timing_flags(
     DEFAULT_RUNS,
@@ -136,7 +145,15 @@ def options_from(
         raise UserError(
             "--power with --fresh-processes: the energy counter is read in one process; drop one of them"
         )
+    ctx = click.get_current_context(silent=True)
+    threads = ctx.meta.get("anebench.threads") if ctx is not None else None
+    if threads is not None and ctx is not None and ctx.params.get("keep_awake"):
+        raise UserError(
+            "--threads with --keep-awake: keep-awake already gives a CPU engine one thread fewer than the "
+            "cores; drop one of them"
+        )
     return RunOptions(
+        threads=threads,
         runs=runs,
         time_budget_s=time_budget,
         warmup=policy,
@@ -312,6 +329,8 @@ def run(
         return
     check_out_path(out)
     preflight_steps(plan.steps)
+    for step in plan.steps:  # every engine of the plan, before the first is measured
+        check_threads(step.engine, click.get_current_context().meta.get("anebench.threads"))
     options = options_from(
         runs, time_budget, warmup, power=power, repetitions=repetitions, fresh_processes=fresh_processes
     )
@@ -334,15 +353,22 @@ def run(
         say(f"interleaved: {len(configurations)} configurations in {repetitions} rounds; "
             "`anebench compare FILE` pairs them repetition by repetition")
         return
+    log, piped = PointLog(), not err_console.is_terminal and verbosity() > QUIET
     with progress_bar() as progress:  # its exit restores the cursor, however the campaign ends
 
         def started(label: str, total: int) -> Callable[[int, int], None]:
+            if len(plan.steps) > 1:  # "(2/5)": which step, and what the time-left estimate counts
+                label = f"{label} ({len(progress.tasks) + 1}/{len(plan.steps)})"
+            if piped:  # a log gets one line per finished step, not redraws
+                say_line(log.start(label))
             task = progress.add_task(f"{label} (loading)", total=total)
             return lambda done, total: progress.update(task, completed=done, description=label)
 
         checkpoint = StepSaver("run", out, no_save, len(plan.steps))
         result = run_campaign(plan.steps, options, mitigations, started, finished=checkpoint)
     out = checkpoint.final_out()
+    if piped and not result.interrupted:  # after the bars' last frame, so the log reads in order
+        say_line(log.finish())
     if result.interrupted:
         hold_signals()  # a second Ctrl-C (or a SIGHUP) cannot cut the save of the finished steps
         saved = emit(result.records, "run", out, no_save, as_json)
@@ -363,21 +389,37 @@ def run(
 
 
 @click.command()
-def engines() -> None:
+@format_option("table", "json")
+@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
+def engines(fmt: str | None, as_json: bool) -> None:
     """List engines, their devices, and why any are unavailable."""
-    rows = []
+    found: list[dict[str, Any]] = []
     for name, factory in ENGINE_FACTORIES.items():
         engine = factory()
         availability = engine.available()
-        rows.append(
-            [
-                name,
-                "yes" if availability else "no",
-                engine.version() if availability else "-",
-                ", ".join(engine.devices()) if availability else "-",
-                availability.reason or "-",
-            ]
+        found.append(
+            {
+                "engine": name,
+                "available": bool(availability),
+                "version": engine.version() if availability else None,
+                "devices": engine.devices() if availability else [],
+                "thread_control": engine.thread_control,
+                "why_not": availability.reason or None,
+            }
         )
+    if output_format(fmt, as_json) == "json":
+        click.echo(json.dumps({"engines": found}, indent=1))
+        return
+    rows = [
+        [
+            e["engine"],
+            "yes" if e["available"] else "no",
+            e["version"] or "-",
+            ", ".join(e["devices"]) or "-",
+            e["why_not"] or "-",
+        ]
+        for e in found
+    ]
     out_console().print(
         FittingTable(
             ["engine", "available", "version", "devices", "why not"],

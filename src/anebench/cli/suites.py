@@ -51,7 +51,7 @@ def max_tokens_option(func):
     )(func)
 
 
-def timing_options(runs: int, budget: float | None, plot: bool = True):
+def timing_options(runs: int, budget: float | None, plot: bool = True, threads: bool = True):
     """--runs/--time-budget/--warmup as in `run`, with defaults that suit the suite; --format; --plot where
     the suite draws one."""
 
@@ -60,6 +60,7 @@ def timing_options(runs: int, budget: float | None, plot: bool = True):
         budget,
         runs_help="Timed calls per measurement.",
         budget_help="Stop each measurement after this many seconds of calls.",
+        threads=threads,
     )
 
     def decorate(func):
@@ -516,7 +517,7 @@ def compute(
 
 @click.command()
 @measuring_options
-@timing_options(runs=50, budget=10.0)
+@timing_options(runs=50, budget=10.0, threads=False)  # its --threads runs copies as threads
 @power_option
 @store_options
 @click.option(

@@ -103,10 +103,20 @@ def result_rows(records: list[ResultRecord], full_names: bool = False) -> tuple[
                 between_run_cell(record),
             ]
         )
-    return header, rows
+    return with_threads(records, header, rows)
 
 
-NUMERIC = frozenset({"MB", "95% range", "GB/s", "ratio", "95% CI"})
+def with_threads(
+    records: list[ResultRecord], header: list[str], rows: list[list[str]]
+) -> tuple[list[str], list[list[str]]]:
+    """A `thr` column after engine:dev where any record ran with --threads (the engine's default: '-')."""
+    if not any(r.method.threads for r in records):
+        return header, rows
+    cells = [str(r.method.threads) if r.method.threads else "-" for r in records]
+    return [header[0], "thr", *header[1:]], [[row[0], cell, *row[1:]] for row, cell in zip(rows, cells)]
+
+
+NUMERIC = frozenset({"MB", "95% range", "GB/s", "ratio", "95% CI", "thr"})
 UNIT_SUFFIXES = tuple(f" {unit}" for unit, _ in TIME_UNITS) + ("GB/s", " MB")
 
 
@@ -142,7 +152,8 @@ class FittingTable:
                 column, justify="right" if is_numeric(column) else "left", no_wrap=column not in self.wrap
             )
         for row in self.rows if rows is None else rows:
-            table.add_row(*row)
+            # Plain text, never markup: an install hint such as 'anebench[coreml]' must print as written.
+            table.add_row(*(Text(cell) if isinstance(cell, str) else cell for cell in row))
         return table
 
     def needed_width(self, console: Console, options: ConsoleOptions) -> int:
@@ -210,6 +221,7 @@ CSV_COLUMNS = (
     "gbps",
     "fingerprint",
     "id",
+    "threads",
 )
 
 
@@ -233,6 +245,7 @@ def records_csv(records: list[ResultRecord]) -> str:
                 _num(r.gbps),
                 r.workload.fingerprint,
                 r.id,
+                r.method.threads or "",
             ]
         )
     return buffer.getvalue()

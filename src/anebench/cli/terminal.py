@@ -8,13 +8,22 @@ import os
 import re
 import shutil
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from rich import box
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 
 from ..measure.timing import ProgressCallback
@@ -70,19 +79,90 @@ def say(line: str) -> None:
     console(stderr=True).print(escape(clean_text(line)), soft_wrap=True)
 
 
+def fmt_duration(seconds: float) -> str:
+    """'42 s', '3 min 05 s': how long a phase took or is expected to take."""
+    seconds = max(0.0, seconds)
+    if seconds < 60:
+        return f"{seconds:.0f} s" if seconds >= 10 else f"{seconds:.1f} s"
+    return f"{int(seconds // 60)} min {int(seconds % 60):02d} s"
+
+
+POINT_OF = re.compile(r"\((\d+)/(\d+)\)")  # a label that says which point of how many, e.g. "(3/10)"
+
+
+class PointLog:
+    """Which point is being measured, when each finished, and an estimate of the time left where the
+    label says "(i/N)": the mean time of the finished points times the points still to come."""
+
+    def __init__(self) -> None:
+        self.started_at = time.monotonic()
+        self.current: tuple[str, float] | None = None
+
+    def eta(self, label: str, finished: bool) -> str:
+        found = POINT_OF.search(label)
+        if not found:
+            return ""
+        index, total = int(found[1]), int(found[2])
+        done = index if finished else index - 1
+        if done < 1 or done >= total:
+            return ""
+        left = (time.monotonic() - self.started_at) / done * (total - done)
+        return f", about {fmt_duration(left)} left"
+
+    def start(self, label: str) -> str | None:
+        """Mark ``label`` started; the line for the point it follows (None for the first)."""
+        line = self.finish()
+        self.current = (label, time.monotonic())
+        return line
+
+    def finish(self) -> str | None:
+        if self.current is None:
+            return None
+        label, began = self.current
+        self.current = None
+        now = time.monotonic()
+        return (f"done: {label} in {fmt_duration(now - began)} (elapsed {fmt_duration(now - self.started_at)}"
+                f"{self.eta(label, finished=True)})")
+
+
+def quiet() -> bool:
+    import click
+
+    ctx = click.get_current_context(silent=True)
+    return ctx is not None and ctx.meta.get("anebench.verbosity", 0) < 0
+
+
 @contextmanager
 def progress() -> Iterator[ProgressFactory]:
-    """A progress factory whose bars vanish when done: one line per measurement, the previous one removed
-    when the next starts (a refused measurement leaves no stale 0/N bar), and nothing left at the end."""
+    """A progress factory. On a terminal its bars vanish when done: one bar per measurement with its own
+    time left, the previous one removed when the next starts (a refused measurement leaves no stale 0/N
+    bar), and nothing left at the end. Piped (a log): one line per finished measurement, with the elapsed
+    time and the time left, so a long suite never goes silent. Nothing under -q."""
+    log = PointLog()
     err = console(stderr=True)
-    if not err.is_terminal:  # piped: no bars (a log gets the results, not redraws)
+    if quiet():
         yield lambda _label, _total: lambda _done, _total_: None
+        return
+    if not err.is_terminal:
+
+        def piped(label: str, total: int) -> ProgressCallback:
+            line = log.start(label)
+            if line:
+                say(line)
+            return lambda _done, _total_: None
+
+        yield piped
+        line = log.finish()  # only when the suite ended normally: a failed point is not "done"
+        if line:
+            say(line)
         return
     bar = Progress(
         TextColumn("{task.description}", markup=False),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
+        TextColumn("left"),
+        TimeRemainingColumn(),
         console=err,
         transient=True,
     )
@@ -91,7 +171,8 @@ def progress() -> Iterator[ProgressFactory]:
     def factory(label: str, total: int) -> ProgressCallback:
         while tasks:
             bar.remove_task(tasks.pop())
-        task = bar.add_task(label, total=total)
+        log.start(label)
+        task = bar.add_task(label + log.eta(label, finished=False), total=total)
         tasks.append(task)
         return lambda done, total_: bar.update(task, completed=done)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..errors import UserError
+from ..util.names import did_you_mean, match_name
 from .base import Availability, DtypeChoice, Engine, Prepared
 
 
@@ -51,9 +52,14 @@ CPU_DEVICES = {"cpu"}
 
 
 def get_engine(name: str) -> Engine:
-    if name not in ENGINE_FACTORIES:
-        raise UserError(f"unknown engine {name!r}; valid: {', '.join(ENGINE_FACTORIES)}")
-    return ENGINE_FACTORIES[name]()
+    """The engine of that name, matched ignoring case; an unknown name gets the nearest valid one."""
+    known = match_name(name, ENGINE_FACTORIES)
+    if known is None:
+        raise UserError(
+            f"unknown engine {name!r}; {did_you_mean(name, ENGINE_FACTORIES)}"
+            f"valid: {', '.join(ENGINE_FACTORIES)}"
+        )
+    return ENGINE_FACTORIES[known]()
 
 
 def usable_engine(name: str) -> Engine:
@@ -74,11 +80,13 @@ def resolve_device(engine: Engine, device: str | None) -> str:
     devices = engine.devices()
     if device is None:
         return devices[0]
-    if device not in devices:
+    known = match_name(device, devices)
+    if known is None:
         raise UserError(
-            f"device {device!r} is not available for engine {engine.name!r}; valid here: {', '.join(devices)}"
+            f"device {device!r} is not available for engine {engine.name!r}; {did_you_mean(device, devices)}"
+            f"valid here: {', '.join(devices)}"
         )
-    return device
+    return known
 
 
 def best_engine() -> tuple[Engine, str]:

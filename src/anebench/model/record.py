@@ -126,6 +126,13 @@ class OutputCheck(_Model):
     tolerance: PositiveFloat
 
 
+# Record fields added after the first records were stored (a path into the record's JSON); left out of the
+# content id while unset (None). Add a new optional field here, or every stored record's id changes.
+FIELDS_ADDED_LATER: tuple[tuple[str, ...], ...] = (
+    ("method", "threads"), ("decode",), ("repetitions", "interleave"),
+)
+
+
 class MethodInfo(_Model):
     runs: Annotated[int, Field(ge=1)] | None  # None: not stated by the source
     warmup_policy: ShortStr | None
@@ -137,6 +144,9 @@ class MethodInfo(_Model):
     timing: ShortStr = "wall clock per call"
     mitigations: list[ShortStr] = Field(default_factory=list, max_length=16)
     output_check: OutputCheck | None = None
+    # CPU threads one call was limited to (`--threads`: BLAS via threadpoolctl, torch.set_num_threads);
+    # None: the engine's own default, not limited by anebench.
+    threads: Annotated[int, Field(ge=1, le=4096)] | None = None
 
 
 class Summary(_Model):
@@ -243,6 +253,15 @@ class ResultRecord(_Model):
     def content_id(self) -> str:
         """A stable id: the sha256 of the record's canonical JSON without its id."""
         body = self.model_dump(mode="json", by_alias=True, exclude={"id"})
+        # Fields added after records were first stored count only when set, so that a record that does not
+        # use them keeps the id it always had: a file saved before stays loadable and a re-ingest a no-op.
+        for path in FIELDS_ADDED_LATER:
+            *parents, name = path
+            section = body
+            for parent in parents:
+                section = section.get(parent) or {}
+            if section.get(name) is None:
+                section.pop(name, None)
         canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()
 

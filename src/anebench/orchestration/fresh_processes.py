@@ -39,6 +39,7 @@ class RepetitionJob:
     clock: Clock
     time_budget_s: float | None
     keep_awake: bool
+    threads: int | None = None  # --threads (keep-awake's own limit otherwise)
 
 
 @dataclass
@@ -65,7 +66,7 @@ class PreparedFacts:
 
 def run_repetition(job: RepetitionJob) -> tuple[PreparedFacts, OutputCheck, Timing, KeepAwake | None]:
     """One repetition, start to end, in the process that calls it (the spawned worker's target)."""
-    threads = spinner_threads(job.engine, job.device) if job.keep_awake else None
+    threads = job.threads or (spinner_threads(job.engine, job.device) if job.keep_awake else None)
     limit = job.engine.thread_limit(threads) if threads is not None else nullcontext()
     with limit, prepared_workload(job.engine, job.device, job.workload) as prepared:
         helper = KeepAwakeProcess() if job.keep_awake else None  # as in-process: check, warmup and timing
@@ -115,7 +116,8 @@ def measure_in_fresh_processes(engine: Engine, device: str, workload: Workload, 
     keep_awake = KEEP_AWAKE in options.mitigations
     results = []
     for i, size in enumerate(sizes):
-        job = RepetitionJob(engine, device, workload, size, options.warmup, options.clock, share, keep_awake)
+        job = RepetitionJob(engine, device, workload, size, options.warmup, options.clock, share, keep_awake,
+                            options.threads)
         results.append(in_fresh_process(job, i + 1))
         if progress is not None:
             progress(sum(sizes[:i + 1]), options.runs)

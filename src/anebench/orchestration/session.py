@@ -56,6 +56,7 @@ class RunOptions:
     suite: str = "run"
     timing: str = "wall clock per call"
     power: bool = False  # read an energy counter around the timed calls (record.energy)
+    threads: int | None = None  # --threads: the CPU threads one call may use (None: the engine's default)
     host: Host = field(default_factory=lambda: SYSTEM_HOST)
 
 
@@ -131,11 +132,13 @@ def measure_workload(
     phase: PhaseCallback | None = None,
 ) -> ResultRecord:
     options = options or RunOptions()
+    check_threads(engine, options.threads)
     if options.fresh_processes:
         from .fresh_processes import measure_in_fresh_processes
 
         return measure_in_fresh_processes(engine, device, workload, options, progress)
-    with prepared_workload(engine, device, workload, options.host) as prepared:
+    with thread_limit(engine, options.threads), \
+            prepared_workload(engine, device, workload, options.host) as prepared:
         if on_prepared is not None:
             on_prepared(prepared)
         check = verify_output(prepared)
@@ -163,6 +166,26 @@ def measure_workload(
                 prepared, timing, record_bound(engine, device, prepared, options.host)
             )
         return build_record(engine, device, workload, prepared, options, timing, check, sections, state)
+
+
+def check_threads(engine: Engine, threads: int | None) -> None:
+    """Refuse, before any work, --threads for an engine that has no setting for its threads."""
+    if threads is not None and engine.thread_control is None:
+        raise UserError(
+            f"--threads {threads}: {engine.name} has no setting for its CPU threads (numpy: BLAS threads via "
+            "threadpoolctl; torch: torch.set_num_threads); drop --threads for this engine"
+        )
+
+
+@contextmanager
+def thread_limit(engine: Engine, threads: int | None) -> Iterator[None]:
+    """The engine's calls limited to ``threads`` CPU threads while entered (nothing when None)."""
+    if threads is None:
+        yield
+        return
+    check_threads(engine, threads)
+    with engine.thread_limit(threads):
+        yield
 
 
 def timed_window(window, phase: PhaseCallback | None) -> PhaseCallback | None:
@@ -269,6 +292,7 @@ def build_record(engine, device, workload, prepared, options, timing, check, sec
             timing=options.timing,
             mitigations=list(options.mitigations),
             output_check=check,
+            threads=options.threads,
         ),
         summary=summary,
         samples_s=timing.samples_s,

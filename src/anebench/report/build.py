@@ -46,9 +46,10 @@ def charts(agg: Aggregate) -> dict[tuple, bytes]:
     }
 
 
-def all_sections(agg: Aggregate, records: list[ResultRecord]) -> list:
-    """The matrix sections, then the energy tables per chip, then verdicts, coverage and rules."""
-    base = sections(agg, suite_sections(agg))
+def all_sections(agg: Aggregate, records: list[ResultRecord], figures: bool = False) -> list:
+    """The matrix sections, then the energy tables per chip, then verdicts, coverage and rules;
+    ``figures``: the suites' own plots too (the HTML report embeds them)."""
+    base = sections(agg, suite_sections(agg, figures))
     at = next((i for i, s in enumerate(base) if s.group is None), len(base))
     return base[:at] + energy_sections(records) + base[at:]
 
@@ -138,7 +139,7 @@ def render_report(
     elif fmt == "json":
         text = render_json(agg, {"generated": utc_now().isoformat(), "source": source})
     elif fmt == "html":
-        text = render_html(header, all_sections(agg, records), charts(agg))
+        text = render_html(header, all_sections(agg, records, figures=True), charts(agg))
     else:
         links: dict[tuple, str] = {}
         if out is not None:

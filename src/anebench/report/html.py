@@ -54,6 +54,15 @@ figure.chart img{display:block;max-width:100%;height:auto;background:var(--card)
 nav.toc{position:sticky;top:12px;max-height:calc(100vh - 24px);overflow-y:auto;margin:0}
 }
 @media (max-width:600px){body{font-size:14px}.page{padding:8px}}
+@media (max-width:700px){
+.scroll:has(table.stack){width:auto;overflow-x:visible}
+table.stack,table.stack tbody,table.stack tr{display:block;width:100%}
+table.stack thead{display:none}
+table.stack tr{border-bottom:2px solid var(--line);padding:.25em 0}
+table.stack td{display:grid;grid-template-columns:minmax(6.5em,38%) minmax(0,1fr);gap:.6em;border:0;
+min-width:0;max-width:none;padding:1px 7px;white-space:normal;text-align:left;overflow-wrap:anywhere}
+table.stack td::before{content:attr(data-label);color:var(--muted);font-weight:600}
+}
 """
 NUMERIC = {
     "GB/s [95% range]",
@@ -104,25 +113,34 @@ def _numeric(column: str) -> bool:
 
 
 def table_html(section: Section) -> str:
+    """A table in its own scroll box. The results matrix is "stacked" on a narrow screen (CSS only): each
+    row becomes a card of label: value lines, so chip, GB/s, utilisation and tier are read on a phone
+    without a sideways swipe; every cell carries its column's name for that."""
     if not section.rows:
         return "<p>(none)</p>"
     head = "".join(f"<th>{html_text(c)}</th>" for c in section.columns)
+    stacked = section.kind == "results"
     body = []
     for row in section.rows:
         cells = "".join(
-            f'<td class="num">{html_text(v)}</td>'
-            if _numeric(c)
-            else f'<td class="long">{html_text(v)}</td>'
-            if len(str(v)) > LONG_CELL  # a few lines, not fifty
-            else f"<td>{html_text(v)}</td>"
+            f"<td{_cell_class(c, v)}"
+            + (f' data-label="{html_text(c)}"' if stacked else "")
+            + f">{html_text(v)}</td>"
             for c, v in zip(section.columns, row)
         )
         body.append(f"<tr>{cells}</tr>")
+    table = '<table class="stack">' if stacked else "<table>"
     # the table scrolls inside its own box: a wide table never widens the page
     return (
         f'<div class="scroll" role="region" tabindex="0" aria-label="{html_text("table: " + section.title)}">'
-        f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
+        f"{table}<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>"
     )
+
+
+def _cell_class(column: str, value: object) -> str:
+    if _numeric(column):
+        return ' class="num"'
+    return ' class="long"' if len(str(value)) > LONG_CELL else ""  # a few lines, not fifty
 
 
 def section_ids(sections: list[Section]) -> list[str]:
@@ -186,12 +204,12 @@ def png_size(png: bytes) -> tuple[int, int] | None:
     return width, height
 
 
-def chart_html(section: Section, png: bytes) -> str:
+def chart_html(section: Section, png: bytes, what: str = "GB/s by chip: ") -> str:
     data = base64.b64encode(png).decode("ascii")
     size = png_size(png)
     dims = f' width="{size[0] // CHART_PIXEL_RATIO}" height="{size[1] // CHART_PIXEL_RATIO}"' if size else ""
     return (
-        f'<figure class="chart"><img alt="{html_text("GB/s by chip: " + section.title)}"{dims} '
+        f'<figure class="chart"><img alt="{html_text(what + section.title)}"{dims} '
         f'src="data:image/png;base64,{data}"></figure>'
     )
 
@@ -220,6 +238,8 @@ def render_html(header: list[str], sections: list[Section], charts: dict[tuple, 
         parts.append(f"<h2>{html_text(section.title)}</h2>")
         if section.group in charts:
             parts.append(chart_html(section, charts[section.group]))
+        elif section.figure is not None:
+            parts.append(chart_html(section, section.figure, f"{section.kind} plot: "))
         parts.append(table_html(section))
         if section.note:
             parts.append(f'<p class="note">{html_text(section.note)}</p>')

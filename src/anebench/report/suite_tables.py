@@ -80,11 +80,17 @@ def _order(group: SuiteGroup) -> tuple:
             natural_key(group.chip), natural_key(group.engine), natural_key(group.device))
 
 
-def suite_sections(agg: Aggregate) -> list[Section]:
-    """One section per suite group, suites in the report's order and names in natural order within each."""
+def suite_sections(agg: Aggregate, figures: bool = False) -> list[Section]:
+    """One section per suite group, suites in the report's order and names in natural order within each;
+    ``figures``: each sweep, roofline and concurrency run with its plot (as the suite command draws it)."""
     sections = []
     for group in sorted(agg.suites, key=_order):
         columns, rows = _rows(group)
         note = group.result + (f". Rule: {group.rule}" if group.rule else "")
-        sections.append(Section(group.title, columns, rows, note=note, kind=group.kind))
+        figure = None
+        if figures:
+            from .suite_figures import suite_figure_png
+
+            figure = suite_figure_png(group)
+        sections.append(Section(group.title, columns, rows, note=note, kind=group.kind, figure=figure))
     return sections

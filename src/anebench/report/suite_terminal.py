@@ -68,7 +68,9 @@ def short_workload(name: str) -> str:
 
 
 def target(record: ResultRecord) -> str:
-    return f"{record.engine.name}:{record.engine.device}"
+    """engine:device, and ` t=N` where the run was limited to N CPU threads (`--threads`)."""
+    threads = f" t={record.method.threads}" if record.method.threads else ""
+    return f"{record.engine.name}:{record.engine.device}{threads}"
 
 
 def threads_of(record: ResultRecord) -> str:
@@ -76,6 +78,7 @@ def threads_of(record: ResultRecord) -> str:
     c = record.concurrency
     for value in (
         c.threads_per_copy if c else None,
+        record.method.threads,
         record.engine.details.get("blas_threads"),
         record.engine.details.get("torch_threads"),
     ):

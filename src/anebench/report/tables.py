@@ -24,6 +24,7 @@ class Section:
     kind: str = (
         ""  # what the section is, for the contents: results, tiers, verdicts, a suite's kind, energy, ...
     )
+    figure: bytes | None = None  # a suite's own plot (PNG), drawn for the HTML report
 
 
 def natural_key(text: object) -> tuple:

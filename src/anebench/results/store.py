@@ -54,6 +54,22 @@ CREATE TABLE IF NOT EXISTS ingests (
 """
 
 
+@dataclass(frozen=True)
+class StoredRecord:
+    """One line of `anebench store list`: what identifies a stored record without loading it."""
+
+    id: str
+    suite: str
+    workload: str
+    engine: str
+    device: str
+    provenance: str
+    gbps: float | None
+    created: str
+    source_label: str
+    host: str = ""
+
+
 def default_db_path() -> Path:
     return data_dir() / DB_FILENAME
 
@@ -167,6 +183,43 @@ class Store:
 
     def count(self) -> int:
         return with_retries(lambda: self._db.execute("SELECT COUNT(*) FROM records").fetchone()[0], self.path)
+
+    def listing(self) -> list[StoredRecord]:
+        """What `store list` shows of every record, oldest first, read from the indexed columns and the
+        host section only (a record the current model cannot load is still listed)."""
+        query = ("SELECT id, suite, workload, engine, device, provenance, gbps, created, source_label, "
+                 "json_extract(body, '$.host.chip'), json_extract(body, '$.host.cpu_model') "
+                 "FROM records ORDER BY created, id")
+        rows = with_retries(lambda: self._db.execute(query).fetchall(), self.path)
+        return [
+            StoredRecord(
+                id=row[0], suite=row[1], workload=row[2], engine=row[3], device=row[4], provenance=row[5],
+                gbps=row[6], created=row[7], source_label=row[8], host=row[9] or row[10] or "",
+            )
+            for row in rows
+        ]
+
+    def _one_id(self, prefix: str) -> str:
+        """The full id of the one record whose id starts with ``prefix`` (at least 8 hex digits)."""
+        if not (8 <= len(prefix) <= 64 and all(c in "0123456789abcdef" for c in prefix)):
+            raise UserError(f"record id {prefix[:80]!r}: give at least 8 hex digits of an id")
+        query = "SELECT id FROM records WHERE id LIKE ? || '%' LIMIT 2"
+        found = self._db.execute(query, (prefix,)).fetchall()
+        if not found:
+            raise UserError(f"record {prefix}: no record in {self.path} has this id")
+        if len(found) > 1:
+            raise UserError(f"record {prefix}: more than one record starts with it; give more digits")
+        return str(found[0][0])
+
+    def body(self, prefix: str) -> tuple[str, str]:
+        """(full id, stored JSON) of the one record whose id starts with ``prefix``."""
+
+        def read() -> tuple[str, str]:
+            record_id = self._one_id(prefix)
+            row = self._db.execute("SELECT body FROM records WHERE id = ?", (record_id,)).fetchone()
+            return record_id, str(row[0])
+
+        return with_retries(read, self.path)
 
     def remove(self, *prefixes: str) -> list[str]:
         """Delete the records whose ids start with ``prefixes`` (each at least 8 hex digits, each naming

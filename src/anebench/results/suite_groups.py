@@ -67,6 +67,8 @@ class SuiteGroup:
     result: str  # one line: the fit, the ridge, the verdict with its phases, or "... failed: <reason>"
     figures: Figures = field(default_factory=dict)  # the result as numbers (none when it failed)
     rule: str = ""
+    # the group's records, smallest first: the HTML report draws the suite's own plot from them
+    records: list[ResultRecord] = field(default_factory=list, repr=False, compare=False)
 
     @property
     def title(self) -> str:
@@ -75,7 +77,8 @@ class SuiteGroup:
 
 def _threads(record: ResultRecord) -> int | None:
     section = record.concurrency
-    for value in (section.threads_per_copy if section else None, record.engine.details.get("blas_threads")):
+    for value in (section.threads_per_copy if section else None, record.method.threads,
+                  record.engine.details.get("blas_threads")):
         if isinstance(value, int) and not isinstance(value, bool):
             return value
     return None
@@ -293,6 +296,7 @@ def suite_groups(entries: list[tuple[ResultRecord, str, str]],
                                      "each copy solo, then together from a common start"))
         else:
             groups.append(_simple_group(kind, tuple(key), records, points))
+        groups[-1].records = records
     order = list(SUITE_TITLES)
     groups.sort(key=lambda g: (order.index(g.kind), g.workload, g.chip, g.engine, g.device))
     return groups

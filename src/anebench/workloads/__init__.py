@@ -20,6 +20,7 @@ from typing import Protocol
 import numpy as np
 
 from ..errors import UserError
+from ..util.names import did_you_mean, match_name
 
 DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
 NUMPY_DTYPES = {"fp32": np.float32, "fp16": np.float16}
@@ -295,13 +296,15 @@ CATALOG: dict[str, Workload] = {
 PUBLISHED_HEADS = ("llama_lm_head", "llama_lm_head_lut6", "DeepHermes_lm_head")
 
 _PARAMETRIC = re.compile(r"^lm_head:(\d+)x(\d+)(?::(fp32|fp16|bf16))?$")
+_PARAMETRIC_ANY_DTYPE = re.compile(r"^lm_head:\d+x\d+:(\w+)$")  # a well-formed shape, a dtype we lack
 
 
 def resolve_workload(spec: str) -> Workload:
     """A catalog name, ``lm_head:HIDDENxVOCAB[:DTYPE]``, or ``hf:PATH[:TENSOR]``."""
     spec = spec.strip()
-    if spec in CATALOG:
-        return CATALOG[spec]
+    known = match_name(spec, CATALOG)  # Llama_lm_head is llama_lm_head
+    if known is not None:
+        return CATALOG[known]
     if spec.startswith("hf:"):
         from .checkpoints import checkpoint_workload
 
@@ -315,12 +318,18 @@ def resolve_workload(spec: str) -> Workload:
         if hidden == 0 or vocab == 0:
             raise UserError(f"workload {spec!r}: HIDDEN and VOCAB must be positive integers")
         return Workload(f"lm_head:{hidden}x{vocab}:{dtype}", hidden, vocab, dtype)
+    typed = _PARAMETRIC_ANY_DTYPE.match(spec)
+    if typed:
+        raise UserError(
+            f"workload {spec!r}: unknown dtype {typed[1]!r}; {did_you_mean(typed[1], DTYPE_BYTES)}"
+            f"valid: {', '.join(DTYPE_BYTES)}"
+        )
     if spec.startswith("lm_head"):
         raise UserError(
             f"workload {spec!r} is malformed; expected lm_head:HIDDENxVOCAB[:fp32|fp16|bf16], "
             "e.g. lm_head:4096x32768:fp32"
         )
     raise UserError(
-        f"unknown workload {spec!r}; valid: {', '.join(sorted(CATALOG))}, "
+        f"unknown workload {spec!r}; {did_you_mean(spec, CATALOG)}valid: {', '.join(sorted(CATALOG))}, "
         "lm_head:HIDDENxVOCAB[:DTYPE] or hf:PATH[:TENSOR]"
     )

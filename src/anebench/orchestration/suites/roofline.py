@@ -112,10 +112,13 @@ def run_roofline(
     options = replace(options, repetitions=min(max(options.repetitions, REPETITIONS), options.runs))
     records: list[ResultRecord] = []
     batches: list[int] = []
-    for batch in doubling_batches(max_batch):
+    planned = doubling_batches(max_batch)
+    for index, batch in enumerate(planned, 1):
         workload = base.with_batch(batch)
         check_activations_fit(engine, device, workload, options.host)
-        label = f"roofline {engine.name}:{device} batch {batch}"
+        # "(i/N)" of the batches planned: the time-left estimate is an upper bound, as the suite stops
+        # once clearly compute-bound
+        label = f"roofline {engine.name}:{device} batch {batch} ({index}/{len(planned)})"
         records.append(measure_workload(engine, device, workload, options, progress(label, options.runs)))
         batches.append(batch)
         if clearly_compute_bound(batches, [latency_of(r) for r in records]):

@@ -41,3 +41,48 @@ def test_an_ingest_that_stores_nothing_prints_only_its_error_line(how, tmp_path,
     one_line_error(err, str(source) if how == "bad file" else "read-only")
     assert "ingested into" not in err
     assert digest(store_db) == before
+
+
+# -- class: the checks on an input take memory bounded by the input, not 16 bytes per byte (R6, R7) --
+
+
+def test_a_large_input_is_checked_in_a_few_times_its_size(tmp_path, store_db, capsys):
+    import tracemalloc
+
+    size = 32 * 1024 * 1024
+    big = tmp_path / "big.json"
+    big.write_bytes(b"{" + b" " * (size - 2) + b"}")  # all of it outside strings: the worst case for the scan
+    before = digest(store_db)
+    tracemalloc.start()
+    try:
+        code, out, err = run_cli(capsys, "ingest", str(big), "--db", str(store_db))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert code == 2 and out == ""
+    one_line_error(err, str(big))
+    assert digest(store_db) == before
+    assert peak < 4 * size, f"peak {peak / size:.1f}x the input"  # was ~17x: two int64 arrays of its length
+
+
+@pytest.mark.parametrize("text", ["[[[]]]", '{"a": [[1, "]]]"], {"b": [[[[]]]]}}', "]]]][[", "[" * 40 + "]" * 39])
+def test_the_nesting_depth_is_the_same_across_chunk_boundaries(text, monkeypatch):
+    from anebench.util import inputs
+
+    expected = inputs.nesting_depth(text)
+    monkeypatch.setattr(inputs, "_DEPTH_CHUNK", 3)
+    assert inputs.nesting_depth(text) == expected
+    depth = deepest = 0
+    for char in inputs._JSON_STRING.sub(b"", text.encode()):
+        depth += {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}.get(char, 0)
+        deepest = max(deepest, depth)
+    assert expected == deepest
+
+
+@pytest.mark.parametrize(("size", "stated", "kept"), [(10, 10, 10), (30, 10, 30), (80, 10, 51), (80, 80, 51)])
+def test_a_file_that_grew_after_its_stat_is_read_whole_up_to_one_byte_past_the_cap(size, stated, kept):
+    import io
+
+    from anebench.util.inputs import _read_capped
+
+    assert len(_read_capped(io.BytesIO(b"x" * size), stated, 50)) == kept  # 51 bytes: refused as too large

@@ -86,3 +86,44 @@ def test_a_file_that_grew_after_its_stat_is_read_whole_up_to_one_byte_past_the_c
     from anebench.util.inputs import _read_capped
 
     assert len(_read_capped(io.BytesIO(b"x" * size), stated, 50)) == kept  # 51 bytes: refused as too large
+
+
+# -- class: an anemll-bench file is imported whole or not at all, whatever the broken block shows (L5) --
+
+
+def _anemll_inputs(tmp_path):
+    import html
+    from pathlib import Path
+
+    whole = (Path(__file__).resolve().parents[1] / "data" / "anemll" / "m4_results.json").read_text()
+    second = whole.replace("2025-03-02 14:05:11", "2025-03-03 08:00:00")
+    cut_before_marker = second[: second.index('"system_info"')]  # only "timestamp" shows
+    cut_inside_results = second[: second.index('"results"') + 40]
+    a17 = tmp_path / "a17.md"
+    a17.write_text(f"My run:\n\n{whole}\n\nAnd the second one:\n\n{cut_before_marker}\n")
+    a18 = tmp_path / "a18.html"
+    a18.write_text(f"<html><body><script>var r = {whole};</script>\n"
+                   f"<pre>{html.escape(cut_inside_results)}</pre></body></html>\n")
+    return {"a17": a17, "a18": a18}
+
+
+@pytest.mark.parametrize("case", ["a17", "a18"])
+def test_a_whole_anemll_block_beside_a_broken_one_imports_nothing(case, tmp_path, store_db, capsys):
+    source = _anemll_inputs(tmp_path)[case]
+    before = digest(store_db)
+    code, out, err = run_cli(capsys, "ingest", "--from", "anemll-bench", str(source), "--db", str(store_db))
+    assert code == 2, err
+    one_line_error(err, str(source), "nothing from this file was stored")
+    assert "result block is broken" in err and out == ""
+    assert digest(store_db) == before
+
+
+def test_the_whole_block_alone_still_imports(tmp_path, store_db, capsys):
+    import html
+    from pathlib import Path
+
+    whole = (Path(__file__).resolve().parents[1] / "data" / "anemll" / "m4_results.json").read_text()
+    page = tmp_path / "both.html"  # the same run raw and escaped: nothing broken
+    page.write_text(f"<script>var r = {whole};</script><pre>{html.escape(whole)}</pre>")
+    code, _, err = run_cli(capsys, "ingest", "--from", "anemll-bench", str(page), "--db", str(store_db))
+    assert code == 0, err

@@ -127,3 +127,33 @@ def test_the_whole_block_alone_still_imports(tmp_path, store_db, capsys):
     page.write_text(f"<script>var r = {whole};</script><pre>{html.escape(whole)}</pre>")
     code, _, err = run_cli(capsys, "ingest", "--from", "anemll-bench", str(page), "--db", str(store_db))
     assert code == 0, err
+
+
+# -- class: an address-space limit below the workload is one line naming it, not numpy's error (E18) --
+
+
+def test_an_address_space_limit_below_the_workload_names_the_workload_and_its_bytes(tmp_path):
+    import os
+    import resource
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    if os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES") < 2.5e9:
+        pytest.skip("the free-memory preflight would refuse the 1.07 GB workload first on this machine")
+    limit = 1_500_000 * 1024  # `ulimit -v 1500000`, as in the review: python and numpy fit, 1.07 GB more does not
+
+    def limited():
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    out = tmp_path / "r.json"
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    proc = subprocess.run(
+        [sys.executable, "-m", "anebench", "run", "--engine", "numpy", "--workload", "lm_head:65536x4096:fp32",
+         "--runs", "3", "--warmup", "0", "--out", str(out)],
+        cwd=tmp_path, env={**os.environ, "PYTHONPATH": src, "OPENBLAS_NUM_THREADS": "1"},  # a thread buffer each
+        capture_output=True,
+        text=True, timeout=180, preexec_fn=limited)
+    assert proc.returncode == 2, proc.stderr
+    one_line_error(proc.stderr, "lm_head:65536x4096:fp32", "1.07 GB", "ulimit -v")
+    assert "MemoryError" not in proc.stderr and not out.exists()

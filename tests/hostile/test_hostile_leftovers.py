@@ -157,3 +157,29 @@ def test_an_address_space_limit_below_the_workload_names_the_workload_and_its_by
     assert proc.returncode == 2, proc.stderr
     one_line_error(proc.stderr, "lm_head:65536x4096:fp32", "1.07 GB", "ulimit -v")
     assert "MemoryError" not in proc.stderr and not out.exists()
+
+
+# -- class: --out naming the file this command's own stdout is redirected to (O8) --
+
+
+@pytest.mark.parametrize("name", ["/proc/self/fd/1", "printed.txt"])
+def test_out_to_the_file_stdout_is_redirected_to_is_refused(name, tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    if name.startswith("/proc") and not Path("/proc/self/fd/1").exists():
+        pytest.skip("no /proc here")
+    printed = tmp_path / "printed.txt"
+    printed.write_text("kept from before\n")
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    with printed.open("a") as stdout:
+        proc = subprocess.run(
+            [sys.executable, "-m", "anebench", "run", "--engine", "numpy", "--workload", "lm_head:256x4096:fp32",
+             "--runs", "5", "--warmup", "0", "--out", name],
+            cwd=tmp_path, env={**os.environ, "PYTHONPATH": src}, stdout=stdout, stderr=subprocess.PIPE,
+            text=True, timeout=180)
+    assert proc.returncode == 2, proc.stderr
+    one_line_error(proc.stderr, name, "own standard output")
+    assert printed.read_text() == "kept from before\n"

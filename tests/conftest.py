@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 
 import pytest
@@ -14,6 +15,33 @@ def _cuda_available() -> bool:
     import torch
 
     return torch.cuda.is_available()
+
+
+PLATFORMS = ("host", "mac")
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--platform", choices=PLATFORMS, default=os.environ.get("ANEBENCH_TEST_PLATFORM", "host"),
+        help="the platform facts every test sees: 'host' (this machine's) or 'mac' (a native Apple-silicon "
+             "Mac on macOS 15.5 with an Apple M4 Pro, stated through the host seams; the native Core ML and "
+             "IOReport bindings stay as absent as they are here). Default: $ANEBENCH_TEST_PLATFORM or host")
+
+
+def pytest_report_header(config):
+    if config.getoption("--platform") == "mac":
+        return "platform facts: a Mac (macOS 15.5, arm64, native, Apple M4 Pro) through the host seams"
+    return None
+
+
+@pytest.fixture(autouse=True)
+def _platform_facts(request, monkeypatch):
+    """Under --platform=mac every test sees a Mac's facts; a test that depends on Linux facts states them
+    itself (fakehost.pretend_linux_host), which overrides these."""
+    if request.config.getoption("--platform") == "mac":
+        from fakehost import pretend_mac_host
+
+        pretend_mac_host(monkeypatch)
 
 
 def pytest_collection_modifyitems(config, items):

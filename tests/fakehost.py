@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from anebench.model import HostInfo, HostState
 from anebench.system.host import Host, busy_threshold
+from anebench.system.host import describe_host as this_machine
 
 
 class FakeHost(Host):
@@ -35,3 +36,52 @@ def pretend_macos(monkeypatch, version: tuple[int, ...] = (27, 0)) -> None:
     monkeypatch.setattr(preflight, "_machine", lambda: "arm64")
     monkeypatch.setattr(preflight, "_macos_version", lambda: version)
     monkeypatch.setattr(preflight, "proc_translated", lambda libc=None: 0)
+
+
+class NativeMacLibc:
+    """libSystem's sysctlbyname on a native Apple-silicon Mac: sysctl.proc_translated reads 0."""
+
+    def sysctlbyname(self, name, oldp, oldlenp, newp, newlen):
+        oldp.contents.value = 0
+        return 0
+
+
+MAC_CHIP = "Apple M4 Pro"
+MAC_VERSION = (15, 5)
+
+
+def pretend_mac_host(monkeypatch, version: tuple[int, ...] = MAC_VERSION, chip: str = MAC_CHIP) -> None:
+    """Every platform fact of a native Apple-silicon Mac, through the seams the library reads them from:
+    preflight's (OS, machine, macOS version, Rosetta), power's platform and the host description (this
+    machine's memory, cores and caches, with the Mac's OS, arch and chip). The native Core ML and IOReport
+    bindings are not pretended: they stay as absent as they are here."""
+    from anebench.system import host, power, preflight
+
+    monkeypatch.setattr(preflight, "_system", lambda: "darwin")
+    monkeypatch.setattr(preflight, "_machine", lambda: "arm64")
+    monkeypatch.setattr(preflight, "_macos_version", lambda: version)
+    # Native, stated where the kernel answers (sysctlbyname), so Rosetta's own logic still runs.
+    monkeypatch.setattr(preflight, "_libc", NativeMacLibc)
+    monkeypatch.setattr(power, "current_platform", lambda: "darwin")
+    mac = this_machine().model_copy(update=dict(
+        os="macOS", os_version=".".join(map(str, version)), arch="arm64", cpu_model=chip, chip=chip,
+        machine_model="Mac16,8", rosetta=False))
+    monkeypatch.setattr(host, "describe_host", lambda: mac)
+
+
+def pretend_linux_host(monkeypatch) -> None:
+    """The platform facts of a Linux x86_64 host with no Apple chip, for a test that depends on them
+    (so it holds whichever platform the suite was asked to pretend; see ``--platform`` in conftest)."""
+    from anebench.system import host, power, preflight
+
+    monkeypatch.setattr(preflight, "_system", lambda: "linux")
+    monkeypatch.setattr(preflight, "_machine", lambda: "x86_64")
+    monkeypatch.setattr(preflight, "_macos_version", lambda: ())
+    monkeypatch.setattr(preflight, "proc_translated", lambda libc=None: None)
+    monkeypatch.setattr(power, "current_platform", lambda: "linux")
+    linux = this_machine()
+    if linux.os != "Linux":
+        facts = dict(os="Linux", os_version="6.1", arch="x86_64", cpu_model="Fake CPU", chip=None,
+                     machine_model=None, rosetta=None)
+        linux = linux.model_copy(update=facts)
+    monkeypatch.setattr(host, "describe_host", lambda: linux)

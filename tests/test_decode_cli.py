@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import sys
 
 import pytest
 
 from anebench.results.files import load_records
 from clitools import run_cli
+from fakehost import pretend_linux_host
 
 TINY = dict(
     model_type="llama",
@@ -105,8 +105,8 @@ def test_coreml_dry_run_lists_chunks_bytes_and_predicts_per_token(capsys):
     )
 
 
-@pytest.mark.skipif(sys.platform == "darwin", reason="the refusal is of hosts without Core ML")
 def test_coreml_decode_is_refused_in_one_line_before_building(capsys, tmp_path, monkeypatch):
+    pretend_linux_host(monkeypatch)  # the refusal is of hosts without Core ML
     monkeypatch.setenv("ANEBENCH_CACHE_DIR", str(tmp_path / "cache"))
     code, stdout, stderr = run_cli(capsys, "decode", "qwen3-0.6b", "-e", "coreml")
     assert code != 0

@@ -9,6 +9,7 @@ import pytest
 from anebench.orchestration import runplan
 from anebench.system import power, preflight
 from clitools import run_cli
+from fakehost import pretend_linux_host
 
 
 def test_dry_run_of_the_mac_campaign_lists_every_engine_with_power_on(capsys):
@@ -75,8 +76,7 @@ def test_the_campaign_reads_energy_by_default_and_not_with_no_power(monkeypatch,
 
 
 def test_info_lists_the_energy_sources_with_ioreport_macos_only(capsys, monkeypatch):
-    monkeypatch.setattr("anebench.system.ioreport.sys.platform", "linux")
-    monkeypatch.setattr(power.sys, "platform", "linux")
+    pretend_linux_host(monkeypatch)
     code, stdout, _ = run_cli(capsys, "info")
     assert code == 0
     assert "energy sources" in stdout and "IOReport Energy Model" in stdout and "macOS only" in stdout

@@ -26,6 +26,7 @@ from anebench.system.ioreport_parse import (
     energy_by_component,
 )
 from anebench.system.power import Counted, EnergyWindow
+from fakehost import pretend_linux_host, pretend_macos
 
 DATA = Path(__file__).parent / "data" / "ioreport"
 
@@ -247,8 +248,8 @@ def test_old_extras_energy_reads_as_the_typed_section():
     assert not Energy.model_validate({"available": False, "reason": "no counter"}).available
 
 
-@pytest.mark.skipif(sys.platform == "darwin", reason="off macOS only")
-def test_ioreport_says_macos_only_here():
+def test_ioreport_says_macos_only_off_macos(monkeypatch):
+    pretend_linux_host(monkeypatch)
     assert ioreport.ioreport_problem() == "macOS only"
     assert power.ioreport_meter().reason == "IOReport: macOS only"
 
@@ -308,7 +309,7 @@ def test_the_thin_layer_drives_actop_and_hands_its_items_to_the_parser(monkeypat
                                  cf_release=lambda ref: FakeSubscription.released.append(ref))
     monkeypatch.setitem(sys.modules, "actop", types.ModuleType("actop"))
     monkeypatch.setitem(sys.modules, "actop.ioreport", fake)
-    monkeypatch.setattr(ioreport.sys, "platform", "darwin")
+    pretend_macos(monkeypatch)
     monkeypatch.setattr(ioreport.sys, "version_info", (3, 11, 0))
     meter = power.ioreport_meter()
     assert isinstance(meter, power.IOReportMeter)

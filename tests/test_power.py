@@ -14,6 +14,7 @@ from anebench.system.power import (
     planned_source,
     rapl_meter,
 )
+from fakehost import pretend_linux_host
 
 
 def make_zone(root, name, energy_uj, max_range=1000):
@@ -55,9 +56,9 @@ def test_nvml_not_installed_is_unavailable(monkeypatch):
 
 def test_macos_without_ioreport_and_unknown_devices_are_unavailable_with_a_reason(monkeypatch):
     monkeypatch.setattr(power, "ioreport_problem", lambda: "install the [mac] extra")
-    monkeypatch.setattr(power.sys, "platform", "darwin")
+    monkeypatch.setattr(power, "current_platform", lambda: "darwin")  # the host's platform, stated
     assert energy_meter("ane").reason == "IOReport: install the [mac] extra"
-    monkeypatch.setattr(power.sys, "platform", "linux")
+    monkeypatch.setattr(power, "current_platform", lambda: "linux")
     assert "no energy counter known for device 'mps'" in energy_meter("mps").reason
 
 
@@ -122,8 +123,7 @@ def test_run_power_records_energy_or_the_reason(monkeypatch):
 
 
 def test_info_lists_every_source_and_ioreport_is_macos_only_here(monkeypatch, tmp_path):
-    monkeypatch.setattr(power.sys, "platform", "linux")
-    monkeypatch.setattr("anebench.system.ioreport.sys.platform", "linux")
+    pretend_linux_host(monkeypatch)
     sources = {s.name: s for s in energy_sources(tmp_path / "none")}
     assert set(sources) == {"IOReport Energy Model", "IOReport PMP / DCS BW", "IOReport PMP ANE RD/WR",
                             "NVIDIA NVML", "Linux RAPL"}

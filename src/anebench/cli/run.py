@@ -33,7 +33,7 @@ from ..orchestration.runplan import (
 )
 from ..orchestration.session import RunOptions
 from ..system import power as power_counters
-from ..system.host import busy_warning, describe_host
+from ..system.host import SYSTEM_HOST, busy_warning
 from ..system.power import energy_sources
 from .common import (
     StepSaver,
@@ -297,7 +297,7 @@ def run(
         runnable = tuple(name for name in engines if name not in {u.engine for u in unrunnable})
         steps = plan_steps(runnable, device, workloads, mitigations).steps if runnable else []
         planned = describe_plan([(s.engine.name, s.device, s.workload.name) for s in steps], bool(power),
-                                sys.platform)
+                                power_counters.current_platform())
         show_unrunnable(unrunnable, planned, as_json)
         return
     plan = plan_steps(engines, device, workloads, mitigations)
@@ -354,7 +354,7 @@ def run(
         raise SystemExit(130)
     emit(result.records, "run", out, no_save, as_json)
     finish_run(result.records, as_json)  # --store, and the figure beside the published ones
-    hint = concurrency_hint(describe_host().chip) if plan.campaign else None
+    hint = concurrency_hint(SYSTEM_HOST.info().chip) if plan.campaign else None
     if hint:
         say(hint)
     if plan.campaign:
@@ -448,7 +448,7 @@ def source_detail(source) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 def info(fmt: str | None, as_json: bool) -> None:
     """Describe this host: OS, CPU, memory, caches, BLAS, power, and the energy sources --power can read."""
-    host = describe_host()
+    host = SYSTEM_HOST.info()
     if output_format(fmt, as_json) == "json":
         click.echo(host.model_dump_json(indent=1))
         return

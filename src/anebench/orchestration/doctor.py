@@ -93,7 +93,7 @@ def _version(package: str) -> str | None:
 
 
 def check_versions() -> Check:
-    mac = platform.mac_ver()[0] or "unknown"
+    mac = preflight.macos_version_text() or "unknown"
     found = {name: _version(name) for name in VERSIONS}
     listed = ", ".join(f"{name} {version or 'not installed'}" for name, version in found.items())
     text = f"macOS {mac}, Python {platform.python_version()}, {listed}"
@@ -119,7 +119,7 @@ def check_chip(host: Host) -> Check:
 def check_rosetta() -> Check:
     if preflight.under_rosetta():
         return Check("Rosetta", "FAIL", preflight.ROSETTA_MESSAGE)
-    return Check("Rosetta", "ok", f"native {platform.machine()}")
+    return Check("Rosetta", "ok", f"native {preflight.machine()}")
 
 
 def check_placement(package, unit: str) -> Check:

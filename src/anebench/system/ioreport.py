@@ -35,7 +35,9 @@ GROUPS = [(ENERGY_GROUP, None), (BANDWIDTH_GROUP, BANDWIDTH_SUBGROUP)]
 
 def ioreport_problem() -> str | None:
     """Why IOReport cannot be read here, or None."""
-    if sys.platform != "darwin":
+    from .preflight import on_macos  # the host's platform, where tests state it
+
+    if not on_macos():
         return "macOS only"
     if sys.version_info < MIN_PYTHON:
         return "IOReport is read through actop, which needs Python >= 3.11"

@@ -374,7 +374,7 @@ def energy_sources(powercap_root: Path = POWERCAP_ROOT) -> list[SourceStatus]:
         nvml = nvml_meter("cuda:0")
         out.append(SourceStatus("NVIDIA NVML", "the GPU board", not isinstance(nvml, Unavailable),
                                 nvml.reason if isinstance(nvml, Unavailable) else ""))
-    if sys.platform.startswith("linux"):
+    if current_platform().startswith("linux"):
         rapl = rapl_meter(powercap_root)
         out.append(SourceStatus("Linux RAPL", "CPU package(s)", not isinstance(rapl, Unavailable),
                                 rapl.reason if isinstance(rapl, Unavailable) else ""))

@@ -49,6 +49,16 @@ def on_macos() -> bool:
     return _system() == "darwin"
 
 
+def machine() -> str:
+    """The machine this Python runs as (arm64, x86_64), as the preflight seam states it."""
+    return _machine()
+
+
+def macos_version_text() -> str:
+    """The running macOS version ("15.5"), "" off macOS or where unknown, as the preflight seam states it."""
+    return ".".join(map(str, _macos_version())) if on_macos() else ""
+
+
 def _libc():
     """The C library, for sysctlbyname (macOS's libSystem; elsewhere a libc without that function)."""
     import ctypes.util

@@ -24,7 +24,8 @@ def _read_only_store(monkeypatch):
 
 
 @pytest.mark.parametrize("how", ["read-only store", "bad file"])
-def test_an_ingest_that_stores_nothing_prints_only_its_error_line(how, tmp_path, store_db, capsys, monkeypatch):
+def test_an_ingest_that_stores_nothing_prints_only_its_error_line(how, tmp_path, store_db, capsys,
+                                                                   monkeypatch):
     from anebench.results.files import save_records
     from test_store import make_record
 
@@ -65,7 +66,9 @@ def test_a_large_input_is_checked_in_a_few_times_its_size(tmp_path, store_db, ca
     assert peak < 4 * size, f"peak {peak / size:.1f}x the input"  # was ~17x: two int64 arrays of its length
 
 
-@pytest.mark.parametrize("text", ["[[[]]]", '{"a": [[1, "]]]"], {"b": [[[[]]]]}}', "]]]][[", "[" * 40 + "]" * 39])
+@pytest.mark.parametrize(
+    "text", ["[[[]]]", '{"a": [[1, "]]]"], {"b": [[[[]]]]}}', "]]]][[", "[" * 40 + "]" * 39]
+)
 def test_the_nesting_depth_is_the_same_across_chunk_boundaries(text, monkeypatch):
     from anebench.util import inputs
 
@@ -141,7 +144,7 @@ def test_an_address_space_limit_below_the_workload_names_the_workload_and_its_by
 
     if os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES") < 2.5e9:
         pytest.skip("the free-memory preflight would refuse the 1.07 GB workload first on this machine")
-    limit = 1_500_000 * 1024  # `ulimit -v 1500000`, as in the review: python and numpy fit, 1.07 GB more does not
+    limit = 1_500_000 * 1024  # `ulimit -v 1500000` as in the review: python and numpy fit, 1.07 GB more not
 
     def limited():
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
@@ -149,11 +152,11 @@ def test_an_address_space_limit_below_the_workload_names_the_workload_and_its_by
     out = tmp_path / "r.json"
     src = str(Path(__file__).resolve().parents[2] / "src")
     proc = subprocess.run(
-        [sys.executable, "-m", "anebench", "run", "--engine", "numpy", "--workload", "lm_head:65536x4096:fp32",
-         "--runs", "3", "--warmup", "0", "--out", str(out)],
-        cwd=tmp_path, env={**os.environ, "PYTHONPATH": src, "OPENBLAS_NUM_THREADS": "1"},  # a thread buffer each
-        capture_output=True,
-        text=True, timeout=180, preexec_fn=limited)
+        [sys.executable, "-m", "anebench", "run", "--engine", "numpy", "--workload",
+         "lm_head:65536x4096:fp32", "--runs", "3", "--warmup", "0", "--out", str(out)],
+        # one BLAS thread: each thread reserves its own buffers, which the limit would count
+        cwd=tmp_path, env={**os.environ, "PYTHONPATH": src, "OPENBLAS_NUM_THREADS": "1"},
+        capture_output=True, text=True, timeout=180, preexec_fn=limited)
     assert proc.returncode == 2, proc.stderr
     one_line_error(proc.stderr, "lm_head:65536x4096:fp32", "1.07 GB", "ulimit -v")
     assert "MemoryError" not in proc.stderr and not out.exists()
@@ -176,8 +179,8 @@ def test_out_to_the_file_stdout_is_redirected_to_is_refused(name, tmp_path):
     src = str(Path(__file__).resolve().parents[2] / "src")
     with printed.open("a") as stdout:
         proc = subprocess.run(
-            [sys.executable, "-m", "anebench", "run", "--engine", "numpy", "--workload", "lm_head:256x4096:fp32",
-             "--runs", "5", "--warmup", "0", "--out", name],
+            [sys.executable, "-m", "anebench", "run", "--engine", "numpy", "--workload",
+             "lm_head:256x4096:fp32", "--runs", "5", "--warmup", "0", "--out", name],
             cwd=tmp_path, env={**os.environ, "PYTHONPATH": src}, stdout=stdout, stderr=subprocess.PIPE,
             text=True, timeout=180)
     assert proc.returncode == 2, proc.stderr

@@ -90,7 +90,7 @@ def bounded_int(text: str) -> int | float:
 
 def _opens_with(text: str, start: int, keys: tuple[str, ...]) -> bool:
     match = _FIRST_KEY.match(text, start)
-    return bool(match) and match.group(1) in keys
+    return match is not None and match.group(1) in keys
 
 
 def _scan(text: str, accept: Callable[[dict], bool], budget: _Budget, marker: str | None = None,

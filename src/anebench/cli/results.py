@@ -86,7 +86,9 @@ def ingest(
     table = FittingTable(
         ["source", "added", "duplicates"], rows, f"ingested into {outcome.db}", wrap={"source"}
     )
-    if machine == "table":
+    if not outcome.reports:
+        pass  # nothing went in: an empty table above the error line would only hide it
+    elif machine == "table":
         out_console().print(table)
     elif verbosity() > QUIET:
         err_console.print(table)

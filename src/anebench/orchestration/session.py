@@ -88,7 +88,15 @@ def prepared_workload(engine: Engine, device: str, workload: Workload,
                       host: Host = SYSTEM_HOST) -> Iterator[Prepared]:
     check_tokens(engine, workload)
     preflight_memory(engine, device, workload, host)
-    prepared = engine.prepare(workload, device)
+    try:
+        prepared = engine.prepare(workload, device)
+    except MemoryError:  # free memory is not all this process may use (a container limit, ulimit -v)
+        raise UserError(
+            f"workload {workload.name!r}: {engine.bytes_for(workload, device) / 1e9:.2f} GB for its weights "
+            f"on {engine.name}:{device} could not be allocated, though the machine has that much free; "
+            "this process may use less (a container limit or ulimit -v): choose a smaller workload or "
+            "raise the limit"
+        ) from None
     try:
         yield prepared
     finally:

@@ -28,6 +28,7 @@ _JSON_STRING = re.compile(rb'"(?:[^"\\\n]|\\.)*"')
 _OPEN = np.zeros(256, dtype=np.int8)
 _OPEN[[ord("{"), ord("[")]] = 1
 _OPEN[[ord("}"), ord("]")]] = -1
+_DEPTH_CHUNK = 4 * MiB  # bytes per numpy pass of nesting_depth: ~20 MB of scratch, whatever the input
 
 
 def read_input_bytes(path: Path, what: str = "", limit: int = MAX_INPUT_BYTES) -> bytes:
@@ -46,11 +47,12 @@ def read_input_bytes(path: Path, what: str = "", limit: int = MAX_INPUT_BYTES) -
         # O_NONBLOCK: a file swapped for a FIFO after the check must not block open() for good.
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         with open(fd, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):  # swapped after the check
+            opened = os.fstat(handle.fileno())
+            if not stat.S_ISREG(opened.st_mode):  # swapped after the check
                 raise UserError(f"{label}: is not a regular file; give a file")
             if hasattr(os, "set_blocking"):
                 os.set_blocking(fd, True)
-            data = handle.read(limit + 1)
+            data = _read_capped(handle, opened.st_size, limit)
     except FileNotFoundError:
         raise UserError(f"{label}: no such file") from None
     except IsADirectoryError:
@@ -62,14 +64,38 @@ def read_input_bytes(path: Path, what: str = "", limit: int = MAX_INPUT_BYTES) -
     return data
 
 
+def _read_capped(handle: Any, expected: int, limit: int) -> bytes:
+    """At most ``limit + 1`` bytes. read(limit + 1) would reserve the whole cap (256 MB of address
+    space, which a ``ulimit -v`` counts) for any file, so read its size, then the rest of a file that
+    grew in small steps."""
+    data = handle.read(min(expected, limit) + 1)
+    if len(data) <= expected:
+        return data
+    parts = [data]
+    total = len(data)
+    while total <= limit:
+        more = handle.read(min(MiB, limit + 1 - total))
+        if not more:
+            break
+        parts.append(more)
+        total += len(more)
+    return b"".join(parts)
+
+
 def nesting_depth(text: str | bytes) -> int:
-    """The deepest bracket nesting outside JSON strings, in linear time (numpy, no recursion)."""
+    """The deepest bracket nesting outside JSON strings, in linear time (numpy, no recursion) and in
+    chunks: arrays the length of the input would take 16 bytes per input byte (4 GB for a file at the
+    size cap), so the running depth is carried from chunk to chunk instead."""
     raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
     stripped = _JSON_STRING.sub(b"", raw)
-    if not stripped:
-        return 0
-    steps = _OPEN[np.frombuffer(stripped, dtype=np.uint8)].astype(np.int64)
-    return int(np.cumsum(steps).max(initial=0))
+    deepest = depth = 0
+    for start in range(0, len(stripped), _DEPTH_CHUNK):
+        count = min(_DEPTH_CHUNK, len(stripped) - start)
+        steps = _OPEN[np.frombuffer(stripped, dtype=np.uint8, count=count, offset=start)]
+        running = np.cumsum(steps, dtype=np.int32)  # a chunk moves the depth by at most its length
+        deepest = max(deepest, depth + int(running.max()))
+        depth += int(running[-1])
+    return deepest
 
 
 def check_depth(text: str | bytes, where: str, limit: int = MAX_JSON_DEPTH) -> None:

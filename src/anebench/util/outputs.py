@@ -74,6 +74,21 @@ def _sqlite_side_file_of(path: Path) -> Path | None:
     return None
 
 
+def _own_stream(info: os.stat_result) -> str | None:
+    """"standard output" or "standard error" when ``info`` is the regular file this process prints to
+    (``--out /proc/self/fd/1`` with stdout redirected to a file: the file would be replaced)."""
+    if not stat.S_ISREG(info.st_mode):
+        return None  # a pipe or a terminal is written through, as documented
+    for fd, name in ((1, "standard output"), (2, "standard error")):
+        try:
+            stream = os.fstat(fd)
+        except OSError:
+            continue
+        if (stream.st_dev, stream.st_ino) == (info.st_dev, info.st_ino):
+            return name
+    return None
+
+
 def check_target(path: Path, what: str = "--out", force: bool = False, protected: Protected = (),
                  need_parent: bool = True) -> Path:
     """The path to write for ``path`` under the policy (a symlink resolved), or a UserError."""
@@ -109,6 +124,10 @@ def check_target(path: Path, what: str = "--out", force: bool = False, protected
         if why:
             raise UserError(f"{what} {path}: {why}")
         # Mode bits, not os.access: as root, access() says every file is writable.
+        stream = _own_stream(info)
+        if stream:
+            raise UserError(f"{what} {path}: is this command's own {stream}, which is redirected there; "
+                            "writing the file would replace what the command prints; give another name")
         if stat.S_ISREG(info.st_mode) and _is_sqlite(target):
             raise UserError(f"{what} {path}: is an SQLite database (a results store?); writing there would "
                             "destroy it; give another name")

@@ -78,6 +78,10 @@ class ToolDocument(_ToolModel):
     results: list[ToolResult] = Field(min_length=1)
 
 
+# The tool's document opens with one of these: a block that does and does not parse is one cut short.
+DOCUMENT_KEYS = ("timestamp", "system_info", "results")
+
+
 def is_tool_document(value: dict) -> bool:
     return "system_info" in value and "results" in value
 
@@ -102,7 +106,7 @@ def find_documents(text: str) -> tuple[list[dict], list[str]]:
     A file is imported whole or not at all: a block that starts like one of the tool's documents but
     does not parse (a paste cut short) refuses the file, even when other blocks are whole.
     """
-    search = find_json_objects(text, is_tool_document, marker='"system_info"')
+    search = find_json_objects(text, is_tool_document, marker='"system_info"', opening_keys=DOCUMENT_KEYS)
     if search.gave_up:
         return [], [search.gave_up]
     if search.objects and search.broken:

@@ -74,6 +74,7 @@ class _GaveUp(Exception):
 # Where an object can start: "{" then a key or "}". Each failed attempt costs O(position) in Python's
 # JSONDecodeError (it counts lines), so braces that cannot open an object are never tried.
 _CANDIDATE = re.compile(r'\{\s*["}]')
+_FIRST_KEY = re.compile(r'\{\s*"([A-Za-z_]{1,40})"\s*:')
 
 
 def _next_start(text: str, position: int) -> int:
@@ -87,10 +88,17 @@ def bounded_int(text: str) -> int | float:
     return int(text) if len(text.lstrip("-")) <= 40 else float("inf")
 
 
+def _opens_with(text: str, start: int, keys: tuple[str, ...]) -> bool:
+    match = _FIRST_KEY.match(text, start)
+    return match is not None and match.group(1) in keys
+
+
 def _scan(text: str, accept: Callable[[dict], bool], budget: _Budget, marker: str | None = None,
-          broken: list[str] | None = None) -> tuple[list[dict], tuple[int, str] | None]:
+          broken: list[str] | None = None,
+          opening_keys: tuple[str, ...] = ()) -> tuple[list[dict], tuple[int, str] | None]:
     """Objects decoded from each '{' in turn; an accepted one is skipped over, others are searched.
-    A failed decode whose parsed part holds ``marker`` is a broken block, added to ``broken``."""
+    A failed decode whose parsed part holds ``marker``, or whose first key is one of ``opening_keys``
+    (a block cut before the marker), is a broken block, added to ``broken``."""
     decoder = json.JSONDecoder(parse_int=bounded_int)
     found: list[dict] = []
     furthest: tuple[int, str] | None = None
@@ -105,7 +113,9 @@ def _scan(text: str, accept: Callable[[dict], bool], budget: _Budget, marker: st
             where = f"{exc.msg} (line {exc.lineno}, column {exc.colno})"
             if furthest is None or progress > furthest[0]:
                 furthest = (progress, where)
-            if marker and broken is not None and marker in text[start:exc.pos]:
+            if broken is not None and (
+                (marker and marker in text[start:exc.pos]) or _opens_with(text, start, opening_keys)
+            ):
                 broken.append(where)
                 start = _next_start(text, exc.pos)  # the block's inner objects are parts of it, not blocks
                 continue
@@ -137,9 +147,13 @@ def _distinct(objects: list[dict]) -> list[dict]:
     return unique
 
 
-def find_json_objects(text: str, accept: Callable[[dict], bool], marker: str | None = None) -> Search:
+def find_json_objects(text: str, accept: Callable[[dict], bool], marker: str | None = None,
+                      opening_keys: tuple[str, ...] = ()) -> Search:
     """Every distinct JSON object in ``text`` that ``accept`` takes, from the first form that has one;
-    with ``marker`` (e.g. '"system_info"'), also the blocks holding it that do not parse."""
+    with ``marker`` (e.g. '"system_info"') or ``opening_keys``, also the blocks holding the marker, or
+    opening with one of the keys, that do not parse: in that form, and in a later form (HTML-escaped)
+    that shows more of them than the text does, so that an escaped broken block beside a raw whole one
+    is seen."""
     try:
         whole = json.loads(text, parse_int=bounded_int)
     except (json.JSONDecodeError, RecursionError):
@@ -147,14 +161,19 @@ def find_json_objects(text: str, accept: Callable[[dict], bool], marker: str | N
     if isinstance(whole, dict) and accept(whole):
         return Search([whole], "json", None)
     try:
-        return _search_forms(text, accept, marker)
+        return _search_forms(text, accept, marker, opening_keys)
     except _GaveUp:
         return Search([], None, None, gave_up=(
             f"it holds too much broken or deeply nested JSON to search (limits: {DEADLINE_S:g} s, "
             f"{WORK_FACTOR}x its size in parsing, {MAX_JSON_DEPTH} levels of nesting)"))
 
 
-def _search_forms(text: str, accept: Callable[[dict], bool], marker: str | None) -> Search:
+def _shown(text: str, marker: str | None, opening_keys: tuple[str, ...]) -> list[int]:
+    return [text.count(m) for m in ([marker] if marker else []) + [f'"{key}"' for key in opening_keys]]
+
+
+def _search_forms(text: str, accept: Callable[[dict], bool], marker: str | None,
+                  opening_keys: tuple[str, ...] = ()) -> Search:
     budget = _Budget(len(text))
 
     furthest: tuple[int, str] | None = None
@@ -163,16 +182,36 @@ def _search_forms(text: str, accept: Callable[[dict], bool], marker: str | None)
         ("html-escaped", lambda: iter([html.unescape(text)] if "&" in text else [])),
         ("string literal", lambda: _literal_values(text)),
     ]
-    for form, candidates in forms:
+    for number, (form, candidates) in enumerate(forms):
         objects: list[dict] = []
         broken: list[str] = []
         for candidate in candidates():
             if nesting_depth(candidate) > MAX_JSON_DEPTH:  # decoded literals were not depth-checked
                 raise _GaveUp
-            found, error = _scan(candidate, accept, budget, marker, broken)
+            found, error = _scan(candidate, accept, budget, marker, broken, opening_keys)
             objects.extend(found)
             if error and (furthest is None or error[0] > furthest[0]):
                 furthest = error
         if objects:
+            broken += _broken_in_later_forms(text, forms[number + 1:], accept, budget, marker, opening_keys)
             return Search(_distinct(objects), form, None, broken)
     return Search([], None, furthest[1] if furthest else None)
+
+
+def _broken_in_later_forms(text: str, forms: list[tuple[str, Callable[[], Iterator[str]]]],
+                           accept: Callable[[dict], bool], budget: _Budget, marker: str | None,
+                           opening_keys: tuple[str, ...]) -> list[str]:
+    """Broken blocks that only a later form shows (an escaped block beside a raw one): a form is
+    searched when it shows the marker or a key more often than the text itself."""
+    if not marker and not opening_keys:
+        return []
+    shown = _shown(text, marker, opening_keys)
+    broken: list[str] = []
+    for _, candidates in forms:
+        for candidate in candidates():
+            if all(later <= now for later, now in zip(_shown(candidate, marker, opening_keys), shown)):
+                continue
+            if nesting_depth(candidate) > MAX_JSON_DEPTH:
+                raise _GaveUp
+            _scan(candidate, accept, budget, marker, broken, opening_keys)
+    return broken

@@ -563,9 +563,10 @@ def test_finished_steps_survive_every_way_of_stopping(how, tmp_path):
     import time
 
     out = tmp_path / "steps.json"
-    command = [sys.executable, "-m", "anebench", "run", "-e", "numpy", "-w", "lm_head:256x4096:fp32",
-               "-w", "lm_head:257x4096:fp32", "-w", "lm_head:258x4096:fp32", "--runs", "4000",
-               "--warmup", "1", "--out", str(out)]
+    # steps of a few seconds each, so an idle machine cannot finish the run before the signal arrives
+    command = [sys.executable, "-m", "anebench", "run", "-e", "numpy", "-w", "lm_head:1024x8192:fp32",
+               "-w", "lm_head:1025x8192:fp32", "-w", "lm_head:1026x8192:fp32", "--runs", "2000",
+               "--time-budget", "60", "--warmup", "1", "--out", str(out)]
     proc = subprocess.Popen(command, cwd=tmp_path, env={**os.environ, "PYTHONPATH": SRC},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60

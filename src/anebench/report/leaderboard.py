@@ -205,7 +205,9 @@ def build(root: Path) -> Built:
     """Regenerate the leaderboard's files in ``root`` (each written atomically)."""
     built = render_site(root)
     for relative, data in built.files.items():
-        atomic_write_bytes(Path(root) / relative, data, "leaderboard output")
+        # the built store is this command's own output, regenerated on every build
+        atomic_write_bytes(Path(root) / relative, data, "leaderboard output",
+                           replaces_own_database=relative == DB)
     atomic_write_bytes(Path(root) / README, built.readme.encode("utf-8"), "README")
     return built
 

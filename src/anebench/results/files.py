@@ -15,9 +15,10 @@ from ..util.validation import error_lines
 
 
 def atomic_write_bytes(path: Path, data: bytes, what: str = "output", force: bool = False,
-                       protected: Protected = ()) -> Path:
+                       protected: Protected = (), replaces_own_database: bool = False) -> Path:
     """Write atomically under the output policy (see ``anebench.util.outputs``)."""
-    return outputs.atomic_write_bytes(Path(path), data, what, force, protected)
+    return outputs.atomic_write_bytes(Path(path), data, what, force, protected,
+                                      replaces_own_database=replaces_own_database)
 
 
 def atomic_write_text(path: Path, text: str, what: str = "output", force: bool = False,

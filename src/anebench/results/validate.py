@@ -113,7 +113,8 @@ def identity_problems(record: ResultRecord) -> list[str]:
     characters (a zero-width space would make a catalog chip "unknown" and its row a separate one)."""
     problems = []
     w = record.workload
-    if w.source == "synthetic" and not synthetic_fingerprint_matches(
+    # a decode step's fingerprint names its model config and depth, not one head's shape: not recomputed here
+    if w.source == "synthetic" and record.decode is None and not synthetic_fingerprint_matches(
         w.fingerprint, (w.shape[0], w.shape[1]), w.dtype, w.batch, w.tokens, w.quant
     ):
         problems.append(f"workload.fingerprint: {w.fingerprint[:12]} is not the fingerprint of a synthetic "

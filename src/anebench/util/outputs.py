@@ -90,8 +90,11 @@ def _own_stream(info: os.stat_result) -> str | None:
 
 
 def check_target(path: Path, what: str = "--out", force: bool = False, protected: Protected = (),
-                 need_parent: bool = True) -> Path:
-    """The path to write for ``path`` under the policy (a symlink resolved), or a UserError."""
+                 need_parent: bool = True, replaces_own_database: bool = False) -> Path:
+    """The path to write for ``path`` under the policy (a symlink resolved), or a UserError.
+
+    ``replaces_own_database``: the writer regenerates this SQLite file itself (a leaderboard's built store),
+    so an SQLite file there is its own earlier output, not a results store to protect."""
     path = Path(path)
     for other, label in protected:
         other = Path(other)
@@ -128,7 +131,7 @@ def check_target(path: Path, what: str = "--out", force: bool = False, protected
         if stream:
             raise UserError(f"{what} {path}: is this command's own {stream}, which is redirected there; "
                             "writing the file would replace what the command prints; give another name")
-        if stat.S_ISREG(info.st_mode) and _is_sqlite(target):
+        if stat.S_ISREG(info.st_mode) and not replaces_own_database and _is_sqlite(target):
             raise UserError(f"{what} {path}: is an SQLite database (a results store?); writing there would "
                             "destroy it; give another name")
         if not force and (info.st_mode & 0o222 == 0 or not os.access(target, os.W_OK)):
@@ -149,13 +152,15 @@ _UMASK = _read_umask()
 
 
 def atomic_write_bytes(path: Path, data: bytes, what: str = "output", force: bool = False,
-                       protected: Protected = (), exclusive: bool = False) -> Path:
+                       protected: Protected = (), exclusive: bool = False,
+                       replaces_own_database: bool = False) -> Path:
     """Write ``data`` beside the target and rename (or, ``exclusive``, link) it into place.
 
     Never half-written: readers see the old file or the new one. With ``exclusive`` an existing file
     is never replaced (FileExistsError). Returns the path written (a symlink's target).
     """
-    target = check_target(path, what, force, protected, need_parent=False)
+    target = check_target(path, what, force, protected, need_parent=False,
+                          replaces_own_database=replaces_own_database)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)

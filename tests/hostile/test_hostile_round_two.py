@@ -567,8 +567,11 @@ def test_finished_steps_survive_every_way_of_stopping(how, tmp_path):
     command = [sys.executable, "-m", "anebench", "run", "-e", "numpy", "-w", "lm_head:1024x8192:fp32",
                "-w", "lm_head:1025x8192:fp32", "-w", "lm_head:1026x8192:fp32", "--runs", "2000",
                "--time-budget", "60", "--warmup", "1", "--out", str(out)]
+    # a job started in the background by a non-interactive shell (a CI runner's) inherits SIGINT ignored,
+    # and Python then installs no Ctrl-C handler: the child gets the default disposition a terminal gives
     proc = subprocess.Popen(command, cwd=tmp_path, env={**os.environ, "PYTHONPATH": SRC},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 60
     while not out.exists() and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.05)  # the first step's checkpoint

@@ -143,7 +143,7 @@ def test_an_address_space_limit_below_the_workload_names_the_workload_and_its_by
     from pathlib import Path
 
     if os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES") < 2.5e9:
-        pytest.skip("the free-memory preflight would refuse the 1.07 GB workload first on this machine")
+        pytest.skip(reason="the free-memory preflight would refuse the 1.07 GB workload first here")
     limit = 1_500_000 * 1024  # `ulimit -v 1500000` as in the review: python and numpy fit, 1.07 GB more not
 
     def limited():
@@ -173,7 +173,7 @@ def test_out_to_the_file_stdout_is_redirected_to_is_refused(name, tmp_path):
     from pathlib import Path
 
     if name.startswith("/proc") and not Path("/proc/self/fd/1").exists():
-        pytest.skip("no /proc here")
+        pytest.skip(reason="no /proc here")
     printed = tmp_path / "printed.txt"
     printed.write_text("kept from before\n")
     src = str(Path(__file__).resolve().parents[2] / "src")

@@ -17,9 +17,11 @@ import re
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any, TypeVar
 
 from ..errors import UserError
 from ..util.hashing import file_sha256
@@ -189,19 +191,34 @@ def build_or_reuse(spec: BuildSpec, cache_dir: Path | None = None,
         package = staging / spec.bundle_name()
         build_bundle(spec, package, progress)
         manifest = describe_bundle(spec, package, time.perf_counter() - started)
-        (staging / MANIFEST_NAME).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
-        (staging / STAGING_LOCK).unlink()  # not part of the entry; the lock itself holds until the end
-        if entry.exists():  # a stale or partial entry (or a concurrent build): replace it
-            shutil.rmtree(entry, ignore_errors=True)
-        try:
-            os.rename(staging, entry)
-        except OSError:
-            found = _cached(entry, spec.key)  # another process finished the same build first
-            if found is None:
-                raise
+        found = publish_staged(staging, entry, manifest, lambda: _cached(entry, spec.key))
+        if found is not None:
             return found
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
         os.close(lock)
     return Artifact(entry / spec.bundle_name(), manifest, reused=False)
+
+
+T = TypeVar("T")
+
+
+def publish_staged(staging: Path, entry: Path, manifest: dict[str, Any],
+                   already_built: Callable[[], T | None]) -> T | None:
+    """Move a finished build from ``staging`` to its cache ``entry`` (one rename), with its manifest.
+
+    Returns None once published, or what ``already_built`` finds when another process published the same
+    entry first (the rename then fails); any other failure is raised. Shared by every artifact cache."""
+    (staging / MANIFEST_NAME).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    (staging / STAGING_LOCK).unlink()  # not part of the entry; the lock itself holds until the end
+    if entry.exists():  # a stale or partial entry (or a concurrent build): replace it
+        shutil.rmtree(entry, ignore_errors=True)
+    try:
+        os.rename(staging, entry)
+    except OSError:
+        found = already_built()
+        if found is None:
+            raise
+        return found
+    return None

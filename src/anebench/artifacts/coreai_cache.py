@@ -21,7 +21,13 @@ from ..errors import UserError
 from ..util.hashing import file_sha256
 from ..util.paths import CACHE_ENV
 from . import _coreai
-from .cache import MANIFEST_NAME, STAGING_LOCK, default_cache_dir, lock_staging, remove_abandoned_staging
+from .cache import (
+    MANIFEST_NAME,
+    default_cache_dir,
+    lock_staging,
+    publish_staged,
+    remove_abandoned_staging,
+)
 from .coreai import (
     FUNCTION,
     PROGRAM_FILE,
@@ -142,16 +148,8 @@ def build_or_reuse_asset(spec: AssetSpec, cache_dir: Path | None = None,
         package = staging / spec.asset_name()
         digests = write_asset(spec, package, progress)
         manifest = describe_asset(spec, package, digests, time.perf_counter() - started)
-        (staging / MANIFEST_NAME).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
-        (staging / STAGING_LOCK).unlink()
-        if entry.exists():  # a stale or partial entry (or a concurrent build): replace it
-            shutil.rmtree(entry, ignore_errors=True)
-        try:
-            os.rename(staging, entry)
-        except OSError:
-            found = _cached(entry, spec.key)  # another process finished the same build first
-            if found is None:
-                raise
+        found = publish_staged(staging, entry, manifest, lambda: _cached(entry, spec.key))
+        if found is not None:
             return found
     finally:
         if staging.exists():

@@ -25,7 +25,7 @@ from ..system import preflight
 from ..workloads import PUBLISHED_HEADS, Workload, resolve_workload
 from .keepawake import MITIGATION as KEEP_AWAKE
 from .keepawake import KeepAwakeProcess, share_warning, spinner_threads
-from .session import RunOptions
+from .session import Measurement, RunOptions
 
 CORE_ML = "coreml"
 CORE_AI = "coreai"
@@ -178,7 +178,7 @@ class Mitigations:
     @contextmanager
     def awake(self, step: Step | None = None) -> Iterator[AwakeHooks]:
         """Yields the hooks of one measurement: ``on_prepared`` starts the spinner process (so loading
-        is not slowed, and it spins through warmup), ``phase`` marks the timed window, ``annotate`` puts
+        is not slowed, and it spins through warmup), ``phase`` marks the timed window, ``record`` puts
         the measured share in the record; the process stops when the measurement ends, however it ends.
         On a CPU engine the engine's threads leave the spinner a core (``spinner_threads``)."""
         helper = KeepAwakeProcess() if self.keep_awake else None
@@ -205,11 +205,11 @@ class AwakeHooks:
         if self.helper is not None:
             self.helper.mark(name)
 
-    def annotate(self, record: ResultRecord) -> ResultRecord:
-        """The record with the spinner's measured CPU share, and a warning where it did not hold."""
+    def record(self, measurement: Measurement) -> ResultRecord:
+        """The step's record, built with the spinner's measured CPU share and a warning where it did not
+        hold."""
         section = self.helper.section() if self.helper is not None else None
         if section is None:
-            return record
+            return measurement.record()
         warning = share_warning(section)
-        warnings = [*record.warnings, warning] if warning else record.warnings
-        return record.model_copy(update={"keep_awake": section, "warnings": warnings}).with_id()
+        return measurement.record({"keep_awake": section}, [warning] if warning else [])

@@ -12,7 +12,7 @@ from ...model import GB, LineFitInfo, ResultRecord, SweepPoint
 from ...system.chips import figure_chip_name, host_config, memory_bound_gbps
 from ...system.host import SYSTEM_HOST, Host
 from ...workloads import Workload
-from ..session import RunOptions, measure_workload, preflight_memory
+from ..session import Measurement, RunOptions, measure, preflight_memory
 from .common import ProgressFactory, latency_of, no_progress, resized, synthetic_only
 
 DEFAULT_MIN_BYTES = 1 * MiB
@@ -114,35 +114,37 @@ def run_sweep(
     them, so an interrupted sweep keeps what it measured)."""
     workloads = sweep_workloads(engine, device, base, plan, options.host)
     options = replace(options, repetitions=min(max(options.repetitions, REPETITIONS), options.runs))
-    records = []
+    measured: list[Measurement] = []
     for i, workload in enumerate(workloads):
         # the bytes one call reads as the engine runs it (fp32 where fp16 is widened), as the table counts
         label = (
             f"sweep {engine.name}:{device} {engine.bytes_for(workload, device) / 1e6:.3g} MB "
             f"({i + 1}/{len(workloads)})"
         )
-        records.append(measure_workload(engine, device, workload, options, progress(label, options.runs)))
-        if finished is not None:
-            finished(list(records))
-    return finish_sweep(records, plan.cache_bytes)
+        measured.append(measure(engine, device, workload, options, progress(label, options.runs)))
+        if finished is not None:  # the points so far, without the fit that needs them all
+            finished([m.draft for m in measured])
+    return finish_sweep(measured, plan.cache_bytes)
 
 
-def finish_sweep(records: list[ResultRecord], cache_bytes: int | None) -> SweepResult:
-    """Fit the measured points (gated: measure.sweep.FIT_GATES) and write the analysis into every record's
-    sweep section."""
-    sizes = [r.workload.weight_bytes for r in records]
-    latencies = [latency_of(r) for r in records]
-    first = records[0]
+def finish_sweep(measured: list[Measurement], cache_bytes: int | None) -> SweepResult:
+    """Fit the measured points (gated: measure.sweep.FIT_GATES), then build each point's record once, with
+    its sweep section."""
+    drafts = [m.draft for m in measured]
+    sizes = [r.workload.weight_bytes for r in drafts]
+    latencies = [latency_of(r) for r in drafts]
+    first = drafts[0]
     chip = figure_chip_name(first.engine.device, first.engine.details, first.host.chip)
     bound = memory_bound_gbps(chip, host_config(first.host.cores_physical, first.host.memory_bytes))
-    analysis = analyse_sweep(sizes, latencies, cache_bytes, bound, [r.between_run() for r in records])
+    analysis = analyse_sweep(sizes, latencies, cache_bytes, bound, [r.between_run() for r in drafts])
     error = analysis.fit_error
-    updated = []
-    for i, record in enumerate(sorted(records, key=lambda r: r.workload.weight_bytes)):
-        in_fit = analysis.fit is not None and record.workload.weight_bytes >= analysis.knee.size_bytes
-        point = sweep_point(analysis, i, len(records), in_fit, cache_bytes)
-        updated.append(record.model_copy(update={"sweep": point}).with_id())
-    return SweepResult(updated, analysis, cache_bytes, error)
+    records = []
+    by_size = sorted(zip(drafts, measured), key=lambda pair: pair[0].workload.weight_bytes)
+    for i, (draft, measurement) in enumerate(by_size):
+        in_fit = analysis.fit is not None and draft.workload.weight_bytes >= analysis.knee.size_bytes
+        point = sweep_point(analysis, i, len(drafts), in_fit, cache_bytes)
+        records.append(measurement.record({"sweep": point}))
+    return SweepResult(records, analysis, cache_bytes, error)
 
 
 def sweep_point(

@@ -20,10 +20,10 @@ from ...measure.roofline import (
 )
 from ...model import ResultRecord
 from ...workloads import Workload
-from ..session import RunOptions, measure_workload
+from ..session import Measurement, RunOptions, measure
 from .common import ProgressFactory, latency_of, no_progress, synthetic_only
 from .coreml_plan import CoreMLPlan, PlannedBundle, calls_text, fits_in_memory, plan_bundle
-from .roofline import RooflineResult, compute_result, measured_batches, with_roofline_sections
+from .roofline import RooflineResult, compute_result, measured_batches, roofline_records
 
 DEFAULT_MAX_TOKENS = 512
 ALIGNMENT_TOKENS = 32  # Apple: the last axis is padded to 64 bytes = 32 fp16 values
@@ -68,27 +68,23 @@ def plan_token_roofline(engine: CoreMLEngine, device: str, base: Workload, max_t
 
 def run_token_roofline(engine: CoreMLEngine, device: str, plan: CoreMLPlan, options: RunOptions,
                        progress: ProgressFactory = no_progress) -> RooflineResult:
-    records: list[ResultRecord] = []
+    measured: list[Measurement] = []
     counts: list[int] = []
     for bundle in plan.bundles:
         label = f"roofline {engine.name}:{device} {bundle.tokens} tokens"
-        records.append(
-            measure_workload(engine, device, bundle.workload, options, progress(label, options.runs))
-        )
+        measured.append(measure(engine, device, bundle.workload, options, progress(label, options.runs)))
         counts.append(bundle.tokens)
-        if clearly_compute_bound(counts, [latency_of(r) for r in records]):
+        if clearly_compute_bound(counts, [latency_of(m.draft) for m in measured]):
             break
     base = plan.bundles[0].workload
-    analysis = analyse_roofline(counts, [latency_of(r) for r in records], base.vocab, base.hidden,
-                                records[0].workload.weight_bytes, 2,  # fp16 activations whatever the storage
-                                measured=measured_batches(counts, records))
+    drafts = [m.draft for m in measured]
+    analysis = analyse_roofline(counts, [latency_of(r) for r in drafts], base.vocab, base.hidden,
+                                drafts[0].workload.weight_bytes, 2,  # fp16 activations whatever the storage
+                                measured=measured_batches(counts, drafts))
     analysis = replace(analysis, rule=TOKEN_RULE)
-    updated = with_roofline_sections(records, analysis)
-    if not analysis.compute_bound:
-        note = (f"not clearly compute-bound by {counts[-1]} tokens per predict ({RIDGE_RULE}); "
-                "raise the most tokens per predict")
-        updated[-1] = updated[-1].model_copy(update={"warnings": [*updated[-1].warnings, note]}).with_id()
-    return RooflineResult(updated, analysis)
+    note = (f"not clearly compute-bound by {counts[-1]} tokens per predict ({RIDGE_RULE}); "
+            "raise the most tokens per predict")
+    return RooflineResult(roofline_records(measured, analysis, note), analysis)
 
 
 def alignment_note(points: list[tuple[int, float]]) -> str | None:
@@ -121,23 +117,23 @@ def plan_token_compute(engine: CoreMLEngine, device: str, base: Workload, max_to
 def run_token_compute(engine: CoreMLEngine, device: str, plan: CoreMLPlan, options: RunOptions,
                       progress: ProgressFactory = no_progress) -> ResultRecord:
     half_bundle, full_bundle = plan.bundles
-    half = measure(engine, device, half_bundle, options, progress, "compute")
-    full = measure(engine, device, full_bundle, options, progress, "compute")
+    half = measure_bundle(engine, device, half_bundle, options, progress, "compute")
+    full = measure_bundle(engine, device, full_bundle, options, progress, "compute")
     workload, half_tokens = full_bundle.workload, half_bundle.tokens
-    compute = compute_result(workload.vocab, workload.hidden, workload.tokens, half_tokens, latency_of(full),
-                             latency_of(half), unit="tokens per predict")
-    warnings = list(full.warnings)
+    compute = compute_result(workload.vocab, workload.hidden, workload.tokens, half_tokens,
+                             latency_of(full.draft), latency_of(half.draft), unit="tokens per predict")
+    warnings = []
     if not compute.compute_bound:
         warnings.append(f"not clearly compute-bound: latency grew only {compute.growth_from_half:.2f}x from "
                         f"{half_tokens} to {workload.tokens} tokens per predict; "
                         "raise the most tokens per predict if memory allows")
-    return full.model_copy(update={"compute": compute, "warnings": warnings}).with_id()
+    return full.record({"compute": compute}, warnings)
 
 
-def measure(engine: CoreMLEngine, device: str, bundle: PlannedBundle, options: RunOptions,
-            progress: ProgressFactory, suite: str) -> ResultRecord:
+def measure_bundle(engine: CoreMLEngine, device: str, bundle: PlannedBundle, options: RunOptions,
+                   progress: ProgressFactory, suite: str) -> Measurement:
     label = f"{suite} {engine.name}:{device} {bundle.workload.name} {bundle.quant} {bundle.tokens} tokens"
-    return measure_workload(engine, device, bundle.workload, options, progress(label, options.runs))
+    return measure(engine, device, bundle.workload, options, progress(label, options.runs))
 
 
 __all__ = ["DEFAULT_MAX_TOKENS", "alignment_note", "plan_token_compute", "plan_token_roofline",

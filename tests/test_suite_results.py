@@ -79,7 +79,7 @@ def test_removing_points_keeps_the_analysis_until_the_last_is_gone(tmp_path, swe
     assert stored_rows(db) == ([], [])
 
 
-def test_an_old_store_with_the_analysis_in_every_point_upgrades_into_one_suite_result(tmp_path, sweep_records):
+def test_an_old_store_with_the_analysis_in_every_point_upgrades_to_one_suite_result(tmp_path, sweep_records):
     db = tmp_path / "old.sqlite"
     with open_store(db):
         pass

@@ -88,13 +88,13 @@ def test_latency_default_runs_a_small_sweep_and_says_so(capsys, monkeypatch):
     import anebench.orchestration.suites.sweep as sweep_suite
 
     measured: list[int] = []
-    real = sweep_suite.measure_workload
+    real = sweep_suite.measure
 
     def spy(engine, device, workload, options, progress=None):
         measured.append(workload.weight_bytes)
         return real(engine, device, workload, options, progress)
 
-    monkeypatch.setattr(sweep_suite, "measure_workload", spy)
+    monkeypatch.setattr(sweep_suite, "measure", spy)
     code, stdout, stderr = run_cli(capsys, "latency", "-e", "numpy", "--runs", "5", "--no-save", "--json")
     assert code == 0, stderr
     # seconds, not the hidden 4 GB sweep: at most 8x a cache of <= 16 MiB, else 1-32 MiB

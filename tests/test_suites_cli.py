@@ -31,20 +31,19 @@ SWEEP = ("-w", "lm_head:256x8:fp32", "--min-mb", "1", "--max-mb", "8", "--points
 def scripted_sweep(monkeypatch, overhead_s=5e-6, bytes_per_s=10e9):
     """Every sweep measurement really runs (engine, output check, timing), then its samples are replaced by a
     clean line, so the fit's gates see a good sweep whatever the load of this shared machine."""
-    import anebench.orchestration.suites.sweep as sweep_suite
-    from anebench.model import ResultRecord
+    from dataclasses import replace
 
-    real = sweep_suite.measure_workload
+    import anebench.orchestration.suites.sweep as sweep_suite
+
+    real = sweep_suite.measure
 
     def measure(engine, device, workload, options, progress=None):
-        record = real(engine, device, workload, options, progress)
-        latency = overhead_s + record.workload.weight_bytes / bytes_per_s
-        data = record.model_dump(mode="json", by_alias=True)
-        data.update(samples_s=[latency] * len(record.samples_s), summary={"n": None}, gbps=None, id=None,
-                    warnings=[], repetitions=None)
-        return ResultRecord.model_validate(data).with_id()
+        measurement = real(engine, device, workload, options, progress)
+        latency = overhead_s + measurement.facts.weight_bytes / bytes_per_s
+        samples = [latency] * len(measurement.timing.samples_s)
+        return replace(measurement, timing=replace(measurement.timing, samples_s=samples, repetitions=None))
 
-    monkeypatch.setattr(sweep_suite, "measure_workload", measure)
+    monkeypatch.setattr(sweep_suite, "measure", measure)
 
 
 def test_sweep_fits_and_plots(capsys, tmp_path, monkeypatch):

@@ -16,7 +16,7 @@ from ..model import ResultRecord
 from ..system.preflight import check_native_host
 from ..workloads import Workload, resolve_workload
 from .runplan import Mitigations, Step, check_ane_reachable, is_default_run, published_campaign
-from .session import RunOptions, measure, preflight_memory
+from .session import RunOptions, measure_workload, preflight_memory
 
 DEFAULT_WORKLOAD = "llama_lm_head"
 
@@ -129,7 +129,7 @@ def run_campaign(
         for step in steps:
             advance = started(step_label(step), options.runs) if started is not None else None
             with mitigations.awake(step) as awake:
-                measurement = measure(
+                record = measure_workload(
                     step.engine,
                     step.device,
                     step.workload,
@@ -137,8 +137,9 @@ def run_campaign(
                     advance,
                     on_prepared=awake.on_prepared,
                     phase=awake.phase,
+                    finish=awake.finish,
                 )
-                records.append(awake.record(measurement))
+                records.append(record)
             if finished is not None:
                 finished(list(records))
     except KeyboardInterrupt:  # Ctrl-C, or SIGTERM turned into it by the caller

@@ -142,6 +142,10 @@ def verify_output(prepared: Prepared):
     return check
 
 
+# Called once the timed calls are done: the sections and warnings a hook measured, for the record.
+FinishHook = Callable[[], tuple[dict[str, Any], list[str]]]
+
+
 @dataclass
 class PreparedFacts:
     """What a record takes from a Prepared: kept past its close (a suite builds its records at the end)
@@ -208,9 +212,13 @@ def measure_workload(
     progress: ProgressCallback | None = None,
     on_prepared: Callable[[Prepared], None] | None = None,
     phase: PhaseCallback | None = None,
+    finish: FinishHook | None = None,
 ) -> ResultRecord:
-    """``measure``, with the record built at once (a measurement that needs no suite section)."""
-    return measure(engine, device, workload, options, progress, on_prepared, phase).record()
+    """``measure``, with the record built at once: ``finish`` (e.g. keep-awake's) gives the sections and
+    warnings it measured once the timing is done, and the record is built with them."""
+    measurement = measure(engine, device, workload, options, progress, on_prepared, phase)
+    sections, warnings = finish() if finish is not None else ({}, [])
+    return measurement.record(sections, warnings)
 
 
 def measure(

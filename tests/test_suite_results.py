@@ -104,3 +104,15 @@ def test_an_old_store_with_the_analysis_in_every_point_upgrades_to_one_suite_res
     with sqlite3.connect(db) as check:
         assert check.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone() == (STORE_SCHEMA,)
     check.close()
+
+
+def test_orchestration_never_patches_a_record():
+    """Every record is built once, validated: pydantic's model_copy(update=) skips the validators."""
+    from pathlib import Path
+
+    import anebench.orchestration as orchestration
+
+    root = Path(orchestration.__file__).parent
+    patched = [str(path.relative_to(root)) for path in root.rglob("*.py")
+               if "model_copy(update=" in path.read_text()]
+    assert patched == []

@@ -13,6 +13,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
 from functools import cached_property
 from typing import Any
 
@@ -189,11 +190,12 @@ class Measurement:
     state: HostState | None
     sections: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    created: datetime = field(default_factory=utc_now)  # when it was measured, not when its record is built
 
     def record(self, sections: Mapping[str, Any] | None = None, warnings: Sequence[str] = ()) -> ResultRecord:
         return build_record(self.engine, self.device, self.workload, self.facts, self.options, self.timing,
                             self.check, {**self.sections, **(sections or {})}, self.state,
-                            [*self.warnings, *warnings])
+                            [*self.warnings, *warnings], self.created)
 
     @cached_property
     def draft(self) -> ResultRecord:
@@ -323,7 +325,8 @@ def finish_energy(window, prepared: Prepared, timing, more_calls: int = 0) -> En
 
 
 def build_record(engine, device, workload, prepared, options, timing, check, sections=None,
-                 state: HostState | None = None, extra_warnings: Sequence[str] = ()) -> ResultRecord:
+                 state: HostState | None = None, extra_warnings: Sequence[str] = (),
+                 created: datetime | None = None) -> ResultRecord:
     """The record of one measurement, built once: ``sections`` are the typed sections it carries (energy,
     gpu, a suite's point), ``extra_warnings`` what its caller found beyond the checks made here.
 
@@ -367,7 +370,7 @@ def build_record(engine, device, workload, prepared, options, timing, check, sec
     warnings.extend(extra_warnings)
     record = ResultRecord(
         tool=ToolInfo(version=__version__),
-        created=utc_now(),
+        created=created or utc_now(),
         suite=options.suite,
         host=host,
         engine=EngineInfo(

@@ -164,7 +164,8 @@ def test_a_keep_awake_share_below_nine_tenths_is_flagged_as_failed(monkeypatch):
     mitigations = Mitigations(keep_awake=True)
     with mitigations.awake() as awake:
         monkeypatch.setattr(awake.helper, "section", lambda: low)
-        record = measure_workload(NumpyEngine(), "cpu", resolve_workload("lm_head:8x16:fp32"),
+        # 1 MB of weights: a call far longer than 20 timer ticks on any machine
+        record = measure_workload(NumpyEngine(), "cpu", resolve_workload("lm_head:256x1024:fp32"),
                                   RunOptions(runs=3), finish=awake.finish)
     assert record.keep_awake == low
     assert any(w.startswith("keep-awake failed: its spinner was on a CPU 50%") for w in record.warnings)

@@ -16,6 +16,7 @@ from anebench.measure.clock import FakeClock
 from anebench.measure.warmup import WarmupPolicy
 from anebench.model import GB
 from anebench.orchestration.session import RunOptions
+from anebench.orchestration.suites.common import no_progress
 from anebench.orchestration.suites.sweep import SweepPlan, run_sweep
 from anebench.orchestration.suites.sweep_rounds import sequential_reason
 from anebench.workloads import Workload
@@ -55,12 +56,12 @@ class Phased(NumpyEngine):
 
 
 def sweep(bandwidth_at=lambda _t: FAST, read_bytes=float, memory=ALL_AT_ONCE, finished=None,
-          stop_after_calls=None, power=False):
+          stop_after_calls=None, power=False, progress=no_progress):
     fake = FakeClock()
     engine = Phased(fake, bandwidth_at, read_bytes, stop_after_calls)
     options = RunOptions(runs=30, warmup=WarmupPolicy(fixed=2), clock=fake.clock(), suite="sweep",
                          host=FakeHost(available_bytes=memory), power=power)
-    result = run_sweep(engine, "cpu", BASE, SweepPlan(list(SIZES), CACHE), options, finished=finished)
+    result = run_sweep(engine, "cpu", BASE, SweepPlan(list(SIZES), CACHE), options, progress, finished)
     return result, engine, fake.t / 1e9
 
 
@@ -132,6 +133,21 @@ def test_a_genuinely_non_linear_device_still_fails_in_every_round_with_the_reaso
     assert "round 1: " in result.error and "round 3: " in result.error
     assert "disagrees with its own largest sizes" in result.error
     assert all(r.sweep.fit is None and r.sweep.fit_error == result.error for r in result.records)
+
+
+def test_progress_shows_the_preparation_then_each_round_as_a_point_of_three():
+    bars: dict[str, list[tuple[int, int]]] = {}
+
+    def factory(label, total):
+        bars[label] = []
+        return lambda done, of: bars[label].append((done, of))
+
+    sweep(progress=factory)
+    labels = list(bars)
+    assert labels == ["sweep numpy:cpu preparing and checking 7 sizes"] + [
+        f"sweep numpy:cpu 7 sizes, round ({i}/3)" for i in (1, 2, 3)]
+    assert bars[labels[0]][-1] == (7, 7)
+    assert all(bars[label][-1] == (70, 70) for label in labels[1:])  # 10 timed calls of each size a round
 
 
 def test_every_timed_repetition_is_saved_with_one_record_per_size():

@@ -309,26 +309,30 @@ def fit_by_rounds(sizes: list[int], rounds_s: list[list[float]], bound_gbps: flo
     failed round's reason (a genuinely non-linear device fails in every round)."""
     count = len(rounds_s[0])
     fits: list[LineFit] = []
-    failures: list[str] = []
+    failures: list[tuple[int, list[str]]] = []  # (round, its reasons)
     said: list[str] = []
     for r in range(count):
         latencies = [per_size[r] for per_size in rounds_s]
         try:
             fit = fit_latency(sizes, latencies)
         except UserError as exc:
-            failures.append(f"round {r + 1}: {exc}")
+            failures.append((r + 1, [str(exc)]))
             said.append("failed")
             continue
         why = round_failures(fit, bound_gbps, bound_what, sizes, latencies)
         said.append(f"{fit.bandwidth_bps / GB:.1f} GB/s" + (" (failed)" if why else ""))
         if why:
-            failures.append(f"round {r + 1}: " + "; ".join(why))
+            failures.append((r + 1, why))
         else:
             fits.append(fit)
     note = f"fitted bandwidth per interleaved round: {', '.join(said)}"
     if 2 * len(fits) <= count:
-        return None, [f"{count - len(fits)} of {count} interleaved rounds failed the gates (the fit needs a "
-                      "majority): " + "; ".join(failures)], note
+        # the first failed round in full, the others by their first reason (the rounds repeat each other)
+        parts = [f"round {r}: " + "; ".join(why if i == 0 else why[:1])
+                 + (f" (and {len(why) - 1} more)" if i > 0 and len(why) > 1 else "")
+                 for i, (r, why) in enumerate(failures)]
+        return None, [f"{len(failures)} of {count} interleaved rounds failed the gates (the fit needs a "
+                      "majority): " + "; ".join(parts)], note
     return combine_round_fits(fits, count), [], note
 
 

@@ -84,10 +84,12 @@ def measure_in_rounds(engine: Engine, device: str, workloads: Sequence[Workload]
     with thread_limit(engine, options.threads), ExitStack() as stack:
         prepared: list[Prepared] = []
         checks = []
-        for workload in workloads:  # every size prepared and checked before the first round
+        ready_bar = progress(f"{label} preparing and checking {len(workloads)} sizes", len(workloads))
+        for i, workload in enumerate(workloads):  # every size prepared and checked before the first round
             ready = stack.enter_context(prepared_workload(engine, device, workload, options.host))
             checks.append(verify_output(ready))
             prepared.append(ready)
+            ready_bar(i + 1, len(workloads))
         states = [options.host.state() for _ in workloads]
         parts: list[list[Timing]] = [[] for _ in workloads]
         records: list[ResultRecord | None] = [None] * len(workloads)
@@ -104,7 +106,7 @@ def measure_in_rounds(engine: Engine, device: str, workloads: Sequence[Workload]
 
         for round_index, runs in enumerate(runs_per_round):
             total = runs * len(workloads)
-            bar = progress(f"{label} round {round_index + 1}/{len(runs_per_round)} ({len(workloads)} sizes)",
+            bar = progress(f"{label} {len(workloads)} sizes, round ({round_index + 1}/{len(runs_per_round)})",
                            total)
             indices = list(range(len(workloads)))
             for done, j in enumerate(indices if round_index % 2 == 0 else indices[::-1]):

@@ -78,7 +78,7 @@ def plan_sweep(
     notes.append(f"each size in {REPETITIONS} repetitions (its between-run interval is the fit's agreement "
                  "gate), timed in interleaved rounds (every size once per round, ascending then descending) "
                  "so all sizes share the host's phases; one after the other where memory cannot hold every "
-                 "size at once, or with --power")
+                 "size at once, with --power, or on a CUDA device")
     if fit_from is not None and sum(s >= fit_from for s in sizes) < MIN_FIT_POINTS:
         raise UserError(
             f"sweep up to {max_bytes / MiB:.1f} MiB: the fit needs {MIN_FIT_POINTS} sizes past "

@@ -35,15 +35,18 @@ def scripted_sweep(monkeypatch, overhead_s=5e-6, bytes_per_s=10e9):
 
     import anebench.orchestration.suites.sweep as sweep_suite
 
-    real = sweep_suite.measure
-
-    def measure(engine, device, workload, options, progress=None):
-        measurement = real(engine, device, workload, options, progress)
+    def clean(measurement):
         latency = overhead_s + measurement.facts.weight_bytes / bytes_per_s
         samples = [latency] * len(measurement.timing.samples_s)
-        return replace(measurement, timing=replace(measurement.timing, samples_s=samples, repetitions=None))
+        # one clean line: no rounds (their places in the interleaved group) to fit one by one
+        sections = {k: v for k, v in measurement.sections.items() if k != "repetitions"}
+        return replace(measurement, timing=replace(measurement.timing, samples_s=samples, repetitions=None),
+                       sections=sections)
 
-    monkeypatch.setattr(sweep_suite, "measure", measure)
+    measure, in_rounds = sweep_suite.measure, sweep_suite.measure_in_rounds  # one size at a time; in rounds
+    monkeypatch.setattr(sweep_suite, "measure", lambda *args, **kw: clean(measure(*args, **kw)))
+    monkeypatch.setattr(sweep_suite, "measure_in_rounds",
+                        lambda *args, **kw: [clean(m) for m in in_rounds(*args, **kw)])
 
 
 def test_sweep_fits_and_plots(capsys, tmp_path, monkeypatch):

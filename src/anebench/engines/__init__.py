@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from ..errors import UserError
 from ..util.names import did_you_mean, match_name
-from .base import Availability, DtypeChoice, Engine, Prepared
+from .base import Availability, BundleSpec, DtypeChoice, Engine, Prepared
 
 
 def _coreml() -> Engine:
@@ -62,6 +62,12 @@ def get_engine(name: str) -> Engine:
     return ENGINE_FACTORIES[known]()
 
 
+def engines_with(capability: Callable[[Engine], bool]) -> list[Engine]:
+    """The engines that have a capability, in preference order, available here or not (for messages:
+    what to give -e instead of an engine the suite cannot take that path on)."""
+    return [engine for engine in (factory() for factory in ENGINE_FACTORIES.values()) if capability(engine)]
+
+
 def usable_engine(name: str) -> Engine:
     engine = get_engine(name)
     availability = engine.available()
@@ -102,10 +108,12 @@ def best_engine() -> tuple[Engine, str]:
 
 __all__ = [
     "Availability",
+    "BundleSpec",
     "DtypeChoice",
     "Engine",
     "Prepared",
     "best_engine",
+    "engines_with",
     "get_engine",
     "resolve_device",
     "usable_engine",

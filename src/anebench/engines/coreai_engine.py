@@ -178,6 +178,7 @@ async def _closed(inputs: Any) -> Any:
 @dataclass
 class CoreAIEngine(Engine):
     token_batched = True  # the asset takes a workload's T tokens in one call
+    label: ClassVar[str] = "Core AI"
     quantized_storage = ("int8",)
     # Not known for Core AI's binding: assume, as for Core ML's predict, that a call holds the GIL, so
     # anything meant to overlap with it runs in another process.

@@ -12,16 +12,17 @@ from __future__ import annotations
 import importlib.util
 import itertools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 
+from ..artifacts.decode_bundles import COREML_DTYPE
 from ..errors import MeasurementError, UserError
 from ..system import preflight
 from ..workloads import Workload
-from .base import TOLERANCE, Availability, DtypeChoice, Engine, Prepared
+from .base import TOLERANCE, Availability, BundleSpec, DtypeChoice, Engine, Prepared
 
 COMPUTE_UNITS = {"ane": "CPU_AND_NE", "gpu": "CPU_AND_GPU", "cpu": "CPU_ONLY", "all": "ALL"}
 DEVICE_CLASSES = {
@@ -49,6 +50,13 @@ NO_DURATION_NOTE = (
     "wall clock of predict(); method.mitigations says which of keep-awake / batch / repeat were used"
 )
 HEADLINE_CLOCK = "wall clock of predict()"
+ORION_DISPATCH_MS = 0.095
+# Shown beside a Core ML sweep's fitted overhead, as context, not as a check: Orion's figure bypasses
+# Core ML, which Orion says adds 2-4x on small ops.
+ORION_CONTEXT = (
+    f"context: Orion (published) measured ~{ORION_DISPATCH_MS} ms per direct ANE dispatch (its own "
+    "path, not Core ML), and Core ML 2-4x more on small ops"
+)
 
 
 @dataclass(frozen=True)
@@ -339,9 +347,16 @@ def stored_bytes(workload: Workload, repeat: int = 1) -> int:
 @dataclass
 class CoreMLEngine(Engine):
     token_batched = True  # builds a bundle that takes a workload's T tokens in one predict
+    label: ClassVar[str] = "Core ML"
     quantized_storage = ("int8", "lut4", "lut6")
     # coremltools' predict (CoreMLPython.mm) runs the whole prediction with the GIL held.
     releases_gil: ClassVar[bool] = False
+    plans_bundles: ClassVar[bool] = True  # one bundle per size, tokens per predict and storage
+    call_mitigations: ClassVar[bool] = True  # K predicts per call, R weight sets per bundle
+    sweep_context: ClassVar[str | None] = ORION_CONTEXT
+    call_name: ClassVar[str] = "predict"
+    runs_decode: ClassVar[bool] = True  # as ANEMLL does: embeddings, chunks of layers, the head
+    decode_dtype: ClassVar[str | None] = COREML_DTYPE  # its decode bundles store and compute in it
     repeat: int = 1  # weight sets per call (the --repeat mitigation)
     cache_dir: Path | None = None
     lut_mode: str = "auto"
@@ -377,6 +392,35 @@ class CoreMLEngine(Engine):
     def bytes_for(self, workload: Workload, device: str) -> int:
         # Memory the bundle takes: K batched predicts each read it, but it is loaded once.
         return stored_bytes(workload, self.repeat)
+
+    def device_problem(self, device: str) -> str | None:
+        availability = self.available()
+        if not availability:
+            return availability.reason
+        return preflight.ane_problem() if device == "ane" else None
+
+    def planning_device(self, device: str | None) -> str:
+        device = device or "ane"
+        if device not in COMPUTE_UNITS:
+            raise UserError(f"device {device!r} is not a Core ML device; valid: {', '.join(COMPUTE_UNITS)}")
+        return device
+
+    def plan_bundle(self, workload: Workload) -> BundleSpec:
+        """The bundle's storage, tokens and weight bytes (from the layout, or the cache's manifest)."""
+        from ..artifacts import BuildSpec, lookup
+
+        spec = BuildSpec.for_workload(workload, repeat=self.repeat, lut_mode=self.lut_mode)
+        found = lookup(spec, self.cache_dir)
+        weight_bytes = found.weight_bytes if found is not None else spec.expected_weight_bytes()
+        return BundleSpec(spec.quant, spec.tokens, weight_bytes, found is not None, spec.key)
+
+    def decode_chunks(self, workload: Any, chunk_bytes: int) -> list | None:
+        from ..artifacts.decode_bundles import coreml_chunks
+
+        return list(coreml_chunks(workload, chunk_bytes))
+
+    def with_weight_sets(self, repeat: int) -> CoreMLEngine:
+        return replace(self, repeat=repeat)
 
     def artifact(self, workload: Workload, progress=None):
         """Build the bundle for the workload (or reuse it from the cache). Works on any OS."""

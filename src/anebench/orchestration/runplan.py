@@ -16,9 +16,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
 
-from ..engines import available_engine
+from ..engines import available_engine, engines_with
 from ..engines.base import Engine, Prepared
-from ..engines.coreml_engine import CoreMLEngine
 from ..errors import UserError
 from ..model import ResultRecord
 from ..system import preflight
@@ -123,27 +122,29 @@ CONCURRENCY_COMMAND = "anebench concurrent --engine coreml --device ane --worklo
 
 @dataclass(frozen=True)
 class Mitigations:
-    """The idle-state mitigations asked for; --predicts-per-call/--repeat apply to Core ML, --keep-awake to
-    all. K predicts per call each re-read every weight: repeated reads, not a batch (a token-batched
-    bundle, ``Workload.tokens``, is the batch)."""
+    """The idle-state mitigations asked for; K calls and R weight sets per call apply to the engines
+    with ``call_mitigations``, keep-awake to all. K predicts per call each re-read every weight: repeated
+    reads, not a batch (a token-batched bundle, ``Workload.tokens``, is the batch)."""
 
     keep_awake: bool = False
     predicts: int = 1
     repeat: int = 1
 
     def check(self, steps: list[Step], explicit_engines: bool) -> None:
-        if (self.predicts > 1 or self.repeat > 1) and not any(s.engine.name == CORE_ML for s in steps):
+        if (self.predicts > 1 or self.repeat > 1) and not any(s.engine.call_mitigations for s in steps):
             flag = "--predicts-per-call" if self.predicts > 1 else "--repeat"
+            able = engines_with(lambda e: e.call_mitigations)
             message = (
-                f"{flag} is a Core ML mitigation (K predicts / R weight sets per call); add --engine coreml"
+                f"{flag} is a {' or '.join(e.title for e in able)} mitigation (K predicts / R weight sets "
+                f"per call); add --engine {able[0].name}"
             )
             raise UserError(message if explicit_engines else f"{message} on a Mac")
 
     def apply(self, step: Step) -> Step:
-        """The step as measured: K predicts and R weight sets for Core ML, unchanged otherwise."""
-        if not isinstance(step.engine, CoreMLEngine) or (self.predicts == 1 and self.repeat == 1):
+        """The step as measured: K predicts and R weight sets where the engine has them, else unchanged."""
+        if not step.engine.call_mitigations or (self.predicts == 1 and self.repeat == 1):
             return step
-        engine = replace(step.engine, repeat=self.repeat)
+        engine = step.engine.with_weight_sets(self.repeat)
         return Step(engine, step.device, step.workload.with_batch(self.predicts))
 
     def spinner_threads(self, step: Step) -> int | None:
@@ -157,7 +158,7 @@ class Mitigations:
         if threads is not None:
             used.append(f"keep-awake on the CPU: the engine ran {threads} thread(s), one core left to the "
                         "spinner")
-        if step.engine.name == CORE_ML:
+        if step.engine.call_mitigations:
             if self.predicts > 1:
                 used.append(
                     f"predicts-per-call {self.predicts}: {self.predicts} predicts of one input each per "
@@ -171,7 +172,7 @@ class Mitigations:
     def options(self, base: RunOptions, step: Step) -> RunOptions:
         used = self.describe(step)
         timing = base.timing
-        if step.engine.name == CORE_ML and self.predicts > 1:
+        if step.engine.call_mitigations and self.predicts > 1:
             timing = f"wall clock per call of {self.predicts} predicts"
         return replace(base, mitigations=[*base.mitigations, *used], timing=timing)
 

@@ -49,6 +49,16 @@ ENGINE_FACTORIES: dict[str, Callable[[], Engine]] = {
     "numpy": _numpy,
 }
 CPU_DEVICES = {"cpu"}
+# The engine the published Neural Engine figures were measured with (anemll-bench, the published
+# bundles): the Mac campaign runs the published heads on it, and imported published results name it.
+PUBLISHED_ANE_ENGINE = "coreml"
+
+
+def published_compute_units() -> dict[str, str]:
+    """Device -> the compute units the published engine loads a model with (what imports record)."""
+    from .coreml_engine import COMPUTE_UNITS
+
+    return dict(COMPUTE_UNITS)
 
 
 def get_engine(name: str) -> Engine:
@@ -107,6 +117,7 @@ def best_engine() -> tuple[Engine, str]:
 
 
 __all__ = [
+    "PUBLISHED_ANE_ENGINE",
     "Availability",
     "BundleSpec",
     "DtypeChoice",
@@ -115,6 +126,7 @@ __all__ = [
     "best_engine",
     "engines_with",
     "get_engine",
+    "published_compute_units",
     "resolve_device",
     "usable_engine",
 ]

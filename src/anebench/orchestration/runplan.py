@@ -2,12 +2,11 @@
 
 On a Mac, a run with no engine, device or workload is the published campaign: the three published
 heads on the Neural Engine, the fp16 head through Core AI on the Neural Engine too (macOS 27+, where
-coreai-core is installed: the same bytes as Core ML's bundle), then the same fp16 head on the GPU and
-CPU through Core ML, MLX and torch MPS — the same-model, same-machine comparison no published source
-has — with energy read around every step (IOReport: ANE, GPU, CPU, DRAM and the package; `--no-power`
-to skip). The mitigations
-(--keep-awake, --predicts-per-call, --repeat) are recorded in every record they touched, with what they
-change in the bytes per call.
+coreai-core is installed: the same bytes as the published engine's bundle), then the same fp16 head on
+the GPU and CPU through the published engine, MLX and torch MPS — the same-model, same-machine
+comparison no published source has — with energy read around every step (IOReport: ANE, GPU, CPU, DRAM
+and the package; `--no-power` to skip). The mitigations (--keep-awake, --predicts-per-call, --repeat)
+are recorded in every record they touched, with what they change in the bytes per call.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
 
-from ..engines import available_engine, engines_with
+from ..engines import PUBLISHED_ANE_ENGINE, available_engine, engines_with
 from ..engines.base import Engine, Prepared
 from ..errors import UserError
 from ..model import ResultRecord
@@ -26,7 +25,7 @@ from .keepawake import MITIGATION as KEEP_AWAKE
 from .keepawake import KeepAwakeProcess, share_warning, spinner_threads
 from .session import RunOptions
 
-CORE_ML = "coreml"
+ANE_ENGINE = PUBLISHED_ANE_ENGINE  # the published heads' engine: the campaign runs them on it first
 CORE_AI = "coreai"
 CAMPAIGN_ANE = PUBLISHED_HEADS
 CAMPAIGN_COMPARE = "llama_lm_head"
@@ -39,22 +38,22 @@ class Step:
     workload: Workload
 
 
-# (engine, device, workload) in order, whatever this host has: the ANE heads (Core ML, then Core AI's
-# fp16 head where macOS 27 has it), then the same fp16 head on the GPU (Core ML, MLX, torch MPS) and the
-# CPU (Core ML, MLX).
+# (engine, device, workload) in order, whatever this host has: the ANE heads (the published engine, then
+# Core AI's fp16 head where macOS 27 has it), then the same fp16 head on the GPU (the published engine,
+# MLX, torch MPS) and the CPU (the published engine, MLX).
 CAMPAIGN: tuple[tuple[str, str, str], ...] = (
-    *((CORE_ML, "ane", name) for name in CAMPAIGN_ANE),
+    *((ANE_ENGINE, "ane", name) for name in CAMPAIGN_ANE),
     (CORE_AI, "ane", CAMPAIGN_COMPARE),
-    (CORE_ML, "gpu", CAMPAIGN_COMPARE), (CORE_ML, "cpu", CAMPAIGN_COMPARE),
+    (ANE_ENGINE, "gpu", CAMPAIGN_COMPARE), (ANE_ENGINE, "cpu", CAMPAIGN_COMPARE),
     ("mlx", "gpu", CAMPAIGN_COMPARE), ("mlx", "cpu", CAMPAIGN_COMPARE),
     ("torch", "mps", CAMPAIGN_COMPARE),
 )
 
 
 def published_campaign() -> list[Step] | None:
-    """The Mac campaign, or None where Core ML cannot predict (then `run` keeps its usual default);
-    engines and devices this Mac lacks are left out."""
-    if available_engine(CORE_ML) is None:
+    """The Mac campaign, or None where the published engine cannot predict (then `run` keeps its usual
+    default); engines and devices this Mac lacks are left out."""
+    if available_engine(ANE_ENGINE) is None:
         return None
     engines: dict[str, tuple[Engine | None, list[str]]] = {}
     steps = []
@@ -97,7 +96,7 @@ def is_default_run(engines: tuple[str, ...], device: str | None, workloads: tupl
 
 def check_ane_reachable(engines: tuple[str, ...], device: str | None) -> None:
     """An explicit --device ane says why the Neural Engine is out of reach (Intel Mac, Rosetta, Linux)."""
-    if device == "ane" and (not engines or CORE_ML in engines):
+    if device == "ane" and (not engines or ANE_ENGINE in engines):
         problem = preflight.ane_problem()
         if problem:
             raise UserError(problem)
@@ -105,8 +104,9 @@ def check_ane_reachable(engines: tuple[str, ...], device: str | None) -> None:
 
 def concurrency_hint(chip: str | None) -> str | None:
     """The command that tells whether a chip's Neural Engines share one ceiling. Its copies are processes
-    (`concurrent` plans them so for Core ML, and the command says so): predict() holds the GIL, so copies
-    in threads of one process would run one at a time and always look like a shared ceiling."""
+    (`concurrent` plans them so where a call holds the GIL, and the command says so): predict() holds the
+    GIL, so copies in threads of one process would run one at a time and always look like a shared
+    ceiling."""
     engines = preflight.neural_engine_count(chip)
     if engines < 2:
         return None
@@ -117,7 +117,9 @@ def concurrency_hint(chip: str | None) -> str | None:
     )
 
 
-CONCURRENCY_COMMAND = "anebench concurrent --engine coreml --device ane --workload llama_lm_head --copies"
+CONCURRENCY_COMMAND = (
+    f"anebench concurrent --engine {ANE_ENGINE} --device ane --workload llama_lm_head --copies"
+)
 
 
 @dataclass(frozen=True)

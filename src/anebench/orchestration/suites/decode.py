@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from dataclasses import replace as dc_replace
 
+from ...engines import PUBLISHED_ANE_ENGINE
 from ...engines.base import Engine
 from ...engines.decode import DecodeEngine
 from ...errors import UserError
@@ -36,7 +37,7 @@ QUICK_SWEEP_BUDGET_S = 0.5
 # The Mac campaign's decode step: one small public config on the Neural Engine, the GPU and the CPU, power on.
 CAMPAIGN_MODEL = "qwen3-0.6b"
 CAMPAIGN_DEPTHS = (0, 2048)
-CAMPAIGN_TARGETS = (("coreml", "ane"), ("mlx", "gpu"), ("mlx", "cpu"))
+CAMPAIGN_TARGETS = ((PUBLISHED_ANE_ENGINE, "ane"), ("mlx", "gpu"), ("mlx", "cpu"))
 
 
 def campaign_targets() -> tuple[list[DecodeTarget], list[str]]:

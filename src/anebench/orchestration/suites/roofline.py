@@ -318,8 +318,8 @@ def run_token_roofline(engine: Engine, device: str, plan: BundlePlan, options: R
     analysis = analyse_roofline(counts, [latency_of(r) for r in records], base.vocab, base.hidden,
                                 records[0].workload.weight_bytes, 2,  # fp16 activations whatever the storage
                                 measured=measured_batches(counts, records))
-    analysis = replace(analysis, rule=f"{RIDGE_RULE} (batch = tokens per {engine.call_name} of a token-batched "
-                                      "bundle)")
+    rule = f"{RIDGE_RULE} (batch = tokens per {engine.call_name} of a token-batched bundle)"
+    analysis = replace(analysis, rule=rule)
     updated = with_roofline_sections(records, analysis)
     if not analysis.compute_bound:
         note = (f"not clearly compute-bound by {counts[-1]} tokens per {engine.call_name} ({RIDGE_RULE}); "

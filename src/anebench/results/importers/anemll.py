@@ -30,7 +30,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ...engines.coreml_engine import COMPUTE_UNITS as COREML_COMPUTE_UNITS
+from ...engines import PUBLISHED_ANE_ENGINE, published_compute_units
 from ...errors import UserError
 from ...model import (
     EngineInfo,
@@ -64,7 +64,7 @@ TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S"
 MODEL_NAMES = PUBLISHED_HEADS
 DEVICES = {"ANE": "ane", "GPU": "gpu", "CPU": "cpu"}
 # the tool loads each backend with the compute units anebench uses for the same device
-COMPUTE_UNITS = {backend: COREML_COMPUTE_UNITS[device] for backend, device in DEVICES.items()}
+COMPUTE_UNITS = {backend: published_compute_units()[device] for backend, device in DEVICES.items()}
 
 
 def canonical_workload(model_name: str) -> Workload:
@@ -196,7 +196,7 @@ def to_record(document: ToolDocument, result: ToolResult, host: HostInfo, worklo
         suite="run",
         host=host,
         engine=EngineInfo(
-            name="coreml",
+            name=PUBLISHED_ANE_ENGINE,
             version="not stated",
             device=DEVICES[result.backend],
             compute_units=COMPUTE_UNITS[result.backend],

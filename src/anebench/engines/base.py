@@ -7,9 +7,10 @@ tested on numpy holds for every engine.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
@@ -27,6 +28,18 @@ class Availability:
 
     def __bool__(self) -> bool:
         return self.ok
+
+
+@dataclass(frozen=True)
+class Check:
+    """One line of `anebench doctor`: "ok", "FAIL" (what is wrong) or "skip" (why it was not checked)."""
+
+    name: str
+    status: Literal["ok", "FAIL", "skip"]
+    detail: str
+
+    def line(self) -> str:
+        return f"{self.status:<4} {self.name}: {self.detail}"
 
 
 @dataclass(frozen=True)
@@ -226,6 +239,23 @@ class Engine(ABC):
         """The bundles one decode token chains, in order, for an engine that runs a token as predicts of
         chunks of layers (each with ``name`` and ``streamed_bytes``); None: a token is matvec by matvec."""
         return None
+
+    # The Python packages this engine needs, listed by `anebench doctor` with their versions.
+    packages: ClassVar[tuple[str, ...]] = ()
+
+    def doctor_plan(self, head: Workload) -> list[str]:
+        """What ``self_check`` checks, listed where it cannot run (off a Mac)."""
+        return []
+
+    def requirement_problem(self, macos: str, installed: dict[str, str | None]) -> str | None:
+        """What this host lacks for the engine: an OS release, a package (``installed``: name -> version)."""
+        return None
+
+    def self_check(self, head: Workload, say: Callable[[str], None]
+                   ) -> AbstractContextManager[tuple[list[Check], Callable[[], None] | None]]:
+        """`anebench doctor`'s checks of this engine's own paths on ``head`` and, while entered, a call that
+        keeps its device busy (the energy counters' busy window; None where none could be prepared)."""
+        return nullcontext(([], None))
 
     def with_weight_sets(self, repeat: int) -> Engine:
         """This engine reading ``repeat`` distinct weight sets per call (with ``call_mitigations``)."""

@@ -419,6 +419,23 @@ class CoreMLEngine(Engine):
 
         return list(coreml_chunks(workload, chunk_bytes))
 
+    packages: ClassVar[tuple[str, ...]] = ("coremltools",)
+
+    def doctor_plan(self, head: Workload) -> list[str]:
+        from .coreml_doctor import would_check
+
+        return would_check(head)
+
+    def requirement_problem(self, macos: str, installed: dict[str, str | None]) -> str | None:
+        from .coreml_doctor import requirement_problem
+
+        return requirement_problem(macos, installed)
+
+    def self_check(self, head: Workload, say: Callable[[str], None]):
+        from .coreml_doctor import self_check
+
+        return self_check(self, head, say)
+
     def with_weight_sets(self, repeat: int) -> CoreMLEngine:
         return replace(self, repeat=repeat)
 

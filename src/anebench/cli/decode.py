@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from ..engines import PUBLISHED_ANE_ENGINE
 from ..errors import UserError
 from ..measure.warmup import WarmupPolicy
 from ..workloads.models import MAX_DEPTH, accounting, decode_workload, resolve_model
@@ -103,7 +104,8 @@ def decode_targets(engines: tuple[str, ...], device: str | None, measure: bool):
 @click.option(
     "--dry-run",
     is_flag=True,
-    help="List each engine's dispatches per token (Core ML: the chunks and their bytes) and the "
+    help="List each engine's dispatches per token (an engine that chains bundles: the chunks and their "
+    "bytes) and the "
     "prediction from a stored sweep; build, sweep and measure nothing (any OS).",
 )
 @click.option(
@@ -111,7 +113,7 @@ def decode_targets(engines: tuple[str, ...], device: str | None, measure: bool):
     type=click.FloatRange(1, 1e6),
     default=1000.0,
     show_default=True,
-    help="Core ML: the most weight bytes per chunk (MB).",
+    help="Engines that chain bundles: the most weight bytes per chunk (MB).",
 )
 @click.option(
     "--db",
@@ -126,8 +128,8 @@ def decode_targets(engines: tuple[str, ...], device: str | None, measure: bool):
 @click.option(
     "--campaign",
     is_flag=True,
-    help="The Mac campaign's decode step: qwen3-0.6b at depths 0 and 2048 on coreml:ane, mlx:gpu and "
-    "mlx:cpu (those this host has), power on.",
+    help=f"The Mac campaign's decode step: qwen3-0.6b at depths 0 and 2048 on {PUBLISHED_ANE_ENGINE}:ane, "
+    "mlx:gpu and mlx:cpu (those this host has), power on.",
 )
 def decode(
     model,

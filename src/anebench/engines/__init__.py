@@ -52,6 +52,7 @@ CPU_DEVICES = {"cpu"}
 # The engine the published Neural Engine figures were measured with (anemll-bench, the published
 # bundles): the Mac campaign runs the published heads on it, and imported published results name it.
 PUBLISHED_ANE_ENGINE = "coreml"
+MAC_EXTRAS = f"{PUBLISHED_ANE_ENGINE},mlx,mac"  # the pip extras a Mac campaign needs
 
 
 def published_compute_units() -> dict[str, str]:
@@ -117,6 +118,7 @@ def best_engine() -> tuple[Engine, str]:
 
 
 __all__ = [
+    "MAC_EXTRAS",
     "PUBLISHED_ANE_ENGINE",
     "Availability",
     "BundleSpec",

@@ -29,6 +29,7 @@ from .base import TOLERANCE, Availability, DtypeChoice, Engine, Prepared
 
 # anebench device -> ComputeUnitKind constructor (coreai.runtime.ComputeUnitKind.neural_engine() etc.)
 COMPUTE_UNIT_KINDS = {"ane": "neural_engine", "gpu": "gpu", "cpu": "cpu"}
+OLDER_MACOS_HINT = "; use -e coreml here"  # Core ML runs the same bytes before macOS 27
 PLACEMENT = "preferred unit; not verifiable at run time"
 DEVICE_TIME_NOTE = (
     "Core AI has no device timestamps: wall clock of one awaited InferenceFunction call on a reused event "
@@ -200,7 +201,7 @@ class CoreAIEngine(Engine):
         return _coreai.runtime()
 
     def available(self) -> Availability:
-        problem = preflight.coreai_problem()
+        problem = preflight.coreai_problem(OLDER_MACOS_HINT)
         if problem:
             return Availability(False, problem)
         from ..artifacts import _coreai
@@ -278,7 +279,7 @@ class CoreAIEngine(Engine):
         return build_or_reuse_asset(self.spec(workload), self.cache_dir, progress)
 
     def prepare(self, workload: Workload, device: str) -> Prepared:
-        problem = preflight.coreai_problem()
+        problem = preflight.coreai_problem(OLDER_MACOS_HINT)
         if problem:
             raise UserError(problem)
         if device not in COMPUTE_UNIT_KINDS:

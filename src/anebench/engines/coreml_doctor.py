@@ -93,7 +93,7 @@ def check_duration(prepared: Prepared) -> Check:
 def self_check(engine: coreml.CoreMLEngine, head: Workload, say: Callable[[str], None]
                ) -> Iterator[tuple[list[Check], Callable[[], None] | None]]:
     """(checks, a call that keeps the Neural Engine busy, or None where none could be prepared)."""
-    problem = preflight.ane_problem()
+    problem = preflight.ane_problem(engine.label)
     if problem is not None:
         yield [Check("Core ML", "FAIL", problem)], None
         return

@@ -367,13 +367,13 @@ class CoreMLEngine(Engine):
     def available(self) -> Availability:
         if importlib.util.find_spec("coremltools") is None:
             return Availability(False, "coremltools is not installed (pip install 'anebench[coreml]')")
-        problem = preflight.coreml_problem()
+        problem = preflight.prediction_problem(self.label)
         return Availability(problem is None, problem or "")
 
     def devices(self) -> list[str]:
         if not self.available():
             return []
-        return (["ane"] if preflight.ane_problem() is None else []) + ["gpu", "cpu", "all"]
+        return (["ane"] if preflight.ane_problem(self.label) is None else []) + ["gpu", "cpu", "all"]
 
     def version(self) -> str:
         from ..artifacts._coremltools import coremltools
@@ -397,7 +397,7 @@ class CoreMLEngine(Engine):
         availability = self.available()
         if not availability:
             return availability.reason
-        return preflight.ane_problem() if device == "ane" else None
+        return preflight.ane_problem(self.label) if device == "ane" else None
 
     def planning_device(self, device: str | None) -> str:
         device = device or "ane"
@@ -447,7 +447,8 @@ class CoreMLEngine(Engine):
         return build_or_reuse(spec, self.cache_dir, progress)
 
     def prepare(self, workload: Workload, device: str) -> Prepared:
-        problem = preflight.ane_problem() if device == "ane" else preflight.coreml_problem()
+        problem = (preflight.ane_problem(self.label) if device == "ane"
+                   else preflight.prediction_problem(self.label))
         if problem:
             raise UserError(problem)
         if device not in COMPUTE_UNITS:

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
 
-from ..engines import PUBLISHED_ANE_ENGINE, available_engine, engines_with
+from ..engines import PUBLISHED_ANE_ENGINE, available_engine, engines_with, get_engine
 from ..engines.base import Engine, Prepared
 from ..errors import UserError
 from ..model import ResultRecord
@@ -97,7 +97,7 @@ def is_default_run(engines: tuple[str, ...], device: str | None, workloads: tupl
 def check_ane_reachable(engines: tuple[str, ...], device: str | None) -> None:
     """An explicit --device ane says why the Neural Engine is out of reach (Intel Mac, Rosetta, Linux)."""
     if device == "ane" and (not engines or ANE_ENGINE in engines):
-        problem = preflight.ane_problem()
+        problem = preflight.ane_problem(get_engine(ANE_ENGINE).title)
         if problem:
             raise UserError(problem)
 

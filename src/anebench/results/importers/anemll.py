@@ -5,8 +5,9 @@ Mapping rules (each record also carries them):
   catalog refuses the file: its figures could not be placed in the by-chip matrix, and a typo must not
   invent a chip. A new chip goes into ``data/chips.csv`` first.
 - workload: the canonical one by ``model_name``, so the fingerprint matches anebench's own builds.
-- engine ``coreml``, device from ``backend``; statistic "mean", timing "end-to-end predict()"; run
-  count and warmup unknown unless the file states them; provenance "imported".
+- engine: the published one (``engines.PUBLISHED_ANE_ENGINE``), device from ``backend``; statistic
+  "mean", timing "end-to-end predict()"; run count and warmup unknown unless the file states them;
+  provenance "imported".
 - checks: the file's ``throughput_gb_s`` must equal ``model_size_mb / inference_time_ms`` (the tool's
   own size convention) within 0.5%, and ``model_size_mb`` must fit the named model (a lut6 result
   labelled as the fp16 head is refused): otherwise the file was edited, broken or mislabelled.

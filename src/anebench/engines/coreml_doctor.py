@@ -14,6 +14,7 @@ from ..system import preflight
 from ..workloads import Workload
 from . import coreml_engine as coreml
 from .base import Check, Prepared
+from .coreml_placement import version_tuple
 
 DURATION_CALLS = 20
 DURATION_AGREEMENT = 0.5  # Core ML's duration of a predict must be within [0.5, 1] x its wall clock
@@ -38,7 +39,7 @@ def would_check(head: Workload) -> list[str]:
 
 def requirement_problem(macos: str, installed: dict[str, str | None]) -> str | None:
     """What this Mac lacks for Core ML bundles: the macOS release, or coremltools."""
-    major = coreml.version_tuple(macos)[:1]
+    major = version_tuple(macos)[:1]
     if major and major[0] < MIN_MACOS:
         return f"Core ML bundles here need macOS {MIN_MACOS}+"
     if installed.get("coremltools") is None:

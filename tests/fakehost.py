@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from anebench.model import HostInfo, HostState
-from anebench.system.host import Host, busy_threshold
+from anebench.system.host import Host, PlatformFacts, busy_threshold
 from anebench.system.host import describe_host as this_machine
 
 
@@ -27,61 +27,74 @@ class FakeHost(Host):
     def state(self) -> HostState:
         return HostState(load_average_1m=self.load, busy=self.load > busy_threshold(self.cores))
 
-
-def pretend_macos(monkeypatch, version: tuple[int, ...] = (27, 0)) -> None:
-    """The platform facts of a native Apple-silicon Mac running macOS ``version`` (preflight's seam)."""
-    from anebench.system import preflight
-
-    monkeypatch.setattr(preflight, "_system", lambda: "darwin")
-    monkeypatch.setattr(preflight, "_machine", lambda: "arm64")
-    monkeypatch.setattr(preflight, "_macos_version", lambda: version)
-    monkeypatch.setattr(preflight, "proc_translated", lambda libc=None: 0)
-
-
-class NativeMacLibc:
-    """libSystem's sysctlbyname on a native Apple-silicon Mac: sysctl.proc_translated reads 0."""
-
-    def sysctlbyname(self, name, oldp, oldlenp, newp, newlen):
-        oldp.contents.value = 0
-        return 0
+    def platform(self) -> PlatformFacts:
+        if self.chip:
+            return PlatformFacts(system="darwin", machine="arm64", macos_version=(15, 5), chip=self.chip)
+        return PlatformFacts(system="linux", machine="x86_64")
 
 
 MAC_CHIP = "Apple M4 Pro"
 MAC_VERSION = (15, 5)
+LINUX_FACTS = PlatformFacts(system="linux", machine="x86_64")
+
+
+def mac_facts(version: tuple[int, ...] = MAC_VERSION, chip: str | None = MAC_CHIP, machine: str = "arm64",
+              rosetta: bool = False) -> PlatformFacts:
+    """A Mac's platform facts: native Apple silicon unless ``machine``/``rosetta`` say otherwise."""
+    return PlatformFacts(system="darwin", machine=machine, macos_version=version, rosetta=rosetta, chip=chip)
+
+
+class StatedPlatformHost(Host):
+    """This machine's memory, cores, caches and state, with stated platform facts (OS, arch, Rosetta, chip,
+    macOS version) in both ``platform()`` and ``info()``. The native Core ML and IOReport bindings are not
+    pretended: they stay as absent as they are here."""
+
+    def __init__(self, facts: PlatformFacts):
+        self.facts = facts
+
+    def platform(self) -> PlatformFacts:
+        return self.facts
+
+    def info(self) -> HostInfo:
+        facts, real = self.facts, this_machine()
+        if facts.system == "darwin":
+            return real.model_copy(update=dict(
+                os="macOS", os_version=".".join(map(str, facts.macos_version)), arch=facts.machine,
+                cpu_model=facts.chip or "Intel(R) Core(TM) i9", chip=facts.chip, machine_model="Mac16,8",
+                rosetta=facts.rosetta))
+        if real.os == "Linux" and real.chip is None:
+            return real
+        return real.model_copy(update=dict(os="Linux", os_version="6.1", arch=facts.machine,
+                                           cpu_model="Fake CPU", chip=None, machine_model=None, rosetta=None))
+
+
+def state_host(monkeypatch, stated: Host) -> Host:
+    """Make ``stated`` the host the library asks (``SYSTEM_HOST``) until the test ends: host.use_host's
+    seam, the one place platform facts are stated instead of patching what each module imported."""
+    from anebench.system import host
+
+    monkeypatch.setattr(host, "_stated", stated)
+    return stated
+
+
+def state_platform(monkeypatch, facts: PlatformFacts) -> Host:
+    """This machine with the platform facts ``facts`` (see StatedPlatformHost)."""
+    return state_host(monkeypatch, StatedPlatformHost(facts))
+
+
+def pretend_macos(monkeypatch, version: tuple[int, ...] = (27, 0)) -> None:
+    """The platform facts of a native Apple-silicon Mac running macOS ``version``."""
+    state_platform(monkeypatch, mac_facts(version))
 
 
 def pretend_mac_host(monkeypatch, version: tuple[int, ...] = MAC_VERSION, chip: str = MAC_CHIP) -> None:
-    """Every platform fact of a native Apple-silicon Mac, through the seams the library reads them from:
-    preflight's (OS, machine, macOS version, Rosetta), power's platform and the host description (this
-    machine's memory, cores and caches, with the Mac's OS, arch and chip). The native Core ML and IOReport
-    bindings are not pretended: they stay as absent as they are here."""
-    from anebench.system import host, power, preflight
-
-    monkeypatch.setattr(preflight, "_system", lambda: "darwin")
-    monkeypatch.setattr(preflight, "_machine", lambda: "arm64")
-    monkeypatch.setattr(preflight, "_macos_version", lambda: version)
-    # Native, stated where the kernel answers (sysctlbyname), so Rosetta's own logic still runs.
-    monkeypatch.setattr(preflight, "_libc", NativeMacLibc)
-    monkeypatch.setattr(power, "current_platform", lambda: "darwin")
-    mac = this_machine().model_copy(update=dict(
-        os="macOS", os_version=".".join(map(str, version)), arch="arm64", cpu_model=chip, chip=chip,
-        machine_model="Mac16,8", rosetta=False))
-    monkeypatch.setattr(host, "describe_host", lambda: mac)
+    """Every platform fact of a native Apple-silicon Mac, stated through the host seam: preflight's (OS,
+    machine, macOS version, Rosetta), power's platform and the host description (this machine's memory,
+    cores and caches, with the Mac's OS, arch and chip)."""
+    state_platform(monkeypatch, mac_facts(version, chip))
 
 
 def pretend_linux_host(monkeypatch) -> None:
     """The platform facts of a Linux x86_64 host with no Apple chip, for a test that depends on them
     (so it holds whichever platform the suite was asked to pretend; see ``--platform`` in conftest)."""
-    from anebench.system import host, power, preflight
-
-    monkeypatch.setattr(preflight, "_system", lambda: "linux")
-    monkeypatch.setattr(preflight, "_machine", lambda: "x86_64")
-    monkeypatch.setattr(preflight, "_macos_version", lambda: ())
-    monkeypatch.setattr(preflight, "proc_translated", lambda libc=None: None)
-    monkeypatch.setattr(power, "current_platform", lambda: "linux")
-    linux = this_machine()
-    if linux.os != "Linux":
-        facts = dict(os="Linux", os_version="6.1", arch="x86_64", cpu_model="Fake CPU", chip=None,
-                     machine_model=None, rosetta=None)
-        linux = linux.model_copy(update=facts)
-    monkeypatch.setattr(host, "describe_host", lambda: linux)
+    state_platform(monkeypatch, LINUX_FACTS)

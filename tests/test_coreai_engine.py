@@ -17,13 +17,13 @@ from anebench.orchestration.session import RunOptions, measure_workload
 from anebench.system import preflight
 from anebench.workloads import resolve_workload
 from clitools import run_cli
-from fakehost import FakeHost, pretend_macos
+from fakehost import FakeHost, pretend_linux_host, pretend_macos
 
 HEAD = "lm_head:64x1024"
 
 
 def test_off_macos_27_it_says_what_it_needs(monkeypatch):
-    monkeypatch.setattr(preflight, "_system", lambda: "linux")
+    pretend_linux_host(monkeypatch)
     reason = CoreAIEngine().available().reason
     assert reason.startswith("Core AI needs macOS 27 (this host runs Linux)") and "--engine coreai" in reason
     assert CoreAIEngine().devices() == []
@@ -33,14 +33,14 @@ def test_off_macos_27_it_says_what_it_needs(monkeypatch):
 
 
 def test_anebench_engines_lists_coreai_with_its_reason_here(capsys, monkeypatch):
-    monkeypatch.setattr(preflight, "_system", lambda: "linux")
+    pretend_linux_host(monkeypatch)
     code, out, _ = run_cli(capsys, "engines")
     (line,) = [row for row in out.splitlines() if row.startswith("coreai")]
     assert code == 0 and " no " in line and "needs macOS 27" in line
 
 
 def test_run_coreai_here_is_refused_in_one_line_before_building(capsys, monkeypatch, tmp_path):
-    monkeypatch.setattr(preflight, "_system", lambda: "linux")
+    pretend_linux_host(monkeypatch)
     monkeypatch.setenv("ANEBENCH_CACHE_DIR", str(tmp_path))
     code, out, err = run_cli(capsys, "run", "-e", "coreai", "-w", HEAD)
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and "needs macOS 27" in err
@@ -48,7 +48,7 @@ def test_run_coreai_here_is_refused_in_one_line_before_building(capsys, monkeypa
 
 
 def test_dry_run_here_explains_what_it_needs_and_measures_nothing(capsys, monkeypatch, tmp_path):
-    monkeypatch.setattr(preflight, "_system", lambda: "linux")
+    pretend_linux_host(monkeypatch)
     monkeypatch.setenv("ANEBENCH_CACHE_DIR", str(tmp_path))
     code, out, err = run_cli(capsys, "run", "-e", "coreai", "-w", HEAD, "--dry-run")
     assert code == 0, err
@@ -143,7 +143,7 @@ def test_what_no_asset_holds_is_refused_before_building(monkeypatch, tmp_path, f
 def test_the_mac_campaign_on_macos_27_runs_core_ai_on_the_ane(monkeypatch, tmp_path, fake_runtime):
     runtime = fake_runtime()
     pretend_macos(monkeypatch, (27, 0))
-    monkeypatch.setattr(preflight, "coreml_problem", lambda: None)  # Core ML itself is tested elsewhere
+    assert preflight.coreml_problem() is None  # a native Mac on macOS 27 runs Core ML too
     monkeypatch.setitem(ENGINE_FACTORIES, "coreai",
                         lambda: CoreAIEngine(cache_dir=tmp_path, runtime=runtime))
     plan = [(s.engine.name, s.device, s.workload.name) for s in runplan.published_campaign()]

@@ -25,6 +25,7 @@ from anebench.orchestration.session import RunOptions, measure_workload
 from anebench.system import preflight
 from anebench.workloads import Workload
 from fake_coreml import NN_OUTPUTS_ERROR, FakeMLModel
+from fakehost import pretend_mac_host
 
 HIDDEN, VOCAB, SPLIT = 64, 1024, 128
 TINY = Workload("tiny_head", HIDDEN, VOCAB, "fp16", seed=7)
@@ -256,8 +257,7 @@ def test_a_specification_newer_than_core_ml_is_named_in_the_reason(tmp_path):
 
 
 def test_prepare_of_a_bundle_that_does_not_load_exits_2_with_one_line(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(preflight, "coreml_problem", lambda: None)
-    monkeypatch.setattr(preflight, "ane_problem", lambda: None)
+    pretend_mac_host(monkeypatch)  # Core ML and the Neural Engine reachable
     monkeypatch.setenv("ANEBENCH_CACHE_DIR", str(tmp_path / "cache"))
 
     def load(package, units, warnings_out=None):  # load_model's own check, on what MLModel would return
@@ -327,8 +327,7 @@ def GilHoldingCoreML(package, hold_us: int = 3000, reported: float = 1.0, proxy:
 
 
 def stand_in_engine(monkeypatch, make_model):
-    monkeypatch.setattr(preflight, "coreml_problem", lambda: None)
-    monkeypatch.setattr(preflight, "ane_problem", lambda: None)
+    pretend_mac_host(monkeypatch)  # Core ML and the Neural Engine reachable
     monkeypatch.setattr(
         coreml_engine, "load_model", lambda package, units, warnings_out=None: make_model(package)
     )
@@ -470,8 +469,7 @@ def test_coreml_is_first_in_preference_order():
 
 def test_prepare_and_measure_end_to_end_with_a_stand_in_model(tmp_path, monkeypatch):
     """The engine's prepare (cache, load, placement) and a whole record, with only predict faked."""
-    monkeypatch.setattr(preflight, "coreml_problem", lambda: None)
-    monkeypatch.setattr(preflight, "ane_problem", lambda: None)
+    pretend_mac_host(monkeypatch)  # Core ML and the Neural Engine reachable
     loaded = []
 
     asked = []
@@ -510,8 +508,7 @@ def test_prepare_and_measure_end_to_end_with_a_stand_in_model(tmp_path, monkeypa
 
 
 def test_placement_query_missing_before_macos_14_4_is_a_warning_not_a_failure(tmp_path, monkeypatch):
-    monkeypatch.setattr(preflight, "coreml_problem", lambda: None)
-    monkeypatch.setattr(preflight, "ane_problem", lambda: None)
+    pretend_mac_host(monkeypatch)  # Core ML and the Neural Engine reachable
     monkeypatch.setattr(
         coreml_engine, "load_model", lambda package, units, warnings_out=None: NumpyCoreML(package)
     )

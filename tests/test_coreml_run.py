@@ -19,12 +19,11 @@ from anebench.orchestration.runplan import Mitigations, Step
 from anebench.orchestration.session import RunOptions
 from anebench.system import preflight
 from anebench.workloads import resolve_workload
+from fakehost import pretend_linux_host, pretend_mac_host
 
 
 def apple_silicon_mac(monkeypatch):
-    monkeypatch.setattr(preflight, "_system", lambda: "darwin")
-    monkeypatch.setattr(preflight, "coreml_problem", lambda: None)
-    monkeypatch.setattr(preflight, "ane_problem", lambda: None)
+    pretend_mac_host(monkeypatch)
 
 
 def test_published_campaign_order(monkeypatch):
@@ -44,13 +43,14 @@ def test_published_campaign_order(monkeypatch):
 
 
 def test_campaign_only_without_options_and_only_on_macos(monkeypatch):
-    monkeypatch.setattr(preflight, "_system", lambda: "linux")
+    pretend_linux_host(monkeypatch)
     assert not runplan.is_default_run((), None, ())
-    monkeypatch.setattr(preflight, "_system", lambda: "darwin")
+    pretend_mac_host(monkeypatch)
     assert runplan.is_default_run((), None, ())
     assert not runplan.is_default_run(("mlx",), None, ())
     assert not runplan.is_default_run((), None, ("llama_lm_head",))
-    monkeypatch.setattr(preflight, "coreml_problem", lambda: "no coremltools here")
+    pretend_mac_host(monkeypatch, version=(14, 5))  # a Mac whose Core ML cannot run the bundles
+    assert preflight.coreml_problem() is not None
     assert runplan.published_campaign() is None  # then `run` keeps its usual default
 
 
@@ -70,7 +70,7 @@ def test_default_run_on_a_mac_measures_the_campaign(monkeypatch, capsys):
 
 
 def test_explicit_ane_on_linux_says_macos(monkeypatch):
-    monkeypatch.setattr(preflight, "_system", lambda: "linux")
+    pretend_linux_host(monkeypatch)
     with pytest.raises(UserError, match="Core ML prediction needs macOS"):
         runplan.check_ane_reachable(("coreml",), "ane")
     runplan.check_ane_reachable(("numpy",), "cpu")

@@ -16,7 +16,7 @@ from anebench.system import ioreport, power, preflight
 from anebench.system.ioreport_parse import channels_from_json
 from clitools import run_cli
 from fake_coreml import FakeMLModel
-from fakehost import FakeHost
+from fakehost import FakeHost, pretend_linux_host, pretend_mac_host, state_host
 
 DATA = Path(__file__).parent / "data" / "ioreport"
 UNIT_OF = {units: unit for unit, units in coreml_engine.COMPUTE_UNITS.items()}
@@ -43,11 +43,7 @@ class Probes:
 @pytest.fixture
 def mac(monkeypatch, tmp_path):
     """An Apple-silicon Mac as the checks see it; IOReport answers with ``mac.probes`` (single die)."""
-    monkeypatch.setattr(preflight, "_system", lambda: "darwin")
-    monkeypatch.setattr(preflight, "_machine", lambda: "arm64")
-    monkeypatch.setattr(preflight, "under_rosetta", lambda: False)
-    monkeypatch.setattr(preflight, "coreml_problem", lambda: None)
-    monkeypatch.setattr(preflight, "ane_problem", lambda: None)
+    pretend_mac_host(monkeypatch)  # native arm64: Core ML and the Neural Engine reachable
     monkeypatch.setattr(coreml_engine, "load_model",
                         lambda package, units, warnings_out=None: FakeMLModel(package, hold_us=2000))
     monkeypatch.setattr(coreml_engine, "query_placement",
@@ -106,11 +102,11 @@ def test_core_ai_is_checked_through_the_engine_registry_when_registered(mac, mon
         def available(self):
             return Availability(False, "Core AI needs macOS 27")
 
-    monkeypatch.setattr(preflight, "coreai_problem", lambda: "Core AI needs macOS 27")
+    assert preflight.coreai_problem() is not None  # macOS 15.5: Core AI needs macOS 27
     monkeypatch.setitem(ENGINE_FACTORIES, "coreai", NoCoreAI)
     (check,) = [c for c in doctor.diagnose(FakeHost(chip="Apple M4 Pro")).checks if c.name == "Core AI"]
     assert check.status == "skip" and check.detail == "Core AI needs macOS 27"  # an older macOS: expected
-    monkeypatch.setattr(preflight, "coreai_problem", lambda: None)  # macOS 27, and still no Core AI
+    pretend_mac_host(monkeypatch, version=(27, 0))  # macOS 27, and still no Core AI
     NoCoreAI.available = lambda self: Availability(False, "coreai-core is not installed")
     (check,) = [c for c in doctor.diagnose(FakeHost(chip="Apple M4 Pro")).checks if c.name == "Core AI"]
     assert check.status == "FAIL" and check.detail == "coreai-core is not installed"
@@ -120,10 +116,9 @@ def test_core_ai_is_checked_through_the_engine_registry_when_registered(mac, mon
 
 
 def test_the_cli_writes_one_diagnostic_file_and_submit_attaches_it(mac, monkeypatch, capsys, tmp_path):
-    from anebench.cli import doctor as doctor_cli
     from anebench.report import submission
 
-    monkeypatch.setattr(doctor_cli, "SYSTEM_HOST", FakeHost(chip="Apple M4 Pro"))
+    state_host(monkeypatch, FakeHost(chip="Apple M4 Pro"))
     monkeypatch.setattr(submission, "host_identifying_strings", lambda: {"alices-mbp", "alice"})
     mac.sample = "m5_macos27_ane_zero.json"
     out = tmp_path / "doctor.txt"
@@ -155,7 +150,7 @@ def test_the_cli_writes_one_diagnostic_file_and_submit_attaches_it(mac, monkeypa
 
 
 def test_off_a_mac_doctor_says_what_it_would_check_writes_nothing_and_exits_0(capsys, tmp_path, monkeypatch):
-    monkeypatch.setattr(preflight, "_system", lambda: "linux")
+    pretend_linux_host(monkeypatch)
     code, stdout, _ = run_cli(capsys, "doctor")
     assert code == 0 and stdout.startswith("anebench doctor: not a Mac, so nothing was checked")
     assert "MLComputePlan per unit" in stdout and "IOReport channels" in stdout and "Core AI" in stdout

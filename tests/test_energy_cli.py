@@ -7,9 +7,9 @@ import json
 import pytest
 
 from anebench.orchestration import runplan
-from anebench.system import power, preflight
+from anebench.system import power
 from clitools import run_cli
-from fakehost import pretend_linux_host
+from fakehost import LINUX_FACTS, mac_facts, pretend_linux_host, pretend_mac_host, state_platform
 
 
 def test_dry_run_of_the_mac_campaign_lists_every_engine_with_power_on(capsys):
@@ -48,7 +48,7 @@ def test_plan_for_misuse_is_one_line_and_exit_2(capsys, argv, message):
 def test_dry_run_names_the_platforms_source_and_measures_nothing(capsys, tmp_path, monkeypatch, platform,
                                                                  source):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(power, "current_platform", lambda: platform)  # the host's facts, stated
+    state_platform(monkeypatch, mac_facts() if platform == "darwin" else LINUX_FACTS)  # the host's facts
     code, stdout, stderr = run_cli(capsys, "run", "--dry-run", "-e", "numpy", "--power", "-w",
                                    "lm_head:256x4096:fp32", "--json")
     assert code == 0, stderr
@@ -58,9 +58,7 @@ def test_dry_run_names_the_platforms_source_and_measures_nothing(capsys, tmp_pat
 
 
 def test_the_campaign_reads_energy_by_default_and_not_with_no_power(monkeypatch, capsys):
-    monkeypatch.setattr(preflight, "_system", lambda: "darwin")
-    monkeypatch.setattr(preflight, "coreml_problem", lambda: None)
-    monkeypatch.setattr(preflight, "ane_problem", lambda: None)
+    pretend_mac_host(monkeypatch)
     seen = []
 
     def fake_measure(engine, device, workload, options, progress=None, on_prepared=None, phase=None):

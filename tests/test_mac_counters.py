@@ -11,10 +11,11 @@ import pytest
 
 from anebench.engines import coreml_engine
 from anebench.engines.coreml_engine import OpPlacement
-from anebench.system import power, preflight
+from anebench.system import power
 from anebench.system.ioreport_parse import channels_from_json, dram_bandwidth, energy_by_component
 from clitools import run_cli
 from fake_coreml import FakeMLModel
+from fakehost import pretend_mac_host
 
 M5_SAMPLE = Path(__file__).parent / "data" / "ioreport" / "m5_macos27_ane_zero.json"
 
@@ -35,8 +36,7 @@ class RecordedIOReport(power.ScalarMeter):
 
 @pytest.fixture
 def m5_mac(monkeypatch, tmp_path):
-    monkeypatch.setattr(preflight, "coreml_problem", lambda: None)
-    monkeypatch.setattr(preflight, "ane_problem", lambda: None)
+    pretend_mac_host(monkeypatch)  # Core ML and the Neural Engine reachable
     monkeypatch.setattr(coreml_engine, "load_model", lambda package, units, warnings_out=None:
                         FakeMLModel(package))
     monkeypatch.setattr(coreml_engine, "query_placement",

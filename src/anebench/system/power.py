@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from ..model.energy import Component, Energy
 from ..model.statistics import gbps
 from .energy_check import MAX_WINDOW_S, MIN_COUNTER_STEPS, OBSERVE_MAX_S, observe_counter_step
 from .energy_figures import energy_figures, energy_line, energy_warnings
+from .host import SYSTEM_HOST
 from .ioreport import IOReportCounters, ioreport_problem
 from .ioreport_parse import DramReading, EnergyReading
 
@@ -145,8 +145,8 @@ def nvml_meter(device: str, cuda_uuid: str | None = None) -> NvmlMeter | Unavail
 
 
 def current_platform() -> str:
-    """sys.platform, behind a function so tests can state the host's platform."""
-    return sys.platform
+    """The active host's platform (sys.platform unless a test states a host with host.use_host)."""
+    return SYSTEM_HOST.platform().system
 
 
 def counter_key(device: str) -> str:

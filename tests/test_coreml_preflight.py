@@ -12,6 +12,7 @@ from anebench.cli import main
 from anebench.engines.coreml_engine import CoreMLEngine
 from anebench.errors import UserError
 from anebench.system import host, preflight
+from fakeexec import state_executor
 from fakehost import LINUX_FACTS, mac_facts, state_platform
 
 
@@ -93,7 +94,7 @@ def test_rosetta_is_detected_by_proc_translated_not_machine_names(monkeypatch):
 def test_run_under_rosetta_stops_before_any_work(monkeypatch, capsys):
     fake_mac(monkeypatch, machine="x86_64", translated="1")
     started = []
-    monkeypatch.setattr("anebench.orchestration.campaign.measure_workload", lambda *a, **k: started.append(a))
+    state_executor(monkeypatch, measure=lambda *a, **k: started.append(a))
     with pytest.raises(SystemExit) as exit_info:
         main(["run", "--engine", "numpy", "--workload", "lm_head:64x256", "--no-save"])
     assert exit_info.value.code == 2 and started == []

@@ -19,6 +19,7 @@ from anebench.orchestration.runplan import Mitigations, Step
 from anebench.orchestration.session import RunOptions
 from anebench.system import preflight
 from anebench.workloads import resolve_workload
+from fakeexec import no_memory_check, state_executor
 from fakehost import pretend_linux_host, pretend_mac_host
 
 
@@ -62,8 +63,7 @@ def test_default_run_on_a_mac_measures_the_campaign(monkeypatch, capsys):
         measured.append((engine.name, device, workload.name, list(options.mitigations)))
         raise SystemExit(0)  # the plan is what is under test, not the measurement
 
-    monkeypatch.setattr("anebench.orchestration.campaign.measure_workload", fake_measure)
-    monkeypatch.setattr("anebench.orchestration.campaign.preflight_memory", lambda *a: None)
+    state_executor(monkeypatch, fake_measure, check_memory=no_memory_check)
     with pytest.raises(SystemExit):
         main(["run", "--no-save", "--keep-awake"])
     assert measured == [("coreml", "ane", "llama_lm_head", [runplan.KEEP_AWAKE])]

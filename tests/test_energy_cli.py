@@ -9,6 +9,7 @@ import pytest
 from anebench.orchestration import runplan
 from anebench.system import power
 from clitools import run_cli
+from fakeexec import no_memory_check, state_executor
 from fakehost import LINUX_FACTS, mac_facts, pretend_linux_host, pretend_mac_host, state_platform
 
 
@@ -65,8 +66,7 @@ def test_the_campaign_reads_energy_by_default_and_not_with_no_power(monkeypatch,
         seen.append(options.power)
         raise SystemExit(0)
 
-    monkeypatch.setattr("anebench.orchestration.campaign.measure_workload", fake_measure)
-    monkeypatch.setattr("anebench.orchestration.campaign.preflight_memory", lambda *a: None)
+    state_executor(monkeypatch, fake_measure, check_memory=no_memory_check)
     for argv, expected in ((["run", "--no-save"], True), (["run", "--no-save", "--no-power"], False),
                            (["run", "--no-save", "-e", "numpy", "-w", "lm_head:256x4096:fp32"], False)):
         run_cli(capsys, *argv)

@@ -11,7 +11,7 @@ import pytest
 from anebench.model import ResultRecord
 from anebench.report.suite_terminal import sig, suite_tables, time_cells
 from clitools import run_cli
-from test_suites_cli import scripted_sweep
+from test_suites_cli import SWEEP_SUITES, scripted_sweep
 
 RUNS = ("--runs", "5", "--warmup", "1", "--time-budget", "0.2")
 SWEEP = ("-w", "lm_head:256x8:fp32", "--min-mb", "1", "--max-mb", "8", "--points", "4", "--cache-mb", "0.25")
@@ -85,16 +85,17 @@ def test_sweep_table_fits_80_and_prints_each_warning_once_with_a_count(capsys, t
 
 
 def test_latency_default_runs_a_small_sweep_and_says_so(capsys, monkeypatch):
-    import anebench.orchestration.suites.sweep as sweep_suite
+    from fakeexec import real_measure as real
+    from fakeexec import state_executor
 
     measured: list[int] = []
-    real = sweep_suite.measure_workload
 
-    def spy(engine, device, workload, options, progress=None):
-        measured.append(workload.weight_bytes)
-        return real(engine, device, workload, options, progress)
+    def spy(engine, device, workload, options, progress=None, **kwargs):
+        if options.suite in SWEEP_SUITES:  # the small sweep's points
+            measured.append(workload.weight_bytes)
+        return real(engine, device, workload, options, progress, **kwargs)
 
-    monkeypatch.setattr(sweep_suite, "measure_workload", spy)
+    state_executor(monkeypatch, measure=spy)
     code, stdout, stderr = run_cli(capsys, "latency", "-e", "numpy", "--runs", "5", "--no-save", "--json")
     assert code == 0, stderr
     # seconds, not the hidden 4 GB sweep: at most 8x a cache of <= 16 MiB, else 1-32 MiB
@@ -114,9 +115,14 @@ def test_latency_reuses_the_stored_sweep_of_the_same_engine_and_device(capsys, t
     db = tmp_path / "store.db"
     with open_store(db) as store:
         store.ingest(saved(sweep_file), "s.json")
-    import anebench.orchestration.suites.sweep as sweep_suite
+    from fakeexec import real_measure, state_executor
 
-    monkeypatch.setattr(sweep_suite, "run_sweep", lambda *args, **kwargs: pytest.fail("ran a sweep"))
+    def no_sweep(engine, device, workload, options, *args, **kwargs):
+        if options.suite in SWEEP_SUITES:
+            pytest.fail("ran a sweep")
+        return real_measure(engine, device, workload, options, *args, **kwargs)
+
+    state_executor(monkeypatch, measure=no_sweep)
     code, stdout, stderr = run_cli(
         capsys, "latency", "-e", "numpy", "--db", str(db), "--runs", "5", "--no-save", "--json"
     )

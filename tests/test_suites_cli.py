@@ -28,23 +28,27 @@ def assert_plots(stem):
 SWEEP = ("-w", "lm_head:256x8:fp32", "--min-mb", "1", "--max-mb", "8", "--points", "4", "--cache-mb", "0.25")
 
 
+SWEEP_SUITES = ("sweep", "latency-sweep")  # what run_sweep's points are measured as (a sweep, a small one)
+
+
 def scripted_sweep(monkeypatch, overhead_s=5e-6, bytes_per_s=10e9):
     """Every sweep measurement really runs (engine, output check, timing), then its samples are replaced by a
     clean line, so the fit's gates see a good sweep whatever the load of this shared machine."""
-    import anebench.orchestration.suites.sweep as sweep_suite
     from anebench.model import ResultRecord
+    from fakeexec import real_measure as real
+    from fakeexec import state_executor
 
-    real = sweep_suite.measure_workload
-
-    def measure(engine, device, workload, options, progress=None):
-        record = real(engine, device, workload, options, progress)
+    def measure(engine, device, workload, options, progress=None, **kwargs):
+        record = real(engine, device, workload, options, progress, **kwargs)
+        if options.suite not in SWEEP_SUITES:  # only the sweep's points are scripted
+            return record
         latency = overhead_s + record.workload.weight_bytes / bytes_per_s
         data = record.model_dump(mode="json", by_alias=True)
         data.update(samples_s=[latency] * len(record.samples_s), summary={"n": None}, gbps=None, id=None,
                     warnings=[], repetitions=None)
         return ResultRecord.model_validate(data).with_id()
 
-    monkeypatch.setattr(sweep_suite, "measure_workload", measure)
+    state_executor(monkeypatch, measure=measure)
 
 
 def test_sweep_fits_and_plots(capsys, tmp_path, monkeypatch):

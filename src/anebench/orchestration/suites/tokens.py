@@ -20,7 +20,8 @@ from ...measure.roofline import (
 )
 from ...model import ResultRecord
 from ...workloads import Workload
-from ..session import RunOptions, measure_workload
+from ..executor import active_executor
+from ..session import RunOptions
 from .common import ProgressFactory, latency_of, no_progress, synthetic_only
 from .coreml_plan import CoreMLPlan, PlannedBundle, calls_text, fits_in_memory, plan_bundle
 from .roofline import RooflineResult, compute_result, measured_batches, with_roofline_sections
@@ -73,7 +74,7 @@ def run_token_roofline(engine: CoreMLEngine, device: str, plan: CoreMLPlan, opti
     for bundle in plan.bundles:
         label = f"roofline {engine.name}:{device} {bundle.tokens} tokens"
         records.append(
-            measure_workload(engine, device, bundle.workload, options, progress(label, options.runs))
+            active_executor().measure(engine, device, bundle.workload, options, progress(label, options.runs))
         )
         counts.append(bundle.tokens)
         if clearly_compute_bound(counts, [latency_of(r) for r in records]):
@@ -137,7 +138,7 @@ def run_token_compute(engine: CoreMLEngine, device: str, plan: CoreMLPlan, optio
 def measure(engine: CoreMLEngine, device: str, bundle: PlannedBundle, options: RunOptions,
             progress: ProgressFactory, suite: str) -> ResultRecord:
     label = f"{suite} {engine.name}:{device} {bundle.workload.name} {bundle.quant} {bundle.tokens} tokens"
-    return measure_workload(engine, device, bundle.workload, options, progress(label, options.runs))
+    return active_executor().measure(engine, device, bundle.workload, options, progress(label, options.runs))
 
 
 __all__ = ["DEFAULT_MAX_TOKENS", "alignment_note", "plan_token_compute", "plan_token_roofline",

@@ -9,13 +9,16 @@ from anebench.system.host import describe_host as this_machine
 
 class FakeHost(Host):
     def __init__(self, available_bytes: int = 16 * 1024**3, load: float = 0.0, cores: int = 2,
-                 llc_bytes: int | None = 32 * 1024**2, chip: str | None = None):
+                 llc_bytes: int | None = 32 * 1024**2, chip: str | None = None,
+                 macos_version: tuple[int, ...] = (15, 5)):
         self.available_bytes, self.load, self.cores, self.llc_bytes = available_bytes, load, cores, llc_bytes
-        self.chip = chip  # an Apple chip: the host is a Mac (macOS, arm64)
+        self.chip = chip  # an Apple chip: the host is a Mac (macOS ``macos_version``, arm64)
+        self.macos_version = macos_version
 
     def info(self) -> HostInfo:
         if self.chip:
-            return HostInfo(os="macOS", os_version="15.5", arch="arm64", cpu_model=self.chip, chip=self.chip,
+            version = ".".join(map(str, self.macos_version))
+            return HostInfo(os="macOS", os_version=version, arch="arm64", cpu_model=self.chip, chip=self.chip,
                             machine_model="Mac16,8", cores_logical=self.cores, llc_bytes=self.llc_bytes,
                             memory_bytes=2 * self.available_bytes, fingerprint="fake")
         return HostInfo(os="Linux", arch="x86_64", cpu_model="Fake CPU", cores_logical=self.cores,
@@ -29,7 +32,8 @@ class FakeHost(Host):
 
     def platform(self) -> PlatformFacts:
         if self.chip:
-            return PlatformFacts(system="darwin", machine="arm64", macos_version=(15, 5), chip=self.chip)
+            return PlatformFacts(system="darwin", machine="arm64", macos_version=self.macos_version,
+                                 chip=self.chip)
         return PlatformFacts(system="linux", machine="x86_64")
 
 

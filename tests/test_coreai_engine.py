@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from anebench.engines import ENGINE_FACTORIES, get_engine
+from anebench.engines import get_engine
 from anebench.engines.coreai_engine import PLACEMENT, CoreAIEngine
 from anebench.engines.coreml_engine import CoreMLEngine
 from anebench.errors import MeasurementError, UserError
@@ -18,6 +18,7 @@ from anebench.system import preflight
 from anebench.workloads import resolve_workload
 from clitools import run_cli
 from fakehost import FakeHost, pretend_linux_host, pretend_macos
+from fakepipeline import state_engines
 
 HEAD = "lm_head:64x1024"
 
@@ -123,8 +124,7 @@ def test_an_inference_error_ends_the_run_cleanly(capsys, monkeypatch, tmp_path, 
     engine = mac_engine(monkeypatch, tmp_path, runtime)
     with pytest.raises(MeasurementError, match="Core AI inference failed on .*Inference failed"):
         measure_workload(engine, "ane", resolve_workload(HEAD), RunOptions(runs=5, host=FakeHost()))
-    monkeypatch.setitem(ENGINE_FACTORIES, "coreai",
-                        lambda: CoreAIEngine(cache_dir=tmp_path, runtime=runtime))
+    state_engines(monkeypatch, coreai=lambda: CoreAIEngine(cache_dir=tmp_path, runtime=runtime))
     runtime.behaviour.calls = 0
     code, out, err = run_cli(capsys, "run", "-e", "coreai", "-w", HEAD, "--runs", "5", "--no-save")
     assert code == 1 and "measurement refused: Core AI inference failed" in err and "Traceback" not in err
@@ -144,8 +144,7 @@ def test_the_mac_campaign_on_macos_27_runs_core_ai_on_the_ane(monkeypatch, tmp_p
     runtime = fake_runtime()
     pretend_macos(monkeypatch, (27, 0))
     assert preflight.coreml_problem() is None  # a native Mac on macOS 27 runs Core ML too
-    monkeypatch.setitem(ENGINE_FACTORIES, "coreai",
-                        lambda: CoreAIEngine(cache_dir=tmp_path, runtime=runtime))
+    state_engines(monkeypatch, coreai=lambda: CoreAIEngine(cache_dir=tmp_path, runtime=runtime))
     plan = [(s.engine.name, s.device, s.workload.name) for s in runplan.published_campaign()]
     assert plan[:4] == [*(("coreml", "ane", w) for w in runplan.CAMPAIGN_ANE),
                         ("coreai", "ane", "llama_lm_head")]
@@ -177,8 +176,7 @@ def test_a_development_install_that_cannot_specialise_is_not_available(monkeypat
 def test_run_from_the_command_line_with_tokens(capsys, monkeypatch, tmp_path, fake_runtime):
     runtime = fake_runtime()
     pretend_macos(monkeypatch, (27, 0))
-    monkeypatch.setitem(ENGINE_FACTORIES, "coreai",
-                        lambda: CoreAIEngine(cache_dir=tmp_path, runtime=runtime))
+    state_engines(monkeypatch, coreai=lambda: CoreAIEngine(cache_dir=tmp_path, runtime=runtime))
     workload = resolve_workload(HEAD).with_tokens(3)
     record = measure_workload(CoreAIEngine(cache_dir=tmp_path, runtime=runtime), "cpu", workload,
                               RunOptions(runs=5, host=FakeHost()))

@@ -12,8 +12,8 @@ from anebench.cli import main
 from anebench.engines.coreml_engine import CoreMLEngine
 from anebench.errors import UserError
 from anebench.system import host, preflight
-from fakeexec import state_executor
 from fakehost import LINUX_FACTS, mac_facts, state_platform
+from fakepipeline import state_executor
 
 
 class FakeLibc:

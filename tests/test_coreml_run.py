@@ -19,8 +19,8 @@ from anebench.orchestration.runplan import Mitigations, Step
 from anebench.orchestration.session import RunOptions
 from anebench.system import preflight
 from anebench.workloads import resolve_workload
-from fakeexec import no_memory_check, state_executor
 from fakehost import pretend_linux_host, pretend_mac_host
+from fakepipeline import no_memory_check, state_executor
 
 
 def apple_silicon_mac(monkeypatch):

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from anebench.artifacts import BuildSpec, build_or_reuse
-from anebench.engines import coreml_engine, get_engine
+from anebench.engines import get_engine
 from anebench.measure.quant import (
     COMPRESSED,
     COMPUTE_BOUND,
@@ -25,6 +25,7 @@ from anebench.workloads import resolve_workload
 from clitools import run_cli
 from fake_coreml import FakeMLModel
 from fakehost import pretend_linux_host, pretend_mac_host
+from fakepipeline import state_coreml
 
 FP16 = 1_050_673_152
 LUT6 = 396_054_528
@@ -188,10 +189,8 @@ def ReferenceModel(package) -> FakeMLModel:  # noqa: N802 - the former class
 @pytest.fixture
 def stand_in_mac(monkeypatch, cache):
     pretend_mac_host(monkeypatch)
-    monkeypatch.setattr(
-        coreml_engine, "load_model", lambda package, units, warnings_out=None: ReferenceModel(package)
-    )
-    monkeypatch.setattr(coreml_engine, "query_placement", lambda model, units: [])
+    state_coreml(monkeypatch, load_model=lambda package, units, warnings_out=None: ReferenceModel(package),
+                 query_placement=lambda model, units: [])
     return cache
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from anebench.engines import ENGINE_FACTORIES, coreml_engine
+from anebench.engines import coreml_engine
 from anebench.engines.base import Availability
 from anebench.engines.coreml_engine import OpPlacement
 from anebench.orchestration import doctor
@@ -17,6 +17,7 @@ from anebench.system.ioreport_parse import channels_from_json
 from clitools import run_cli
 from fake_coreml import FakeMLModel
 from fakehost import FakeHost, pretend_linux_host, pretend_mac_host, state_host
+from fakepipeline import state_coreml, state_engines
 
 DATA = Path(__file__).parent / "data" / "ioreport"
 UNIT_OF = {units: unit for unit, units in coreml_engine.COMPUTE_UNITS.items()}
@@ -44,11 +45,10 @@ class Probes:
 def mac(monkeypatch, tmp_path):
     """An Apple-silicon Mac as the checks see it; IOReport answers with ``mac.probes`` (single die)."""
     pretend_mac_host(monkeypatch)  # native arm64: Core ML and the Neural Engine reachable
-    monkeypatch.setattr(coreml_engine, "load_model",
-                        lambda package, units, warnings_out=None: FakeMLModel(package, hold_us=2000))
-    monkeypatch.setattr(coreml_engine, "query_placement",
-                        lambda model, units: [OpPlacement("const", None),
-                                              OpPlacement("conv", UNIT_OF[units], 1.0)])
+    state_coreml(monkeypatch,
+                 load_model=lambda package, units, warnings_out=None: FakeMLModel(package, hold_us=2000),
+                 query_placement=lambda model, units: [OpPlacement("const", None),
+                                                       OpPlacement("conv", UNIT_OF[units], 1.0)])
     monkeypatch.setattr(power, "ioreport_problem", lambda: None)
     monkeypatch.setenv("ANEBENCH_CACHE_DIR", str(tmp_path / "cache"))
     probes = Probes("single_die.json")
@@ -85,10 +85,9 @@ def test_an_m5_on_macos_27_fails_on_the_ane_channel_and_names_the_pmp_view(mac):
 
 
 def test_placement_off_the_asked_unit_and_a_missing_duration_are_named(mac, monkeypatch):
-    monkeypatch.setattr(coreml_engine, "query_placement",
-                        lambda model, units: [OpPlacement("conv", "cpu", 1.0)])
-    monkeypatch.setattr(coreml_engine, "load_model",
-                        lambda package, units, warnings_out=None: FakeMLModel(package, duration=False))
+    state_coreml(monkeypatch,
+                 query_placement=lambda model, units: [OpPlacement("conv", "cpu", 1.0)],
+                 load_model=lambda package, units, warnings_out=None: FakeMLModel(package, duration=False))
     failed = {c.name: c.detail for c in doctor.diagnose(FakeHost(chip="Apple M4 Pro")).failed}
     assert "1 of 1 ops fall back from the Neural Engine" in failed["MLComputePlan ane"]
     assert "MLComputePlan cpu" not in failed
@@ -103,14 +102,14 @@ def test_core_ai_is_checked_through_the_engine_registry_when_registered(mac, mon
             return Availability(False, "Core AI needs macOS 27")
 
     assert preflight.coreai_problem() is not None  # macOS 15.5: Core AI needs macOS 27
-    monkeypatch.setitem(ENGINE_FACTORIES, "coreai", NoCoreAI)
+    state_engines(monkeypatch, coreai=NoCoreAI)
     (check,) = [c for c in doctor.diagnose(FakeHost(chip="Apple M4 Pro")).checks if c.name == "Core AI"]
     assert check.status == "skip" and check.detail == "Core AI needs macOS 27"  # an older macOS: expected
-    pretend_mac_host(monkeypatch, version=(27, 0))  # macOS 27, and still no Core AI
     NoCoreAI.available = lambda self: Availability(False, "coreai-core is not installed")
-    (check,) = [c for c in doctor.diagnose(FakeHost(chip="Apple M4 Pro")).checks if c.name == "Core AI"]
+    macos_27 = FakeHost(chip="Apple M4 Pro", macos_version=(27, 0))  # macOS 27, and still no Core AI
+    (check,) = [c for c in doctor.diagnose(macos_27).checks if c.name == "Core AI"]
     assert check.status == "FAIL" and check.detail == "coreai-core is not installed"
-    monkeypatch.delitem(ENGINE_FACTORIES, "coreai")
+    state_engines(monkeypatch, coreai=None)
     (check,) = [c for c in doctor.diagnose(FakeHost(chip="Apple M4 Pro")).checks if c.name == "Core AI"]
     assert check.status == "skip" and check.detail == "no coreai engine in this anebench"
 

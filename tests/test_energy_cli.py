@@ -9,8 +9,8 @@ import pytest
 from anebench.orchestration import runplan
 from anebench.system import power
 from clitools import run_cli
-from fakeexec import no_memory_check, state_executor
 from fakehost import LINUX_FACTS, mac_facts, pretend_linux_host, pretend_mac_host, state_platform
+from fakepipeline import no_memory_check, state_executor
 
 
 def test_dry_run_of_the_mac_campaign_lists_every_engine_with_power_on(capsys):

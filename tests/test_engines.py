@@ -84,14 +84,21 @@ def test_registry_errors_name_what_is_valid():
 
 def test_best_engine_without_an_accelerator_is_numpy_on_the_cpu(monkeypatch):
     """The host's facts are stated, not assumed: a Linux host whose mlx and torch have only a CPU."""
+    from anebench.engines import ENGINE_FACTORIES
     from anebench.engines.mlx_engine import MlxEngine
     from anebench.engines.torch_engine import TorchEngine
     from fakehost import pretend_linux_host
 
+    def cpu_only(engine_class):
+        class CpuOnly(engine_class):
+            def devices(self):
+                return ["cpu"]
+
+        return CpuOnly
+
     pretend_linux_host(monkeypatch)
-    for engine_class in (MlxEngine, TorchEngine):
-        monkeypatch.setattr(engine_class, "devices", lambda self: ["cpu"])
-    engine, device = best_engine()
+    registry = {**ENGINE_FACTORIES, "mlx": cpu_only(MlxEngine), "torch": cpu_only(TorchEngine)}
+    engine, device = best_engine(registry)
     assert device == "cpu" and engine.name == "numpy"
 
 

@@ -85,8 +85,8 @@ def test_sweep_table_fits_80_and_prints_each_warning_once_with_a_count(capsys, t
 
 
 def test_latency_default_runs_a_small_sweep_and_says_so(capsys, monkeypatch):
-    from fakeexec import real_measure as real
-    from fakeexec import state_executor
+    from fakepipeline import real_measure as real
+    from fakepipeline import state_executor
 
     measured: list[int] = []
 
@@ -115,7 +115,7 @@ def test_latency_reuses_the_stored_sweep_of_the_same_engine_and_device(capsys, t
     db = tmp_path / "store.db"
     with open_store(db) as store:
         store.ingest(saved(sweep_file), "s.json")
-    from fakeexec import real_measure, state_executor
+    from fakepipeline import real_measure, state_executor
 
     def no_sweep(engine, device, workload, options, *args, **kwargs):
         if options.suite in SWEEP_SUITES:

@@ -35,8 +35,8 @@ def scripted_sweep(monkeypatch, overhead_s=5e-6, bytes_per_s=10e9):
     """Every sweep measurement really runs (engine, output check, timing), then its samples are replaced by a
     clean line, so the fit's gates see a good sweep whatever the load of this shared machine."""
     from anebench.model import ResultRecord
-    from fakeexec import real_measure as real
-    from fakeexec import state_executor
+    from fakepipeline import real_measure as real
+    from fakepipeline import state_executor
 
     def measure(engine, device, workload, options, progress=None, **kwargs):
         record = real(engine, device, workload, options, progress, **kwargs)

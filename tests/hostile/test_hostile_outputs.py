@@ -186,8 +186,8 @@ def test_limits_and_non_finite_numbers_are_refused_before_measuring(argv, phrase
 
 
 def test_ctrl_c_in_a_multi_step_run_keeps_the_finished_steps(tmp_path, capsys, monkeypatch):
-    from fakeexec import real_measure as real
-    from fakeexec import state_executor
+    from fakepipeline import real_measure as real
+    from fakepipeline import state_executor
 
     calls = []
 
@@ -216,7 +216,7 @@ def test_an_interrupted_run_restores_the_cursor(tmp_path, capsys, monkeypatch):
     from rich.console import Console
 
     from anebench.cli import common
-    from fakeexec import state_executor
+    from fakepipeline import state_executor
 
     terminal = io.StringIO()
     monkeypatch.setattr(common, "err_console", Console(file=terminal, force_terminal=True, emoji=False))

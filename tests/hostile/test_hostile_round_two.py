@@ -157,7 +157,7 @@ def test_a_read_only_output_folder_fails_in_one_line_for_every_writer(tmp_path):
 
 
 def test_an_unexpected_error_is_one_line_and_debug_shows_the_traceback(tmp_path, capsys, monkeypatch):
-    from fakeexec import state_executor
+    from fakepipeline import state_executor
 
     def broken(*args, **kwargs):
         raise RuntimeError("engine exploded\nsecond line")
@@ -174,7 +174,7 @@ def test_an_unexpected_error_is_one_line_and_debug_shows_the_traceback(tmp_path,
 def test_memory_and_disk_errors_from_the_library_are_one_line(tmp_path, capsys, monkeypatch):
     import errno
 
-    from fakeexec import state_executor
+    from fakepipeline import state_executor
 
     for exc, phrase in (
         (MemoryError(), "out of memory"),

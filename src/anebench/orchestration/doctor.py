@@ -18,13 +18,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Literal
 
-from ..engines import ENGINE_FACTORIES, get_engine
+from ..engines import Registry, active_engines, get_engine
 from ..engines import coreml_engine as coreml
 from ..engines.base import Prepared
 from ..errors import MeasurementError, UserError
 from ..system import ioreport, power, preflight
 from ..system.chips import lookup_chip
-from ..system.host import SYSTEM_HOST, Host
+from ..system.host import SYSTEM_HOST, Host, PlatformFacts
 from ..system.ioreport_parse import (
     ENERGY_GROUP,
     Channel,
@@ -92,8 +92,8 @@ def _version(package: str) -> str | None:
         return None
 
 
-def check_versions() -> Check:
-    mac = preflight.macos_version_text() or "unknown"
+def check_versions(facts: PlatformFacts | None = None) -> Check:
+    mac = preflight.macos_version_text(facts) or "unknown"
     found = {name: _version(name) for name in VERSIONS}
     listed = ", ".join(f"{name} {version or 'not installed'}" for name, version in found.items())
     text = f"macOS {mac}, Python {platform.python_version()}, {listed}"
@@ -116,18 +116,19 @@ def check_chip(host: Host) -> Check:
     return Check("chip", "ok", f"{chip} (catalog {entry.key})")
 
 
-def check_rosetta() -> Check:
-    if preflight.under_rosetta():
+def check_rosetta(facts: PlatformFacts | None = None) -> Check:
+    if preflight.under_rosetta(facts):
         return Check("Rosetta", "FAIL", preflight.ROSETTA_MESSAGE)
-    return Check("Rosetta", "ok", f"native {preflight.machine()}")
+    return Check("Rosetta", "ok", f"native {preflight.machine(facts)}")
 
 
 def check_placement(package, unit: str) -> Check:
     name = f"MLComputePlan {unit}"
     units = coreml.COMPUTE_UNITS[unit]
+    binding = coreml.active_binding()
     try:
-        model = coreml.load_model(package, units)
-        ops = coreml.query_placement(model, units)
+        model = binding.load_model(package, units)
+        ops = binding.query_placement(model, units)
     except UserError as exc:
         return Check(name, "FAIL", str(exc))
     except (ImportError, AttributeError, RuntimeError, TypeError) as exc:
@@ -209,15 +210,16 @@ def check_ioreport(busy: Callable[[], None] | None) -> list[Check]:
     return checks
 
 
-def check_coreai() -> Check:
+def check_coreai(facts: PlatformFacts | None = None, engines: Registry | None = None) -> Check:
     """Core AI through the engine registry: ok where it runs; skip where the OS is too old for it (as
     expected before macOS 27); FAIL where the OS is right and the engine still cannot run."""
-    if "coreai" not in ENGINE_FACTORIES:
+    engines = active_engines() if engines is None else engines
+    if "coreai" not in engines:
         return Check("Core AI", "skip", "no coreai engine in this anebench")
-    availability = get_engine("coreai").available()
+    availability = get_engine("coreai", engines).available()
     if availability:
         return Check("Core AI", "ok", f"available (coreai-core {_version('coreai-core') or 'unknown'})")
-    if preflight.coreai_problem() is not None:
+    if preflight.coreai_problem(facts) is not None:
         return Check("Core AI", "skip", availability.reason)
     return Check("Core AI", "FAIL", availability.reason)
 
@@ -235,19 +237,22 @@ def _prepared_on_ane(engine: coreml.CoreMLEngine) -> Iterator[tuple[Prepared | N
         prepared.close()
 
 
-def diagnose(host: Host | None = None, progress: Callable[[str], None] | None = None) -> Diagnosis:
-    """Every check, in order; off a Mac none (the Diagnosis lists what would be checked)."""
-    if not preflight.on_macos():
-        return Diagnosis(False, [])
+def diagnose(host: Host | None = None, progress: Callable[[str], None] | None = None,
+             engines: Registry | None = None) -> Diagnosis:
+    """Every check, in order, of ``host`` (its platform facts decide what runs); off a Mac none (the
+    Diagnosis lists what would be checked). ``engines``: the registry Core AI is looked up in."""
     host = host or SYSTEM_HOST
+    facts = host.platform()
+    if not preflight.on_macos(facts):
+        return Diagnosis(False, [])
     say = progress or (lambda text: None)
-    checks = [check_versions(), check_chip(host), check_rosetta()]
+    checks = [check_versions(facts), check_chip(host), check_rosetta(facts)]
     engine = coreml.CoreMLEngine()
-    problem = preflight.ane_problem()
+    problem = preflight.ane_problem(facts)
     if problem is not None:
         checks.append(Check("Core ML", "FAIL", problem))
         checks += check_ioreport(None)
-        checks.append(check_coreai())
+        checks.append(check_coreai(facts, engines))
         return Diagnosis(True, checks)
     say(f"building the {DOCTOR_HEAD.hidden}x{DOCTOR_HEAD.vocab} fp16 head")
     artifact = engine.artifact(DOCTOR_HEAD)
@@ -263,7 +268,7 @@ def diagnose(host: Host | None = None, progress: Callable[[str], None] | None = 
             checks.append(check_duration(prepared))
             say("IOReport channels, idle and under ANE work")
             checks += check_ioreport(prepared.call)
-    checks.append(check_coreai())
+    checks.append(check_coreai(facts, engines))
     return Diagnosis(True, checks)
 
 

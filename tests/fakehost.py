@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from anebench.model import HostInfo, HostState
 from anebench.system.host import Host, PlatformFacts, busy_threshold
 from anebench.system.host import describe_host as this_machine
+from anebench.system.ioreport import IOReportBinding
 
 
 class FakeHost(Host):
@@ -78,6 +81,18 @@ def state_host(monkeypatch, stated: Host) -> Host:
     from anebench.system import host
 
     monkeypatch.setattr(host, "_stated", stated)
+    return stated
+
+
+def state_ioreport(monkeypatch, problem: Callable[[], str | None] | None = None,
+                   probe_channels: Callable | None = None) -> IOReportBinding:
+    """Read IOReport through ``problem`` and ``probe_channels`` (each the native reader's where not given)
+    until the test ends: ioreport.use_ioreport's seam."""
+    from anebench.system import ioreport
+
+    stated = IOReportBinding(problem=problem or ioreport.NATIVE_IOREPORT.problem,
+                             probe_channels=probe_channels or ioreport.NATIVE_IOREPORT.probe_channels)
+    monkeypatch.setattr(ioreport, "_stated", stated)
     return stated
 
 

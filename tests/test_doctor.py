@@ -12,11 +12,11 @@ from anebench.engines import coreml_engine
 from anebench.engines.base import Availability
 from anebench.engines.coreml_engine import OpPlacement
 from anebench.orchestration import doctor
-from anebench.system import ioreport, power, preflight
+from anebench.system import preflight
 from anebench.system.ioreport_parse import channels_from_json
 from clitools import run_cli
 from fake_coreml import FakeMLModel
-from fakehost import FakeHost, pretend_linux_host, pretend_mac_host, state_host
+from fakehost import FakeHost, pretend_linux_host, pretend_mac_host, state_host, state_ioreport
 from fakepipeline import state_coreml, state_engines
 
 DATA = Path(__file__).parent / "data" / "ioreport"
@@ -49,10 +49,9 @@ def mac(monkeypatch, tmp_path):
                  load_model=lambda package, units, warnings_out=None: FakeMLModel(package, hold_us=2000),
                  query_placement=lambda model, units: [OpPlacement("const", None),
                                                        OpPlacement("conv", UNIT_OF[units], 1.0)])
-    monkeypatch.setattr(power, "ioreport_problem", lambda: None)
     monkeypatch.setenv("ANEBENCH_CACHE_DIR", str(tmp_path / "cache"))
     probes = Probes("single_die.json")
-    monkeypatch.setattr(ioreport, "probe_channels", probes)
+    state_ioreport(monkeypatch, problem=lambda: None, probe_channels=probes)
     return probes
 
 

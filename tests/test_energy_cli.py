@@ -9,7 +9,14 @@ import pytest
 from anebench.orchestration import runplan
 from anebench.system import power
 from clitools import run_cli
-from fakehost import LINUX_FACTS, mac_facts, pretend_linux_host, pretend_mac_host, state_platform
+from fakehost import (
+    LINUX_FACTS,
+    mac_facts,
+    pretend_linux_host,
+    pretend_mac_host,
+    state_ioreport,
+    state_platform,
+)
 from fakepipeline import no_memory_check, state_executor
 
 
@@ -96,13 +103,11 @@ def test_info_lists_an_ioreport_source_only_by_the_channels_found(capsys, monkey
     import json as json_module
     from pathlib import Path
 
-    from anebench.system import ioreport
     from anebench.system.ioreport_parse import channels_from_json
 
     recorded = Path(__file__).parent / "data" / "ioreport" / "no_ane.json"
-    monkeypatch.setattr(power, "ioreport_problem", lambda: None)
-    monkeypatch.setattr(ioreport, "probe_channels",
-                        lambda seconds: channels_from_json(json_module.loads(recorded.read_text())))
+    state_ioreport(monkeypatch, problem=lambda: None,
+                   probe_channels=lambda seconds: channels_from_json(json_module.loads(recorded.read_text())))
     code, stdout, stderr = run_cli(capsys, "info")
     assert code == 0, stderr
     energy_model = next(line for line in stdout.splitlines() if line.startswith("IOReport Energy Model"))

@@ -22,7 +22,7 @@ from ..engines import Registry, active_engines, get_engine
 from ..engines import coreml_engine as coreml
 from ..engines.base import Prepared
 from ..errors import MeasurementError, UserError
-from ..system import ioreport, power, preflight
+from ..system import ioreport, preflight
 from ..system.chips import lookup_chip
 from ..system.host import SYSTEM_HOST, Host, PlatformFacts
 from ..system.ioreport_parse import (
@@ -179,12 +179,13 @@ def _energy_channels(channels: list[Channel]) -> dict[str, Channel]:
 
 
 def check_ioreport(busy: Callable[[], None] | None) -> list[Check]:
-    problem = power.ioreport_problem()
+    binding = ioreport.active_ioreport()
+    problem = binding.problem()
     if problem is not None:
         return [Check("IOReport", "FAIL", problem)]
     try:
-        idle = ioreport.probe_channels(IDLE_WINDOW_S)
-        worked = ioreport.probe_channels(BUSY_WINDOW_S, busy)
+        idle = binding.probe_channels(IDLE_WINDOW_S)
+        worked = binding.probe_channels(BUSY_WINDOW_S, busy)
     except Exception as exc:  # noqa: BLE001 - a private library: say what failed, never crash
         return [Check("IOReport", "FAIL", f"subscription failed: {type(exc).__name__}: {exc}")]
     checks = []

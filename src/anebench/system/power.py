@@ -21,7 +21,7 @@ from ..model.statistics import gbps
 from .energy_check import MAX_WINDOW_S, MIN_COUNTER_STEPS, OBSERVE_MAX_S, observe_counter_step
 from .energy_figures import energy_figures, energy_line, energy_warnings
 from .host import SYSTEM_HOST
-from .ioreport import IOReportCounters, ioreport_problem
+from .ioreport import IOReportCounters, active_ioreport
 from .ioreport_parse import DramReading, EnergyReading
 
 POWERCAP_ROOT = Path("/sys/class/powercap")
@@ -213,7 +213,7 @@ class IOReportMeter:
 
 
 def ioreport_meter() -> IOReportMeter | Unavailable:
-    problem = ioreport_problem()
+    problem = active_ioreport().problem()
     if problem:
         return Unavailable(f"IOReport: {problem}")
     try:
@@ -344,7 +344,6 @@ class SourceStatus:
 def ioreport_sources() -> list[SourceStatus]:
     """The IOReport sources by the channels a short sample actually holds: actop subscribes to a missing
     group silently, so a subscription that succeeds proves only that one group exists."""
-    from . import ioreport
     from .ioreport_parse import sources_found
 
     covers = {
@@ -354,10 +353,11 @@ def ioreport_sources() -> list[SourceStatus]:
         "IOReport PMP ANE RD/WR": "the Neural Engine's own DRAM traffic (its view where the Energy Model's "
                                   "ANE channel reads 0)",
     }
-    problem = ioreport_problem()
+    binding = active_ioreport()
+    problem = binding.problem()
     if problem is None:
         try:
-            found = sources_found(ioreport.probe_channels(0.1))
+            found = sources_found(binding.probe_channels(0.1))
         except Exception as exc:  # noqa: BLE001 - a private library: any failure means "no source", said why
             problem = f"IOReport subscription failed: {type(exc).__name__}: {exc}"
     if problem is not None:

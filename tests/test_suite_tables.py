@@ -11,7 +11,7 @@ import pytest
 from anebench.model import ResultRecord
 from anebench.report.suite_terminal import sig, suite_tables, time_cells
 from clitools import run_cli
-from test_suites_cli import SWEEP_SUITES, scripted_sweep
+from test_suites_cli import scripted_sweep
 
 RUNS = ("--runs", "5", "--warmup", "1", "--time-budget", "0.2")
 SWEEP = ("-w", "lm_head:256x8:fp32", "--min-mb", "1", "--max-mb", "8", "--points", "4", "--cache-mb", "0.25")
@@ -85,17 +85,16 @@ def test_sweep_table_fits_80_and_prints_each_warning_once_with_a_count(capsys, t
 
 
 def test_latency_default_runs_a_small_sweep_and_says_so(capsys, monkeypatch):
-    from fakepipeline import real_measure as real
-    from fakepipeline import state_executor
+    import anebench.orchestration.suites.sweep_rounds as sweep_rounds
 
     measured: list[int] = []
+    real = sweep_rounds.prepared_workload
 
-    def spy(engine, device, workload, options, progress=None, **kwargs):
-        if options.suite in SWEEP_SUITES:  # the small sweep's points
-            measured.append(workload.weight_bytes)
-        return real(engine, device, workload, options, progress, **kwargs)
+    def spy(engine, device, workload, host):  # every size is prepared once, before the rounds
+        measured.append(workload.weight_bytes)
+        return real(engine, device, workload, host)
 
-    state_executor(monkeypatch, measure=spy)
+    monkeypatch.setattr(sweep_rounds, "prepared_workload", spy)
     code, stdout, stderr = run_cli(capsys, "latency", "-e", "numpy", "--runs", "5", "--no-save", "--json")
     assert code == 0, stderr
     # seconds, not the hidden 4 GB sweep: at most 8x a cache of <= 16 MiB, else 1-32 MiB
@@ -115,14 +114,12 @@ def test_latency_reuses_the_stored_sweep_of_the_same_engine_and_device(capsys, t
     db = tmp_path / "store.db"
     with open_store(db) as store:
         store.ingest(saved(sweep_file), "s.json")
-    from fakepipeline import real_measure, state_executor
+    from fakepipeline import state_executor
 
-    def no_sweep(engine, device, workload, options, *args, **kwargs):
-        if options.suite in SWEEP_SUITES:
-            pytest.fail("ran a sweep")
-        return real_measure(engine, device, workload, options, *args, **kwargs)
+    def no_sweep(*args, **kwargs):  # every sweep checks the memory of its largest size before measuring
+        pytest.fail("ran a sweep")
 
-    state_executor(monkeypatch, measure=no_sweep)
+    state_executor(monkeypatch, check_memory=no_sweep)
     code, stdout, stderr = run_cli(
         capsys, "latency", "-e", "numpy", "--db", str(db), "--runs", "5", "--no-save", "--json"
     )

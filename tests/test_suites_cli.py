@@ -34,21 +34,25 @@ SWEEP_SUITES = ("sweep", "latency-sweep")  # what run_sweep's points are measure
 def scripted_sweep(monkeypatch, overhead_s=5e-6, bytes_per_s=10e9):
     """Every sweep measurement really runs (engine, output check, timing), then its samples are replaced by a
     clean line, so the fit's gates see a good sweep whatever the load of this shared machine."""
+    import anebench.orchestration.suites.sweep_rounds as sweep_rounds
     from anebench.model import ResultRecord
     from fakepipeline import real_measure as real
     from fakepipeline import state_executor
 
-    def measure(engine, device, workload, options, progress=None, **kwargs):
-        record = real(engine, device, workload, options, progress, **kwargs)
-        if options.suite not in SWEEP_SUITES:  # only the sweep's points are scripted
-            return record
+    def clean(record):
         latency = overhead_s + record.workload.weight_bytes / bytes_per_s
         data = record.model_dump(mode="json", by_alias=True)
         data.update(samples_s=[latency] * len(record.samples_s), summary={"n": None}, gbps=None, id=None,
                     warnings=[], repetitions=None)
         return ResultRecord.model_validate(data).with_id()
 
+    def measure(engine, device, workload, options, progress=None, **kwargs):  # one size at a time
+        record = real(engine, device, workload, options, progress, **kwargs)
+        return clean(record) if options.suite in SWEEP_SUITES else record  # only the sweep's points
+
     state_executor(monkeypatch, measure=measure)
+    build = sweep_rounds.build_record  # in interleaved rounds: the sweep builds each size's record itself
+    monkeypatch.setattr(sweep_rounds, "build_record", lambda *args, **kw: clean(build(*args, **kw)))
 
 
 def test_sweep_fits_and_plots(capsys, tmp_path, monkeypatch):

@@ -143,7 +143,7 @@ def test_what_no_asset_holds_is_refused_before_building(monkeypatch, tmp_path, f
 def test_the_mac_campaign_on_macos_27_runs_core_ai_on_the_ane(monkeypatch, tmp_path, fake_runtime):
     runtime = fake_runtime()
     pretend_macos(monkeypatch, (27, 0))
-    assert preflight.coreml_problem() is None  # a native Mac on macOS 27 runs Core ML too
+    assert preflight.prediction_problem("Core ML") is None  # a native Mac on macOS 27 runs Core ML too
     state_engines(monkeypatch, coreai=lambda: CoreAIEngine(cache_dir=tmp_path, runtime=runtime))
     plan = [(s.engine.name, s.device, s.workload.name) for s in runplan.published_campaign()]
     assert plan[:4] == [*(("coreml", "ane", w) for w in runplan.CAMPAIGN_ANE),

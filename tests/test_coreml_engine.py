@@ -590,7 +590,7 @@ def test_macos_core_ml_prediction_duration_is_read_after_each_call(tmp_path):
 def test_macos_runner_is_native_arm64_not_rosetta():
     assert preflight.under_rosetta() is False
     assert platform.machine() == "arm64" and preflight.apple_silicon()
-    assert preflight.coreml_problem() is None and "ane" in CoreMLEngine().devices()
+    assert preflight.prediction_problem("Core ML") is None and "ane" in CoreMLEngine().devices()
 
 
 def test_bf16_source_is_stored_as_fp16_and_the_record_says_so(cache):

@@ -51,7 +51,7 @@ def test_campaign_only_without_options_and_only_on_macos(monkeypatch):
     assert not runplan.is_default_run(("mlx",), None, ())
     assert not runplan.is_default_run((), None, ("llama_lm_head",))
     pretend_mac_host(monkeypatch, version=(14, 5))  # a Mac whose Core ML cannot run the bundles
-    assert preflight.coreml_problem() is not None
+    assert preflight.prediction_problem("Core ML") is not None
     assert runplan.published_campaign() is None  # then `run` keeps its usual default
 
 

@@ -37,7 +37,7 @@ def test_a_stated_host_is_what_system_host_answers_until_the_block_ends():
     with use_host(mac):
         assert active_host() is mac
         assert SYSTEM_HOST.info().chip == "Apple M4 Max" and SYSTEM_HOST.available_memory_bytes() == 3 << 30
-        assert preflight.on_macos() and preflight.ane_problem() is None
+        assert preflight.on_macos() and preflight.ane_problem("Core ML") is None
         assert power.current_platform() == "darwin"
         with use_host(FakeHost()):  # nested: the inner host, then the outer one again
             assert not preflight.on_macos() and power.current_platform() == "linux"
@@ -47,16 +47,18 @@ def test_a_stated_host_is_what_system_host_answers_until_the_block_ends():
 
 def test_facts_passed_in_are_answered_whatever_host_is_active():
     with use_host(FakeHost()):  # a Linux host is active
-        assert preflight.coreml_problem(mac_facts()) is None
-        assert preflight.ane_problem(mac_facts(machine="x86_64", chip=None)) == preflight.INTEL_MESSAGE
+        assert preflight.prediction_problem("Core ML", mac_facts()) is None
+        intel = mac_facts(machine="x86_64", chip=None)
+        assert preflight.ane_problem("Core ML", intel) == preflight.INTEL_MESSAGE.format(framework="Core ML")
         rosetta = mac_facts(machine="x86_64", rosetta=True)
         assert preflight.under_rosetta(rosetta)
-        assert preflight.coreml_problem(rosetta) == preflight.ROSETTA_MESSAGE
+        assert preflight.prediction_problem("Core ML", rosetta) == preflight.ROSETTA_MESSAGE
         with pytest.raises(UserError, match="Rosetta"):
             preflight.check_native_host(rosetta)
     with use_host(FakeHost(chip="Apple M4")):  # a Mac is active
-        assert preflight.coreml_problem(LINUX_FACTS).startswith("Core ML prediction needs macOS")
-        assert "macOS 14.2" in preflight.coreml_problem(mac_facts((14, 2)))
+        off_mac = preflight.prediction_problem("Core ML", LINUX_FACTS)
+        assert off_mac.startswith("Core ML prediction needs macOS")
+        assert "macOS 14.2" in preflight.prediction_problem("Core ML", mac_facts((14, 2)))
 
 
 def test_a_registry_passed_in_or_stated_is_where_engines_are_found():

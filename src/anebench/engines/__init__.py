@@ -7,7 +7,7 @@ from contextlib import contextmanager
 
 from ..errors import UserError
 from ..util.names import did_you_mean, match_name
-from .base import Availability, DtypeChoice, Engine, Prepared
+from .base import Availability, BundleSpec, DtypeChoice, Engine, Prepared
 
 
 def _coreml() -> Engine:
@@ -52,6 +52,17 @@ ENGINE_FACTORIES: dict[str, Callable[[], Engine]] = {
 CPU_DEVICES = {"cpu"}
 Registry = Mapping[str, Callable[[], Engine]]
 _stated: Registry | None = None  # the registry a test states (use_engines); None: ENGINE_FACTORIES
+# The engine the published Neural Engine figures were measured with (anemll-bench, the published
+# bundles): the Mac campaign runs the published heads on it, and imported published results name it.
+PUBLISHED_ANE_ENGINE = "coreml"
+MAC_EXTRAS = f"{PUBLISHED_ANE_ENGINE},mlx,mac"  # the pip extras a Mac campaign needs
+
+
+def published_compute_units() -> dict[str, str]:
+    """Device -> the compute units the published engine loads a model with (what imports record)."""
+    from .coreml_engine import COMPUTE_UNITS
+
+    return dict(COMPUTE_UNITS)
 
 
 def active_engines() -> Registry:
@@ -82,6 +93,13 @@ def get_engine(name: str, registry: Registry | None = None) -> Engine:
             f"valid: {', '.join(factories)}"
         )
     return factories[known]()
+
+
+def engines_with(capability: Callable[[Engine], bool], registry: Registry | None = None) -> list[Engine]:
+    """The engines that have a capability, in preference order, available here or not (for messages:
+    what to give -e instead of an engine the suite cannot take that path on)."""
+    factories = active_engines() if registry is None else registry
+    return [engine for engine in (factory() for factory in factories.values()) if capability(engine)]
 
 
 def usable_engine(name: str, registry: Registry | None = None) -> Engine:
@@ -124,14 +142,19 @@ def best_engine(registry: Registry | None = None) -> tuple[Engine, str]:
 
 
 __all__ = [
+    "MAC_EXTRAS",
+    "PUBLISHED_ANE_ENGINE",
     "Availability",
+    "BundleSpec",
     "DtypeChoice",
     "Engine",
     "Prepared",
     "Registry",
     "active_engines",
     "best_engine",
+    "engines_with",
     "get_engine",
+    "published_compute_units",
     "resolve_device",
     "usable_engine",
     "use_engines",

@@ -78,7 +78,7 @@ def preflight_memory(engine: Engine, device: str, workload: Workload, host: Host
 def check_tokens(engine: Engine, workload: Workload) -> None:
     if workload.tokens > 1 and not engine.token_batched:
         raise UserError(
-            f"workload {workload.name!r} takes {workload.tokens} tokens per call, a Core ML "
+            f"workload {workload.name!r} takes {workload.tokens} tokens per call, a "
             f"token-batched bundle; {engine.name} multiplies several vectors with --batch instead"
         )
 

@@ -11,7 +11,7 @@ from ..errors import UserError
 from .host import SYSTEM_HOST, PlatformFacts
 
 MIN_MACOS = (15, 0)  # the bundles are iOS18 / macOS 15 ML programs (per-grouped-channel LUTs)
-MIN_MACOS_COREAI = (27, 0)  # Core AI, the framework after Core ML, ships with macOS 27
+MIN_MACOS_COREAI = (27, 0)  # Core AI, Apple's newer ML framework, ships with macOS 27
 
 ROSETTA_MESSAGE = (
     "this Python is an x86_64 build running under Rosetta 2 (sysctl.proc_translated = 1): the Neural "
@@ -21,10 +21,10 @@ ROSETTA_MESSAGE = (
     "reinstall anebench there"
 )
 NOT_MACOS_MESSAGE = (
-    "Core ML prediction needs macOS (this host runs {system}); `anebench build` still writes the "
+    "{framework} prediction needs macOS (this host runs {system}); `anebench build` still writes the "
     "bundles here, run them on a Mac"
 )
-INTEL_MESSAGE = "this Mac has an Intel CPU and no Neural Engine: Core ML can use only its CPU and GPU"
+INTEL_MESSAGE = "this Mac has an Intel CPU and no Neural Engine: {framework} can use only its CPU and GPU"
 
 
 def _facts(facts: PlatformFacts | None) -> PlatformFacts:
@@ -74,11 +74,12 @@ def _system_name(facts: PlatformFacts) -> str:
     return {"linux": "Linux", "win32": "Windows"}.get(facts.system, facts.system)
 
 
-def coreml_problem(facts: PlatformFacts | None = None) -> str | None:
-    """Why Core ML prediction cannot run here, or None when it can."""
+def prediction_problem(framework: str, facts: PlatformFacts | None = None) -> str | None:
+    """Why ``framework`` (the engine's, as text names it) cannot predict here: the bundles are macOS 15
+    ML programs run natively; None when it can."""
     facts = _facts(facts)
     if not on_macos(facts):
-        return NOT_MACOS_MESSAGE.format(system=_system_name(facts))
+        return NOT_MACOS_MESSAGE.format(framework=framework, system=_system_name(facts))
     if under_rosetta(facts):
         return ROSETTA_MESSAGE
     version = facts.macos_version
@@ -90,7 +91,7 @@ def coreml_problem(facts: PlatformFacts | None = None) -> str | None:
     return None
 
 
-def coreai_problem(facts: PlatformFacts | None = None) -> str | None:
+def coreai_problem(older_macos_hint: str = "", facts: PlatformFacts | None = None) -> str | None:
     """Why Core AI cannot specialise and run an .aimodel here (macOS 27+, native), or None when it can."""
     facts = _facts(facts)
     if not on_macos(facts):
@@ -101,14 +102,15 @@ def coreai_problem(facts: PlatformFacts | None = None) -> str | None:
     version = facts.macos_version
     if not version or version < MIN_MACOS_COREAI:
         running = ".".join(map(str, version)) if version else "an unknown version"
-        return f"Core AI needs macOS 27 (this Mac runs macOS {running}); use -e coreml here"
+        return f"Core AI needs macOS 27 (this Mac runs macOS {running}){older_macos_hint}"
     return None
 
 
-def ane_problem(facts: PlatformFacts | None = None) -> str | None:
-    """Why the Neural Engine in particular is out of reach (Core ML itself may still run)."""
+def ane_problem(framework: str, facts: PlatformFacts | None = None) -> str | None:
+    """Why the Neural Engine in particular is out of reach through ``framework`` (which may still run)."""
     facts = _facts(facts)
-    return coreml_problem(facts) or (INTEL_MESSAGE if intel_mac(facts) else None)
+    intel = INTEL_MESSAGE.format(framework=framework) if intel_mac(facts) else None
+    return prediction_problem(framework, facts) or intel
 
 
 ANE_CORES_PER_ENGINE = 16

@@ -114,9 +114,12 @@ def test_latency_reuses_the_stored_sweep_of_the_same_engine_and_device(capsys, t
     db = tmp_path / "store.db"
     with open_store(db) as store:
         store.ingest(saved(sweep_file), "s.json")
-    import anebench.orchestration.suites.sweep as sweep_suite
+    from fakepipeline import state_executor
 
-    monkeypatch.setattr(sweep_suite, "run_sweep", lambda *args, **kwargs: pytest.fail("ran a sweep"))
+    def no_sweep(*args, **kwargs):  # every sweep checks the memory of its largest size before measuring
+        pytest.fail("ran a sweep")
+
+    state_executor(monkeypatch, check_memory=no_sweep)
     code, stdout, stderr = run_cli(
         capsys, "latency", "-e", "numpy", "--db", str(db), "--runs", "5", "--no-save", "--json"
     )

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from ..engines import ENGINE_FACTORIES, PUBLISHED_ANE_ENGINE
+from ..engines import PUBLISHED_ANE_ENGINE, active_engines
 from ..errors import UserError
 from ..measure.timing import DEFAULT_REPETITIONS, DEFAULT_RUNS, split_runs
 from ..measure.warmup import WarmupPolicy
@@ -397,7 +397,7 @@ def run(
 def engines(fmt: str | None, as_json: bool) -> None:
     """List engines, their devices, and why any are unavailable."""
     found: list[dict[str, Any]] = []
-    for name, factory in ENGINE_FACTORIES.items():
+    for name, factory in active_engines().items():
         engine = factory()
         availability = engine.available()
         found.append(

@@ -11,12 +11,12 @@ from ..measure.quant import INCONCLUSIVE
 from ..orchestration.suites.coreml_plan import CORE_ML
 from ..report.suite_terminal import capability_table
 from .common import check_out_path, measuring_options, resolve_workloads
+from .console import progress, rule, say
 from .plans import coreml_only_target, dry_run_option, measuring_targets, show_plan
 from .results import store_options
 from .run import power_option
 from .suite_output import finish, output_format, show_tables
 from .suites import suite_options, timing_options
-from .terminal import progress, say
 
 
 @click.command()
@@ -77,8 +77,8 @@ def quant(
     finish([r for _, res in results for r in res.records], "quant", out, no_save, fmt)
     for target, result in results:
         say(f"{target.engine.name}:{target.device}: {result.inference.inference}")
-    if results:
-        say(f"rule: {results[0][1].inference.rule}")
+    for _, result in results:
+        rule(f"rule: {result.inference.rule}")
     failed = [f"{t.engine.name}:{t.device}: {res.inference.inference}" for t, res in results
               if INCONCLUSIVE in res.inference.inference]
     if failed:  # the records are saved; the rule could not tell what is streamed

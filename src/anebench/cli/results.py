@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import json
 import sys
 from dataclasses import asdict, astuple, fields
@@ -15,6 +14,7 @@ from rich.markup import escape
 from ..errors import UserError
 from ..model import ResultRecord
 from ..report.escape import clean_text
+from ..report.format import csv_text
 from ..results.ingest import DEFAULT_FORMAT, LOADERS, Loader, ingest_files
 from ..results.ingest import ingest as ingest_into_store
 from ..results.store import StoredRecord, open_store
@@ -292,9 +292,7 @@ def store_list(db: Path | None, fmt: str | None, as_json: bool) -> None:
         click.echo(json.dumps({"db": str(path), "records": [asdict(r) for r in found]}, indent=1))
         return
     if machine == "csv":
-        writer = csv.writer(sys.stdout, lineterminator="\n")
-        writer.writerow([f.name for f in fields(StoredRecord)])
-        writer.writerows(astuple(r) for r in found)
+        click.echo(csv_text([f.name for f in fields(StoredRecord)], [astuple(r) for r in found]), nl=False)
         return
     rows = [
         [

@@ -30,12 +30,12 @@ from .common import (
     resolve_workloads,
     warn,
 )
+from .console import console, progress, rule, say
 from .params import MEBIBYTES, MEBIBYTES_OR_ZERO, timing_flags
 from .plans import coreml_only_target, dry_run_option, measuring_targets, show_plan
 from .results import store_options
 from .run import options_from, power_option
 from .suite_output import finish, output_format, stem_for, write_plot
-from .terminal import console, progress, say
 
 
 def max_tokens_option(func):
@@ -198,12 +198,13 @@ def sweep(
             finished += result.records
     saved = finish([r for *_, res in results for r in res.records], "sweep", checkpoint.final_out(), no_save,
                    fmt)
-    if results:
-        say(f"fit gates: {results[0][2].analysis.gates}")
+    for *_, result in results:
+        if result.analysis is not None:
+            rule(f"fit gates: {result.analysis.gates}")
     for i, (target, base, result) in enumerate(results):
         a = result.analysis
         if target.engine.name == "coreml":
-            say(f"{target.engine.name}:{target.device}: {ORION_CONTEXT}")
+            rule(f"{target.engine.name}:{target.device}: {ORION_CONTEXT}")
         if a is None:
             continue
         say(
@@ -308,7 +309,7 @@ def roofline(
                     result = run_roofline(target.engine, target.device, base, max_batch, options, factory)
                 results.append((target, base, result))
     saved = finish([r for *_, res in results for r in res.records], "roofline", out, no_save, fmt)
-    say(f"rule: {RIDGE_RULE}; {RIDGE_GATES}")
+    rule(f"rule: {RIDGE_RULE}; {RIDGE_GATES}")
     for i, (target, base, result) in enumerate(results):
         a = result.analysis
         note = (
@@ -573,7 +574,7 @@ def concurrent(
     """N copies solo, then together from a common start: combined GB/s, scaling and the verdict."""
     from ..measure.concurrency import COMBINED_DEFINITION, TOGETHER_DEFINITION
     from ..orchestration.concurrency_plan import describe_plan, plan_concurrent
-    from ..orchestration.suites.concurrent import SEED_NOTE, run_plan
+    from ..orchestration.suites.concurrent import run_plan
     from ..report.suite_plots import plot_concurrency
 
     if devices is not None and device is not None:
@@ -613,11 +614,14 @@ def concurrent(
         fmt,
         file_label="concurrent",
     )
+    for *_, result in results:
+        rule(f"verdict rule: {result.analysis.verdict.rule}")
     if results:
-        say(f"verdict rule: {results[0][2].analysis.verdict.rule}")
-        say(COMBINED_DEFINITION)
-        say(TOGETHER_DEFINITION)
-        say(f"copies: {SEED_NOTE}")
+        rule(COMBINED_DEFINITION)
+        rule(TOGETHER_DEFINITION)
+    for note in dict.fromkeys(copies_note(r) for *_, res in results for r in res.records):
+        if note:  # the note each record stores: the seed rule, or a checkpoint's copies
+            rule(f"copies: {note}")
     for i, (target, base, result) in enumerate(results):
         title = f"concurrent {target.engine.name} {base.name} x{result.plan.copies} ({result.plan.mode})"
         write_plot(
@@ -633,6 +637,11 @@ def concurrent(
               for t, b, res in results if res.analysis.verdict.verdict == "inconclusive"]
     if failed:  # the records and plots are saved; the rule could not decide
         raise AnalysisFailed("no concurrency verdict: " + "; ".join(failed))
+
+
+def copies_note(record: ResultRecord) -> str | None:
+    """What a concurrency record says its copies hold (seeded weights, or a checkpoint's own)."""
+    return record.concurrency.copies_note if record.concurrency is not None else None
 
 
 def load_saved_sweep(path: Path) -> list[ResultRecord]:

@@ -1,14 +1,12 @@
 """How results look in a terminal and in the machine formats: one unit system, tables that fit the
 width they are given (80 columns by default) and never wrap a number.
 
-Units, stated once: MB = 1e6 bytes, GB = 1e9 bytes; a time column is in the one unit (s, ms, µs, ns)
-in which its smallest value is at least 1, with at least 3 significant digits.
+Units and digits: report/format.py's rules (MB = 1e6 bytes, GB = 1e9 bytes; a time column in the one
+unit in which its smallest value is at least 1; 3 significant digits).
 """
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Iterable, Iterator
 
 from rich import box
@@ -20,9 +18,10 @@ from rich.text import Text
 
 from ..measure.uncertainty import fmt_gbps, range_cell
 from ..model import ResultRecord
+from ..report import format as format_rules
 from ..report.escape import clean_text, csv_cell, md_cell
+from ..report.format import csv_text
 
-TIME_UNITS = (("s", 1.0), ("ms", 1e3), ("µs", 1e6), ("ns", 1e9))
 WORKLOAD_WIDTH = 24  # longer workload names are abbreviated by ABBREVIATION_RULE
 HEAD, TAIL = 9, WORKLOAD_WIDTH - 10
 ABBREVIATION_RULE = (
@@ -34,36 +33,21 @@ HEADLINE_CAPTION = (
     "'unreliable': it reaches over 10% from the figure); "
     "within-run CI, device time and warnings below"
 )
-UNITS_NOTE = "MB = 1e6 bytes, GB = 1e9 bytes"
+UNITS_NOTE = format_rules.UNITS_NOTE
 
 
 def time_unit(values_s: Iterable[float | None]) -> tuple[str, float]:
-    """(unit, scale) for a column of times: the largest unit in which the smallest value is >= 1."""
-    positive = [v for v in values_s if v is not None and v > 0]
-    smallest = min(positive) if positive else 1.0
-    for unit, scale in TIME_UNITS:
-        if smallest * scale >= 1:
-            return unit, scale
-    return TIME_UNITS[-1]
+    """(unit, factor) for a column of times (report/format.py's one rule): seconds x factor = the figure."""
+    unit, _ = format_rules.time_unit(values_s)
+    return unit, format_rules.PER_SECOND[unit]
 
 
 def fmt_sig(value: float) -> str:
-    """At least 3 significant digits, never in exponent form below 1e6: 1.23, 12.3, 123, 1234, 0.123."""
-    if value >= 100:
-        return f"{value:.0f}"
-    if value >= 10:
-        return f"{value:.1f}"
-    if value >= 1:
-        return f"{value:.2f}"
-    return f"{value:.3g}" if value > 0 else "0"
+    """3 significant digits, never an exponent: 1.23, 12.3, 123, 1234, 0.123 (report/format.py)."""
+    return format_rules.sig(value) if value > 0 else "0"
 
 
-def fmt_time(seconds: float | None) -> str:
-    """One time in the unit that gives 3 significant digits: '5.12 ms', '12.3 µs' (never '0.00')."""
-    if seconds is None:
-        return "-"
-    unit, scale = time_unit([seconds])
-    return f"{fmt_sig(seconds * scale)} {unit}"
+fmt_time = format_rules.fmt_time
 
 
 def fmt_mb(n_bytes: float) -> str:
@@ -117,7 +101,7 @@ def with_threads(
 
 
 NUMERIC = frozenset({"MB", "95% range", "GB/s", "ratio", "95% CI", "thr"})
-UNIT_SUFFIXES = tuple(f" {unit}" for unit, _ in TIME_UNITS) + ("GB/s", " MB")
+UNIT_SUFFIXES = tuple(f" {unit}" for unit, _ in format_rules.TIME_UNITS) + ("GB/s", " MB")
 
 
 def is_numeric(column: str) -> bool:
@@ -227,12 +211,10 @@ CSV_COLUMNS = (
 
 def records_csv(records: list[ResultRecord]) -> str:
     """Machine form: units in the column names, the same units as the JSON record (seconds, bytes)."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(CSV_COLUMNS)
+    rows = []
     for r in records:
         interval = r.between_run()
-        writer.writerow(
+        rows.append(
             [
                 *(
                     csv_cell(clean_text(text))
@@ -248,7 +230,7 @@ def records_csv(records: list[ResultRecord]) -> str:
                 r.method.threads or "",
             ]
         )
-    return buffer.getvalue()
+    return csv_text(CSV_COLUMNS, rows)
 
 
 def _num(value: float | None) -> str:

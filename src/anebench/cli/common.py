@@ -46,15 +46,17 @@ from .console import (
     warnings_log,
 )
 from .exports import EXPORT_FORMATS, export_text, format_for
+from .options import (
+    FORMATS,
+    force_option,
+    format_option,
+    json_option,
+    out_file_option,
+    remember_value,
+)
 from .tables import between_run_cell, results_table
 
-FORMATS = ("table", "json", "csv", "md")
 MEASURING_FORMATS = ("table", "json", "jsonl", "csv", "md")
-
-
-def _remember(ctx: click.Context, param: click.Parameter, value: object) -> object:
-    ctx.meta[f"anebench.{param.name}"] = value
-    return value
 
 
 def add_input(path: Path) -> None:
@@ -95,23 +97,6 @@ def output_format(fmt: str | None, as_json: bool) -> str:
     return "json" if as_json else fmt or "table"
 
 
-def format_option(*choices: str) -> Callable[[Callable], Callable]:
-    """--format CHOICE for a command that prints results (default table); pair it with --json."""
-    allowed = choices or FORMATS
-    machine = ", ".join(c for c in allowed if c != "table")
-
-    def decorate(func: Callable) -> Callable:
-        return click.option(
-            "--format",
-            "fmt",
-            type=click.Choice(allowed),
-            default=None,
-            help=f"table (default) or {machine}: one document on stdout, tables on stderr.",
-        )(func)
-
-    return decorate
-
-
 def measuring_options(func: Callable) -> Callable:
     """--engine/--device/--workload/--out/--format (--json), the same for `run` and every suite.
 
@@ -132,7 +117,7 @@ def measuring_options(func: Callable) -> Callable:
 
     takes_format = "fmt" in inspect.signature(func).parameters
 
-    options = [
+    options: list[Callable[[Callable], Callable]] = [
         click.option(
             "--engine", "-e", "engines", multiple=True, help="Engine (repeatable); default: best here."
         ),
@@ -146,34 +131,18 @@ def measuring_options(func: Callable) -> Callable:
             multiple=True,
             help="Catalog name, lm_head:HIDDENxVOCAB[:DTYPE] or hf:PATH[:TENSOR] (repeatable).",
         ),
-        click.option(
-            "--out",
-            "-o",
-            type=click.Path(dir_okay=False, path_type=Path),
-            default=None,
-            help="Where to save the results (default: a file named after host and time); the format "
-            "follows the extension: .json (default), .jsonl, .csv, .md, .txt (the table).",
+        out_file_option(
+            "Where to save the results (default: a file named after host and time); the format follows "
+            "the extension: .json (default), .jsonl, .csv, .md, .txt (the table)."
         ),
         click.option("--no-save", is_flag=True, help="Do not save a results file."),
-        click.option(
-            "--force",
-            is_flag=True,
-            expose_value=False,
-            callback=_remember,
-            help="Replace a read-only --out file.",
-        ),
-        click.option(
-            "--format",
-            "fmt",
-            type=click.Choice(MEASURING_FORMATS),
-            default=None,
-            expose_value=False,
-            callback=_remember,
+        force_option(remember=True),
+        format_option(
+            *MEASURING_FORMATS,
             help="Results on stdout as table (default), json, jsonl, csv or md; tables go to stderr then.",
+            remember=True,
         ),
-        click.option(
-            "--json", "as_json", is_flag=True, help="Same as --format json: one JSON document on stdout."
-        ),
+        json_option("Same as --format json: one JSON document on stdout."),
         *(
             click.option(
                 f"--export-{fmt}",
@@ -181,7 +150,7 @@ def measuring_options(func: Callable) -> Callable:
                 type=click.Path(dir_okay=False, path_type=Path),
                 default=None,
                 expose_value=False,
-                callback=_remember,
+                callback=remember_value,
                 help=f"Also write the results as {fmt} to this file (any --export-* may be combined).",
             )
             for fmt in EXPORT_FORMATS
@@ -458,10 +427,12 @@ __all__ = [
     "NORMAL",
     "QUIET",
     "VERBOSE",
+    "FORMATS",
     "FollowingConsole",
     "WarningLog",
     "err_console",
     "flush_warnings",
+    "format_option",
     "out_console",
     "progress_bar",
     "say",

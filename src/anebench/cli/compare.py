@@ -15,7 +15,8 @@ from ..report.escape import clean_text, csv_cell, md_cell
 from ..report.format import csv_text as write_csv
 from ..results.pairing import FileComparison, Pair, Side, compare_files
 from ..results.validate import InvalidFile
-from .common import QUIET, err_console, format_option, out_console, output_format, say, verbosity
+from .common import QUIET, err_console, out_console, output_format, say, verbosity
+from .options import format_option, json_option
 from .tables import FittingTable, abbreviate, fmt_sig, markdown_table, time_unit
 
 VERDICTS = {
@@ -185,7 +186,7 @@ def csv_text(result: FileComparison) -> str:
 
 @click.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
+@json_option()
 @format_option()
 @click.option(
     "--leaderboard",

@@ -54,6 +54,7 @@ from .common import (
     verbosity,
     warn,
 )
+from .options import dry_run_option, json_option
 from .params import timing_flags
 from .results import finish_run, store_options
 from .tables import FittingTable, fmt_mb
@@ -254,9 +255,7 @@ def plan_steps(
 @power_option
 @mitigation_options
 @interleave_options
-@click.option(
-    "--dry-run", is_flag=True, help="Print the plan (engine, device, workload, power) and measure nothing."
-)
+@dry_run_option("Print the plan (engine, device, workload, power) and measure nothing.")
 @click.option(
     "--plan-for",
     type=click.Choice(["mac"]),
@@ -390,7 +389,7 @@ def run(
 
 @click.command()
 @format_option("table", "json")
-@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
+@json_option()
 def engines(fmt: str | None, as_json: bool) -> None:
     """List engines, their devices, and why any are unavailable."""
     found: list[dict[str, Any]] = []
@@ -487,7 +486,7 @@ def source_detail(source) -> str:
 
 @click.command()
 @format_option("table", "json")
-@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
+@json_option()
 def info(fmt: str | None, as_json: bool) -> None:
     """Describe this host: OS, CPU, memory, caches, BLAS, power, and the energy sources --power can read."""
     host = SYSTEM_HOST.info()

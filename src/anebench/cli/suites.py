@@ -31,6 +31,8 @@ from .common import (
     warn,
 )
 from .console import console, progress, rule, say
+from .options import db_option
+from .options import dry_run_option as described_dry_run_option
 from .params import MEBIBYTES, MEBIBYTES_OR_ZERO, timing_flags
 from .plans import coreml_only_target, dry_run_option, measuring_targets, show_plan
 from .results import store_options
@@ -357,12 +359,9 @@ def roofline(
     default=None,
     help="Show the fitted overhead of this saved sweep.",
 )
-@click.option(
-    "--db",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Results store to take the newest sweep of the same engine and device on this host from, and "
-    "to store into with --store (default: the default store, where one exists).",
+@db_option(
+    "Results store to take the newest sweep of the same engine and device on this host from, and "
+    "to store into with --store (default: the default store, where one exists)."
 )
 @click.option(
     "--no-sweep", is_flag=True, help="Do not look for a sweep or run a small one: no overhead column."
@@ -551,7 +550,7 @@ def compute(
     default=None,
     help="Place copy i on device i, each in its own process: cuda:0,cuda:1,... or all.",
 )
-@click.option("--dry-run", is_flag=True, help="Show the plan (placement, mode, threads, memory) and stop.")
+@described_dry_run_option("Show the plan (placement, mode, threads, memory) and stop.")
 def concurrent(
     engines,
     device,

@@ -121,6 +121,10 @@ def test_other_commands_and_errors_fit_80_columns(capsys, tmp_path, monkeypatch)
     code, stdout, stderr = run_cli(capsys, "run", *TINY, "--out", str(saved))
     assert code == 0, stderr
     runs = [
+        ("sweep", "-e", "numpy", "--dry-run"),
+        ("roofline", "-e", "numpy", "--dry-run"),
+        ("concurrent", "-e", "numpy", "-w", "lm_head:64x1024:fp32", "--dry-run"),
+        ("run", "-e", "numpy", "--dry-run"),
         ("engines",),
         ("info",),
         ("compare", str(saved), str(saved)),
@@ -225,3 +229,24 @@ def test_csv_escapes_formulas_and_keeps_figures_and_missing_marks():
     text = csv_text(["name", "x"], [["=HYPERLINK(1)", "-1.5"], ["-", 3], ["@me", "-"]])
     rows = list(csv.reader(io.StringIO(text)))
     assert rows == [["name", "x"], ["'=HYPERLINK(1)", "-1.5"], ["-", "3"], ["'@me", "-"]]
+
+
+def test_drift_of_either_sign_is_one_warning_kind_printed_once():
+    from anebench.cli.console import WarningLog
+    from anebench.cli.terminal import Warnings
+    from uncertainty_records import repeated_record
+
+    ms = 1e-3
+    drifts = ["drift: median of the last tenth of samples is +12% from the first tenth",
+              "drift: median of the last tenth of samples is -17% from the first tenth"]
+    records = [repeated_record([62 * ms, 63 * ms], engine="numpy", device="cpu") for _ in drifts]
+    records = [r.model_copy(update={"warnings": [text]}) for r, text in zip(records, drifts)]
+    grouped = Warnings()
+    grouped.add_records(records)
+    (line,) = grouped.lines()
+    assert line.startswith("drift (2 of 2 records, numpy:cpu")
+    log = WarningLog()
+    for text in drifts:
+        log.add(text, "numpy:cpu")
+    (line,) = log.lines()
+    assert line.startswith("warning (x2): drift:")

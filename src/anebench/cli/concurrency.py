@@ -10,7 +10,7 @@ import click
 from ..errors import UserError
 from ..model import ResultRecord
 from .common import check_out_path, measuring_options, resolve_targets, resolve_workloads
-from .console import console, rule, say
+from .console import console, rule, say, wraps
 from .options import dry_run_option as described_dry_run_option
 from .results import store_options
 from .run import power_option
@@ -98,7 +98,7 @@ def concurrent(
         out_console = console()
         for _, _, plan in plans:
             for line in describe_plan(plan):
-                out_console.print(line, markup=False, soft_wrap=True)
+                out_console.print(line, markup=False, soft_wrap=not wraps(out_console))
         return
     results = []
     for target, base, plan in plans:  # one progress display each: its line says which plan it measures

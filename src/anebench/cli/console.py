@@ -145,6 +145,12 @@ def say(text: str, *, quiet_too: bool = False) -> None:
         target.print(clean_text(text), markup=False, highlight=False, soft_wrap=not wraps(target))
 
 
+def result_line(text: str) -> None:
+    """A line of results on stdout (a plan, a path written): printed under -q too, wrapped to the width."""
+    target = out_console()
+    target.print(clean_text(text), markup=False, highlight=False, soft_wrap=not wraps(target))
+
+
 def rule(text: str) -> None:
     """A rule or definition paragraph (the fit's gates, the verdict's rule): printed once per command,
     however many targets or workloads state it."""

@@ -32,7 +32,7 @@ from .common import (
     verbosity,
     warn,
 )
-from .console import error_line
+from .console import error_line, result_line
 from .options import format_option
 from .tables import FittingTable, fmt_sig
 
@@ -223,11 +223,11 @@ def submit(result: Path, out: Path | None, out_dir: Path | None, drop_host_ids: 
     except InvalidFile as exc:
         _print_problems(exc)
         sys.exit(UserError.exit_code)
-    click.echo(f"submission: {clean_text(str(submission))}")
-    click.echo(f"issue body: {clean_text(str(body))}")
+    result_line(f"submission: {clean_text(str(submission))}")
+    result_line(f"issue body: {clean_text(str(body))}")
     if doctor_file is not None:
         attached = body.with_name(body.name.removesuffix(".issue.md") + ".doctor.txt")
-        click.echo(f"doctor file: {clean_text(str(attached))}")
+        result_line(f"doctor file: {clean_text(str(attached))}")
     say(
         f"to submit: open {SUBMIT_URL} (a placeholder until the project has a public tracker), paste the "
         "issue body and attach the submission file; nothing was sent"
@@ -242,7 +242,7 @@ def submit_into_repository(result: Path, into: Path, drop_host_ids: bool, log: P
     except InvalidFile as exc:
         _print_problems(exc)
         sys.exit(UserError.exit_code)
-    click.echo(f"submission: {clean_text(str(written))}")
+    result_line(f"submission: {clean_text(str(written))}")
     say(f"next: `anebench leaderboard build {into}`, then open a pull request with the new file and the "
         "regenerated ones; nothing was sent")
 

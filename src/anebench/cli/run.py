@@ -54,6 +54,7 @@ from .common import (
     verbosity,
     warn,
 )
+from .console import wraps
 from .options import dry_run_option, json_option
 from .params import timing_flags
 from .results import finish_run, store_options
@@ -197,9 +198,9 @@ def show_unrunnable(unrunnable: list[Unrunnable], planned: list[PlannedStep], as
         console.print(plan_table(planned, "anebench run on this host"))
     for item in unrunnable:
         console.print(f"dry run: engine {item.engine} cannot run on this host: {item.reason}", markup=False,
-                      highlight=False, soft_wrap=True)
+                      highlight=False, soft_wrap=not wraps(console))
         for note in item.notes:
-            console.print(f"  {note}", markup=False, highlight=False, soft_wrap=True)
+            console.print(f"  {note}", markup=False, highlight=False, soft_wrap=not wraps(console))
     console.print("nothing was built or measured", markup=False, highlight=False)
 
 

@@ -23,7 +23,7 @@ from .common import (
     resolve_targets,
     resolve_workloads,
 )
-from .console import progress, rule, say
+from .console import progress, result_line, rule, say
 from .params import MEBIBYTES, MEBIBYTES_OR_ZERO
 from .plans import coreml_only_target, dry_run_option, show_plan
 from .results import store_options
@@ -106,11 +106,11 @@ def sweep(
             plan = plan_sweep(target.engine, target.device, to_bytes(min_mb), to_bytes(max_mb), points or 12,
                               -1 if cache_mb is None else to_bytes(cache_mb))
             label = f"sweep {target.engine.name}:{target.device}"
-            click.echo(f"{label}: {len(plan.sizes)} sizes, " + ", ".join(f"{s / MiB:.3g}" for s in plan.sizes)
-                       + f" MiB; {runs} runs each over its repetitions, at most {time_budget} s of calls per "
-                       "size (plus warmups)")
+            sizes = ", ".join(f"{s / MiB:.3g}" for s in plan.sizes)
+            result_line(f"{label}: {len(plan.sizes)} sizes, {sizes} MiB; {runs} runs each over its "
+                        f"repetitions, at most {time_budget} s of calls per size (plus warmups)")
             for note in plan.notes:
-                click.echo(f"{label}: {note}")
+                result_line(f"{label}: {note}")
         return
     if dry_run:
         engine, device = coreml_only_target(engines, device, "sweep")
@@ -234,7 +234,7 @@ def roofline(
     if dry_run and tuple(engines) != ("coreml",):
         for target in resolve_targets(engines, device):
             label = f"roofline {target.engine.name}:{target.device}"
-            click.echo(f"{label}: " + (first_look.describe() if first_look else
+            result_line(f"{label}: " + (first_look.describe() if first_look else
                                        f"{', '.join(b.name for b in bases)}, batches 1-{max_batch} doubling "
                                        f"(stopping once clearly compute-bound), at most {time_budget:g} s of "
                                        "calls per batch"))

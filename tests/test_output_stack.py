@@ -120,6 +120,7 @@ def test_other_commands_and_errors_fit_80_columns(capsys, tmp_path, monkeypatch)
     saved = tmp_path / "a.json"
     code, stdout, stderr = run_cli(capsys, "run", *TINY, "--out", str(saved))
     assert code == 0, stderr
+    record_id = json.loads(saved.read_text())["results"][0]["id"][:16]
     runs = [
         ("sweep", "-e", "numpy", "--dry-run"),
         ("roofline", "-e", "numpy", "--dry-run"),
@@ -130,6 +131,9 @@ def test_other_commands_and_errors_fit_80_columns(capsys, tmp_path, monkeypatch)
         ("compare", str(saved), str(saved)),
         ("ingest", str(saved), "--db", str(tmp_path / "s.sqlite")),
         ("store", "list", "--db", str(tmp_path / "s.sqlite")),
+        ("store", "show", record_id, "--db", str(tmp_path / "s.sqlite")),
+        ("submit", str(saved), "--out", str(tmp_path)),
+        ("doctor", "--out", str(tmp_path / "doctor.txt")),
         ("report", "--db", str(tmp_path / "s.sqlite"), "--format", "md", "--out", str(tmp_path / "r.md")),
     ]
     outputs = [stdout, stderr]

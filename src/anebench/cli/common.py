@@ -110,7 +110,11 @@ def measuring_options(func: Callable) -> Callable:
         if kwargs.get("no_save") and kwargs.get("out") is not None:
             raise UserError(f"--no-save and --out {kwargs['out']}: give one (--out saves the results there)")
         kwargs["as_json"] = fmt != "table"
-        check_out_path(kwargs.get("out"))  # e.g. an unknown extension: refused before anything runs
+        out = kwargs.get("out")
+        # an unknown extension: refused before anything runs; an existing file may be one of the command's
+        # inputs, which the command's own check_out_path (after it knows its inputs) names first
+        if out is not None and not os.path.lexists(out):
+            format_for(out)
         if takes_format:  # the suites print csv/md tables themselves: they get the one resolved format
             kwargs["fmt"] = fmt
         return func(*args, **kwargs)

@@ -21,6 +21,7 @@ from ..model import ResultRecord
 from ..report import format as format_rules
 from ..report.escape import clean_text, csv_cell, md_cell
 from ..report.format import csv_text
+from ..report.suite_terminal import TermTable
 
 WORKLOAD_WIDTH = 24  # longer workload names are abbreviated by ABBREVIATION_RULE
 HEAD, TAIL = 9, WORKLOAD_WIDTH - 10
@@ -90,6 +91,14 @@ def result_rows(records: list[ResultRecord], full_names: bool = False) -> tuple[
     return with_threads(records, header, rows)
 
 
+RESULT_NUMERIC = (False, False, False, True, True, True, True)  # the results table's figures: MB onwards
+
+
+def result_numeric(header: list[str]) -> list[bool]:
+    """The results table's numeric flags, with `thr` (a figure) after engine:dev where it is shown."""
+    return [*RESULT_NUMERIC[:1], True, *RESULT_NUMERIC[1:]] if "thr" in header else list(RESULT_NUMERIC)
+
+
 def with_threads(
     records: list[ResultRecord], header: list[str], rows: list[list[str]]
 ) -> tuple[list[str], list[list[str]]]:
@@ -110,7 +119,10 @@ def is_numeric(column: str) -> bool:
 
 class FittingTable:
     """A table that keeps every cell on one line: as columns where they fit the width it is given,
-    else one block per row ("stacked"), so a narrow terminal never wraps a number."""
+    else one block per row ("stacked"), so a narrow terminal never wraps a number.
+
+    ``numeric``: which columns hold figures (right-aligned, never wrapped), stated by the caller as a
+    suite's TermTable states them; where a caller gives none, the header's units say (``is_numeric``)."""
 
     def __init__(
         self,
@@ -119,9 +131,18 @@ class FittingTable:
         title: str = "",
         caption: str = "",
         wrap: Iterable[str] = (),
+        numeric: Iterable[bool] | None = None,
     ):
         self.header, self.rows, self.title, self.caption = header, rows, title, caption
         self.wrap = frozenset(wrap)  # prose columns that may wrap between words (never a number)
+        self.numeric = list(numeric) if numeric is not None else [is_numeric(c) for c in header]
+        if len(self.numeric) != len(header):
+            raise ValueError(f"{len(self.numeric)} numeric flags for {len(header)} columns")
+
+    @classmethod
+    def of(cls, table: TermTable, caption: str = "") -> FittingTable:
+        """A suite's table (its numeric flags as stated), laid out to fit."""
+        return cls(table.columns, table.rows, table.title, caption, numeric=table.numeric)
 
     def table(self, rows: list[list[str]] | None = None) -> Table:
         table = Table(
@@ -131,10 +152,8 @@ class FittingTable:
             pad_edge=False,
             padding=(0, 1, 0, 0),
         )
-        for column in self.header:
-            table.add_column(
-                column, justify="right" if is_numeric(column) else "left", no_wrap=column not in self.wrap
-            )
+        for column, numeric in zip(self.header, self.numeric):
+            table.add_column(column, justify="right" if numeric else "left", no_wrap=column not in self.wrap)
         for row in self.rows if rows is None else rows:
             # Plain text, never markup: an install hint such as 'anebench[coreml]' must print as written.
             table.add_row(*(Text(cell) if isinstance(cell, str) else cell for cell in row))
@@ -148,7 +167,7 @@ class FittingTable:
 
         rows = [[narrowest(c, cell) for c, cell in zip(self.header, row)] for row in self.rows]
         header = [narrowest(c, c) for c in self.header]
-        narrow = FittingTable(header, rows).table()
+        narrow = FittingTable(header, rows, numeric=self.numeric).table()
         return Measurement.get(console, options.update_width(10_000), narrow).maximum
 
     def stacked(self) -> Iterator[Text]:
@@ -174,20 +193,22 @@ def results_table(
 ) -> FittingTable:
     """One row per record; the full warnings, the within-run CI and device time follow the table."""
     header, rows = result_rows(records, full_names)
+    numeric = result_numeric(header)
     caption = HEADLINE_CAPTION + f"; {UNITS_NOTE}"
     if any(len(r.workload.name) > WORKLOAD_WIDTH for r in records) and not full_names:
         caption += f"; {ABBREVIATION_RULE}"
     # the range may fold its "unreliable" mark onto a second line; its numbers stay on the row's line
-    return FittingTable(header, rows, title, caption, wrap={"95% range"})
+    return FittingTable(header, rows, title, caption, wrap={"95% range"}, numeric=numeric)
 
 
-def markdown_table(header: list[str], rows: list[list[str]]) -> str:
+def markdown_table(header: list[str], rows: list[list[str]], numeric: Iterable[bool] | None = None) -> str:
     def cell(text: str) -> str:  # a contributor's name: no link, image, raw HTML, mention or row break
         return md_cell(text)
 
+    flags = list(numeric) if numeric is not None else [is_numeric(c) for c in header]
     lines = [
         "| " + " | ".join(map(cell, header)) + " |",
-        "|" + "|".join("---:" if is_numeric(c) else "---" for c in header) + "|",
+        "|" + "|".join("---:" if n else "---" for n in flags) + "|",
     ]
     lines += ["| " + " | ".join(map(cell, row)) + " |" for row in rows]
     return "\n".join(lines) + "\n"
@@ -239,7 +260,7 @@ def _num(value: float | None) -> str:
 
 def records_markdown(records: list[ResultRecord]) -> str:
     header, rows = result_rows(records, full_names=True)
-    return markdown_table(header, rows) + f"\n{HEADLINE_CAPTION}; {UNITS_NOTE}\n"
+    return markdown_table(header, rows, result_numeric(header)) + f"\n{HEADLINE_CAPTION}; {UNITS_NOTE}\n"
 
 
 __all__ = [

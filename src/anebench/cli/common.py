@@ -111,10 +111,11 @@ def measuring_options(func: Callable) -> Callable:
             raise UserError(f"--no-save and --out {kwargs['out']}: give one (--out saves the results there)")
         kwargs["as_json"] = fmt != "table"
         out = kwargs.get("out")
-        # an unknown extension: refused before anything runs; an existing file may be one of the command's
-        # inputs, which the command's own check_out_path (after it knows its inputs) names first
+        # an unknown extension: refused before anything runs, after the output policy's own refusals (a
+        # store's side file); an existing file may be one of the command's inputs, which the command's
+        # check_out_path (once it knows its inputs) names first
         if out is not None and not os.path.lexists(out):
-            format_for(out)
+            check_out_path(out)
         if takes_format:  # the suites print csv/md tables themselves: they get the one resolved format
             kwargs["fmt"] = fmt
         return func(*args, **kwargs)

@@ -75,7 +75,7 @@ def test_sweep_fits_and_plots(capsys, tmp_path, monkeypatch):
         assert "4x the last-level cache" in sweep["knee_rule"] and sweep["cache_bytes"] == 1024**2 // 4
         assert record["device_time"] and record["suite"] == "sweep"
     assert (
-        "sweep fit" in stderr and "overhead us" in stderr and "10.00" in stderr
+        "sweep fit" in stderr and "overhead µs" in stderr and "10.00" in stderr
     )  # tables: stderr under --json
     assert "fit: Theil-Sen" in stderr and "; fit failed" not in stderr
     assert_plots(tmp_path / "sweep.sweep")

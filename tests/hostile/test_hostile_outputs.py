@@ -219,11 +219,11 @@ def test_an_interrupted_run_restores_the_cursor(tmp_path, capsys, monkeypatch):
 
     from rich.console import Console
 
-    from anebench.cli import common
+    from anebench.cli import console
     from fakepipeline import state_executor
 
     terminal = io.StringIO()
-    monkeypatch.setattr(common, "err_console", Console(file=terminal, force_terminal=True, emoji=False))
+    monkeypatch.setattr(console, "err_console", Console(file=terminal, force_terminal=True, emoji=False))
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt

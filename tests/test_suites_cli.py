@@ -28,12 +28,17 @@ def assert_plots(stem):
 SWEEP = ("-w", "lm_head:256x8:fp32", "--min-mb", "1", "--max-mb", "8", "--points", "4", "--cache-mb", "0.25")
 
 
+SWEEP_SUITES = ("sweep", "latency-sweep")  # what run_sweep's points are measured as (a sweep, a small one)
+
+
 def scripted_sweep(monkeypatch, overhead_s=5e-6, bytes_per_s=10e9):
     """Every sweep measurement really runs (engine, output check, timing), then its samples are replaced by a
     clean line, so the fit's gates see a good sweep whatever the load of this shared machine."""
     from dataclasses import replace
 
     import anebench.orchestration.suites.sweep as sweep_suite
+    from fakepipeline import real_measure_parts as real
+    from fakepipeline import state_executor
 
     def clean(measurement):
         latency = overhead_s + measurement.facts.weight_bytes / bytes_per_s
@@ -43,8 +48,12 @@ def scripted_sweep(monkeypatch, overhead_s=5e-6, bytes_per_s=10e9):
         return replace(measurement, timing=replace(measurement.timing, samples_s=samples, repetitions=None),
                        sections=sections)
 
-    measure, in_rounds = sweep_suite.measure, sweep_suite.measure_in_rounds  # one size at a time; in rounds
-    monkeypatch.setattr(sweep_suite, "measure", lambda *args, **kw: clean(measure(*args, **kw)))
+    def measure(engine, device, workload, options, progress=None, **kwargs):  # one size at a time
+        measurement = real(engine, device, workload, options, progress, **kwargs)
+        return clean(measurement) if options.suite in SWEEP_SUITES else measurement  # only the sweep's points
+
+    state_executor(monkeypatch, measure_parts=measure)
+    in_rounds = sweep_suite.measure_in_rounds  # in interleaved rounds: the sweep builds each size's record
     monkeypatch.setattr(sweep_suite, "measure_in_rounds",
                         lambda *args, **kw: [clean(m) for m in in_rounds(*args, **kw)])
 
@@ -69,7 +78,7 @@ def test_sweep_fits_and_plots(capsys, tmp_path, monkeypatch):
         assert "4x the last-level cache" in sweep["knee_rule"] and sweep["cache_bytes"] == 1024**2 // 4
         assert record["device_time"] and record["suite"] == "sweep"
     assert (
-        "sweep fit" in stderr and "overhead us" in stderr and "10.00" in stderr
+        "sweep fit" in stderr and "overhead µs" in stderr and "10.00" in stderr
     )  # tables: stderr under --json
     assert "fit: Theil-Sen" in stderr and "; fit failed" not in stderr
     assert_plots(tmp_path / "sweep.sweep")

@@ -16,6 +16,7 @@ from ..results.files import atomic_write_text
 from ..system.host import SYSTEM_HOST
 from ..util.outputs import check_target
 from .common import say
+from .console import result_line
 
 DEFAULT_OUT = Path("anebench-doctor.txt")
 
@@ -47,7 +48,7 @@ def doctor(out: Path | None, drop_host_ids: bool, force: bool) -> None:
     target = out or DEFAULT_OUT
     diagnosis = diagnose(SYSTEM_HOST, progress=lambda text: say(f"doctor: {text}"))
     for line in diagnosis.lines():
-        click.echo(clean_text(line))
+        result_line(line)  # wrapped to the width, as every command's output
     if not diagnosis.on_mac:
         return
     check_target(target, "--out", force)

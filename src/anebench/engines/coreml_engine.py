@@ -10,7 +10,8 @@ runs anywhere.
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -132,6 +133,43 @@ def query_placement(model, compute_units: str) -> list[OpPlacement]:  # pragma: 
         device = DEVICE_CLASSES.get(type(usage.preferred_compute_device).__name__) if usage else None
         placements.append(OpPlacement(op.operator_name, device, cost.weight if cost else None))
     return placements
+
+
+def coremltools_version() -> str:
+    from ..artifacts._coremltools import coremltools
+
+    return coremltools().__version__
+
+
+@dataclass(frozen=True)
+class CoreMLBinding:
+    """The part of coremltools that only a Mac runs: loading a bundle (MLModel), asking where its ops run
+    (MLComputePlan), and the version that explains a missing plan. ``CoreMLEngine(binding=...)`` takes a
+    stand-in, and ``use_binding`` states one wherever none is passed (the CLI, doctor, decode), so tests
+    give one instead of patching this module's functions."""
+
+    load_model: Callable[..., Any] = load_model
+    query_placement: Callable[[Any, str], list[OpPlacement]] = query_placement
+    version: Callable[[], str] = coremltools_version
+
+
+NATIVE_BINDING = CoreMLBinding()
+_stated: CoreMLBinding | None = None  # the binding a test states (use_binding); None: the native one
+
+
+def active_binding() -> CoreMLBinding:
+    return _stated if _stated is not None else NATIVE_BINDING
+
+
+@contextmanager
+def use_binding(binding: CoreMLBinding) -> Iterator[CoreMLBinding]:
+    """Load and place with ``binding`` wherever no engine states its own, while the block runs."""
+    global _stated
+    before, _stated = _stated, binding
+    try:
+        yield binding
+    finally:
+        _stated = before
 
 
 def predict_duration(model) -> Callable[[], Any] | None:
@@ -279,9 +317,13 @@ class CoreMLEngine(Engine):
     repeat: int = 1  # weight sets per call (the --repeat mitigation)
     cache_dir: Path | None = None
     lut_mode: str = "auto"
+    binding: CoreMLBinding | None = None  # None: the active one (the native coremltools unless stated)
 
     def __post_init__(self) -> None:
         self.name = "coreml"
+
+    def _binding(self) -> CoreMLBinding:
+        return self.binding if self.binding is not None else active_binding()
 
     def available(self) -> Availability:
         if importlib.util.find_spec("coremltools") is None:
@@ -295,9 +337,7 @@ class CoreMLEngine(Engine):
         return (["ane"] if preflight.ane_problem(self.label) is None else []) + ["gpu", "cpu", "all"]
 
     def version(self) -> str:
-        from ..artifacts._coremltools import coremltools
-
-        return coremltools().__version__
+        return self._binding().version()
 
     def streams_quantized(self, quant: str, device: str) -> bool:
         return True  # the bundle stores the quantized weights; Core ML reads them as stored
@@ -375,10 +415,11 @@ class CoreMLEngine(Engine):
         artifact = self.artifact(workload)
         units = COMPUTE_UNITS[device]
         load_warnings: list[str] = []
-        model = load_model(artifact.package, units, load_warnings)
+        binding = self._binding()
+        model = binding.load_model(artifact.package, units, load_warnings)
         placement, unavailable = None, None
         try:
-            placement = query_placement(model, units)
+            placement = binding.query_placement(model, units)
         except (ImportError, AttributeError, RuntimeError, TypeError) as exc:
             unavailable = placement_unavailable(exc, self.version())
         prepared = CoreMLPrepared(workload, device, artifact, model, self.repeat, placement)

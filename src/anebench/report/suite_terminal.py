@@ -5,23 +5,19 @@ Rules every table follows, so it fits 80 columns without a wrapped number:
   figures that mean something for the suite (no GB/s on compute or latency);
 - sizes in SI units (KB = 1e3, MB = 1e6 bytes) with 3 significant digits, rates in GB/s (1e9 bytes/s,
   two decimals as in every report) and FLOP/s;
-- times in one unit per column, the one that puts the column's median at 1-999 (ns, us, ms, s), each cell
+- times in one unit per column (report/format.py: the one in which its smallest value is >= 1), each cell
   with 3 significant digits (a small time is never printed as 0.00);
 - a workload `lm_head:HxV:DTYPE` shows as `HxV` where the table has a dtype column (the one abbreviation).
 """
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from statistics import median
 
 from ..measure.sweep import BELOW_RESOLUTION
 from ..model import ResultRecord
-
-TIME_UNITS = (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9))
+from .format import csv_text, sig, time_cells, time_unit
 
 
 @dataclass
@@ -33,32 +29,6 @@ class TermTable:
     numeric: list[bool]
     rows: list[list[str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # printed after the table (rules, definitions)
-
-
-def sig(value: float, digits: int = 3) -> str:
-    """``value`` with ``digits`` significant digits (more integer digits where it is that large)."""
-    if value == 0 or not math.isfinite(value):
-        return "0" if value == 0 else str(value)
-    decimals = max(0, digits - 1 - math.floor(math.log10(abs(value))))
-    text = f"{value:.{decimals}f}"
-    if decimals and float(text) >= 10 ** (digits - decimals):  # rounding carried a digit (9.995 -> 10.00)
-        text = f"{value:.{decimals - 1}f}"
-    return text
-
-
-def time_unit(seconds: Sequence[float | None]) -> tuple[str, float]:
-    """The unit that puts the median of ``seconds`` at 1 or more: (name, seconds per unit)."""
-    known = [s for s in seconds if s is not None and s > 0]
-    typical = median(known) if known else 1.0
-    for name, scale in TIME_UNITS:
-        if typical >= scale:
-            return name, scale
-    return TIME_UNITS[-1]
-
-
-def time_cells(seconds: Sequence[float | None]) -> tuple[str, list[str]]:
-    unit, scale = time_unit(seconds)
-    return unit, ["-" if s is None else sig(s / scale) for s in seconds]
 
 
 def short_workload(name: str) -> str:
@@ -121,7 +91,7 @@ def sweep_fit_table(records: list[ResultRecord]) -> TermTable:
     """One row per sweep (engine, device, base head): the knee, the fit or why it failed."""
     table = TermTable(
         "sweep fit: latency = overhead + bytes / bandwidth",
-        ["engine:dev", "hidden", "knee MB", "points", "overhead us", "GB/s", "R²", "resid", "peak GB/s"],
+        ["engine:dev", "hidden", "knee MB", "points", "overhead µs", "GB/s", "R²", "resid", "peak GB/s"],
         [False, False, True, True, True, True, True, True, True],
     )
     for key, group in _sweeps(records).items():
@@ -238,7 +208,7 @@ def latency_table(records: list[ResultRecord]) -> TermTable:
     unit, scale = time_unit(medians)
     table = TermTable(
         "dispatch cost: the smallest workload the engine times",
-        ["engine:dev", "workload", "size KB", "threads", f"median {unit}", f"p95 {unit}", "overhead us"],
+        ["engine:dev", "workload", "size KB", "threads", f"median {unit}", f"p95 {unit}", "overhead µs"],
         [False, False, True, True, True, True, True],
     )
     for record, med, p95, over in zip(records, medians, p95s, overheads):
@@ -453,17 +423,7 @@ def suite_tables(suite: str, records: list[ResultRecord]) -> list[TermTable]:
 
 def as_csv(tables: list[TermTable]) -> str:
     """The tables as CSV (units in the column names), separated by a blank line when several."""
-    import csv
-    import io
-
-    parts = []
-    for table in tables:
-        buffer = io.StringIO()
-        writer = csv.writer(buffer, lineterminator="\n")
-        writer.writerow(table.columns)
-        writer.writerows(table.rows)
-        parts.append(buffer.getvalue())
-    return "\n".join(parts)
+    return "\n".join(csv_text(table.columns, table.rows) for table in tables)
 
 
 def as_markdown(tables: list[TermTable]) -> str:

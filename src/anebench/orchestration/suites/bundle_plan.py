@@ -15,7 +15,8 @@ from ...engines.base import Engine
 from ...errors import UserError
 from ...system.host import available_memory_bytes
 from ...workloads import Workload
-from ..session import MEMORY_HEADROOM, Measurement, RunOptions, measure
+from ..executor import active_executor
+from ..session import MEMORY_HEADROOM, Measurement, RunOptions
 from .common import ProgressFactory
 
 DRY_RUN_HINT = "--dry-run lists the bundles it would build and the calls it would make"
@@ -89,4 +90,5 @@ def require_measurable(engine: Engine, device: str, suite: str) -> None:
 def measure_bundle(engine: Engine, device: str, bundle: PlannedBundle, options: RunOptions,
                    progress: ProgressFactory, suite: str) -> Measurement:
     label = f"{suite} {engine.name}:{device} {bundle.workload.name} {bundle.quant} {bundle.tokens} tokens"
-    return measure(engine, device, bundle.workload, options, progress(label, options.runs))
+    return active_executor().measure_parts(engine, device, bundle.workload, options,
+                                           progress(label, options.runs))

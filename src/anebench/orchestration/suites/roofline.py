@@ -27,7 +27,8 @@ from ...model import RooflinePoint as RooflineSection
 from ...system.chips import figure_chip_name, host_config, memory_bound_gbps
 from ...system.host import SYSTEM_HOST, Host
 from ...workloads import DTYPE_BYTES, Workload
-from ..session import MEMORY_HEADROOM, Measurement, RunOptions, measure, measure_workload
+from ..executor import active_executor
+from ..session import MEMORY_HEADROOM, Measurement, RunOptions
 from .bundle_plan import BundlePlan, calls_text, fits_in_memory, measure_bundle, plan_bundle
 from .common import ProgressFactory, latency_of, no_progress, parametric, synthetic_only, with_dtype
 
@@ -129,6 +130,7 @@ def run_roofline(
         # "(i/N)" of the batches planned: the time-left estimate is an upper bound, as the suite stops
         # once clearly compute-bound
         label = f"roofline {engine.name}:{device} batch {batch} ({index}/{len(planned)})"
+        measure = active_executor().measure_parts
         measured.append(measure(engine, device, workload, options, progress(label, options.runs)))
         batches.append(batch)
         if clearly_compute_bound(batches, [latency_of(m.draft) for m in measured]):
@@ -216,14 +218,14 @@ def run_compute(
         )
     half_workload = workload.with_batch(workload.batch // 2)
     check_activations_fit(engine, device, workload, options.host)
-    half = measure_workload(
+    half = active_executor().measure(
         engine,
         device,
         half_workload,
         options,
         progress(f"compute {engine.name}:{device} batch {half_workload.batch}", options.runs),
     )
-    full = measure(
+    full = active_executor().measure_parts(
         engine,
         device,
         workload,
@@ -331,6 +333,7 @@ def run_token_roofline(engine: Engine, device: str, plan: BundlePlan, options: R
     counts: list[int] = []
     for bundle in plan.bundles:
         label = f"roofline {engine.name}:{device} {bundle.tokens} tokens"
+        measure = active_executor().measure_parts
         measured.append(measure(engine, device, bundle.workload, options, progress(label, options.runs)))
         counts.append(bundle.tokens)
         if clearly_compute_bound(counts, [latency_of(m.draft) for m in measured]):
@@ -412,7 +415,7 @@ def run_latency(
     refused: list[str] = []
     for candidate in candidates:
         try:
-            measurement = measure(
+            measurement = active_executor().measure_parts(
                 engine,
                 device,
                 candidate,

@@ -17,17 +17,20 @@ def no_memory_check(*args, **kwargs) -> None:
     """A memory check that passes: for a test about the plan, not about this machine's free memory."""
 
 
-def state_executor(monkeypatch, measure: Callable | None = None,
-                   check_memory: Callable | None = None) -> Executor:
-    """Make runs measure with ``measure`` and check memory with ``check_memory`` (each the session's where
-    not given) until the test ends: executor.use_executor's seam."""
+def state_executor(monkeypatch, measure: Callable | None = None, check_memory: Callable | None = None,
+                   measure_parts: Callable | None = None) -> Executor:
+    """Make runs measure with ``measure`` (a record), suites with ``measure_parts`` (a Measurement) and check
+    memory with ``check_memory`` (each the session's where not given) until the test ends:
+    executor.use_executor's seam."""
     stated = Executor(measure=measure or SESSION_EXECUTOR.measure,
-                      check_memory=check_memory or SESSION_EXECUTOR.check_memory)
+                      check_memory=check_memory or SESSION_EXECUTOR.check_memory,
+                      measure_parts=measure_parts or SESSION_EXECUTOR.measure_parts)
     monkeypatch.setattr(executor_module, "_stated", stated)
     return stated
 
 
 real_measure = SESSION_EXECUTOR.measure  # the session's measure_workload, for a fake that wraps it
+real_measure_parts = SESSION_EXECUTOR.measure_parts  # the session's measure (a Measurement), to wrap
 
 
 def state_engines(monkeypatch, **factories: Callable[[], Engine] | None) -> Registry:

@@ -102,7 +102,7 @@ def test_published_data_and_one_run_make_no_suite_sections():
 def token_roofline_records():
     """A Core ML token roofline as the suite stores it: batch 1, T tokens per predict, the ridge at 4."""
     from anebench.measure.roofline import analyse_roofline
-    from anebench.orchestration.suites.roofline import with_roofline_sections
+    from anebench.orchestration.suites.roofline import roofline_sections
 
     tokens, latencies = [1, 2, 4, 8, 16], [1e-3, 1e-3, 1.5e-3, 3e-3, 6e-3]
     records = []
@@ -110,11 +110,10 @@ def token_roofline_records():
         base = make_record(chip="Apple M4 Pro", engine="coreml", device="ane", workload="lm_head:64x1024",
                            suite="roofline", runs=5)
         workload = base.workload.model_copy(update={"tokens": count})
-        records.append(base.model_copy(update={"workload": workload, "samples_s": [latency] * 5,
-                                               "gbps": workload.weight_bytes / latency / 1e9}).with_id())
+        records.append(base.rebuilt(workload=workload, samples_s=[latency] * 5))
     analysis = analyse_roofline(tokens, latencies, 1024, 64, records[0].workload.weight_bytes, 2)
     assert analysis.ridge_batch == 4 and analysis.ridge_error is None
-    return with_roofline_sections(records, analysis)
+    return [record.rebuilt(roofline=section) for record, section in zip(records, roofline_sections(analysis))]
 
 
 @pytest.mark.parametrize("fmt", ["md", "html", "json"])

@@ -34,25 +34,28 @@ SWEEP_SUITES = ("sweep", "latency-sweep")  # what run_sweep's points are measure
 def scripted_sweep(monkeypatch, overhead_s=5e-6, bytes_per_s=10e9):
     """Every sweep measurement really runs (engine, output check, timing), then its samples are replaced by a
     clean line, so the fit's gates see a good sweep whatever the load of this shared machine."""
-    import anebench.orchestration.suites.sweep_rounds as sweep_rounds
-    from anebench.model import ResultRecord
-    from fakepipeline import real_measure as real
+    from dataclasses import replace
+
+    import anebench.orchestration.suites.sweep as sweep_suite
+    from fakepipeline import real_measure_parts as real
     from fakepipeline import state_executor
 
-    def clean(record):
-        latency = overhead_s + record.workload.weight_bytes / bytes_per_s
-        data = record.model_dump(mode="json", by_alias=True)
-        data.update(samples_s=[latency] * len(record.samples_s), summary={"n": None}, gbps=None, id=None,
-                    warnings=[], repetitions=None)
-        return ResultRecord.model_validate(data).with_id()
+    def clean(measurement):
+        latency = overhead_s + measurement.facts.weight_bytes / bytes_per_s
+        samples = [latency] * len(measurement.timing.samples_s)
+        # one clean line: no rounds (their places in the interleaved group) to fit one by one
+        sections = {k: v for k, v in measurement.sections.items() if k != "repetitions"}
+        return replace(measurement, timing=replace(measurement.timing, samples_s=samples, repetitions=None),
+                       sections=sections)
 
     def measure(engine, device, workload, options, progress=None, **kwargs):  # one size at a time
-        record = real(engine, device, workload, options, progress, **kwargs)
-        return clean(record) if options.suite in SWEEP_SUITES else record  # only the sweep's points
+        measurement = real(engine, device, workload, options, progress, **kwargs)
+        return clean(measurement) if options.suite in SWEEP_SUITES else measurement  # only the sweep's points
 
-    state_executor(monkeypatch, measure=measure)
-    build = sweep_rounds.build_record  # in interleaved rounds: the sweep builds each size's record itself
-    monkeypatch.setattr(sweep_rounds, "build_record", lambda *args, **kw: clean(build(*args, **kw)))
+    state_executor(monkeypatch, measure_parts=measure)
+    in_rounds = sweep_suite.measure_in_rounds  # in interleaved rounds: the sweep builds each size's record
+    monkeypatch.setattr(sweep_suite, "measure_in_rounds",
+                        lambda *args, **kw: [clean(m) for m in in_rounds(*args, **kw)])
 
 
 def test_sweep_fits_and_plots(capsys, tmp_path, monkeypatch):

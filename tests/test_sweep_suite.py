@@ -1,9 +1,11 @@
+from dataclasses import replace
+
 import pytest
 
 from anebench.engines.numpy_engine import NumpyEngine
 from anebench.errors import UserError
 from anebench.measure.sweep import MiB
-from anebench.orchestration.session import RunOptions, measure_workload
+from anebench.orchestration.session import RunOptions, measure
 from anebench.orchestration.suites import sweep as sweep_suite
 from anebench.orchestration.suites.common import resized
 from anebench.orchestration.suites.sweep import finish_sweep, plan_sweep, sweep_from_records
@@ -42,29 +44,32 @@ def test_resized_keeps_hidden_and_dtype_and_counts_run_bytes():
 
 
 @pytest.fixture(scope="module")
-def tiny_records():
+def tiny_measurements():
     options = RunOptions(runs=3, suite="sweep")
-    return [measure_workload(NumpyEngine(), "cpu", Workload(f"w{v}", 64, v, "fp32"), options)
+    return [measure(NumpyEngine(), "cpu", Workload(f"w{v}", 64, v, "fp32"), options)
             for v in (1024, 2048, 4096)]
 
 
-def test_a_failed_fit_keeps_the_records_and_says_why(tiny_records):
-    flat = [r.model_copy(update={"summary": r.summary.model_copy(update={"median": 1e-3})})
-            for r in tiny_records]
+def timed_as(measurements, latencies, host=None):
+    """The measurements with every call of a size taking ``latencies[vocab]``: the line the fit sees."""
+    timed = []
+    for m in measurements:
+        samples = [latencies[m.workload.vocab]] * len(m.timing.samples_s)
+        options = replace(m.options, host=host) if host is not None else m.options
+        timed.append(replace(m, timing=replace(m.timing, samples_s=samples), options=options))
+    return timed
+
+
+def test_a_failed_fit_keeps_the_records_and_says_why(tiny_measurements):
+    flat = timed_as(tiny_measurements, {1024: 1e-3, 2048: 1e-3, 4096: 1e-3})
     result = finish_sweep(flat, cache_bytes=None)
     assert result.analysis.fit is None and "does not grow" in result.error
     assert all(r.sweep.fit_error == result.error for r in result.records)
     assert sweep_from_records(result.records, "numpy", "cpu") is None
 
 
-def test_a_good_fit_is_in_every_record_and_found_again(tiny_records):
-    latencies = {1024: 1e-4, 2048: 2e-4, 4096: 4e-4}
-    timed = [
-        r.model_copy(
-            update={"summary": r.summary.model_copy(update={"median": latencies[r.workload.shape[0]]})}
-        )
-        for r in tiny_records
-    ]
+def test_a_good_fit_is_in_every_record_and_found_again(tiny_measurements):
+    timed = timed_as(tiny_measurements, {1024: 1e-4, 2048: 2e-4, 4096: 4e-4})
     result = finish_sweep(timed, cache_bytes=None)
     assert result.error is None and len({r.id for r in result.records}) == 3
     assert [r.sweep.point for r in result.records] == [0, 1, 2]
@@ -83,20 +88,11 @@ def test_a_quantized_head_is_refused_in_one_line_not_a_key_error():
         sweep_suite.sweep_workloads(CoreMLEngine(), "ane", resolve_workload("llama_lm_head_lut6"), plan)
 
 
-def test_a_sweep_on_a_known_chip_fails_above_its_catalog_bandwidth_and_records_no_figures(tiny_records):
+def test_a_sweep_on_a_known_chip_fails_above_its_catalog_bandwidth_and_records_no_figures(tiny_measurements):
     # a clean line at 2.6 GB/s is fine on this host; on an "M1" host with a 1 GB/s catalog figure it is not
     from anebench.system import chips
 
-    latencies = {1024: 1e-4, 2048: 2e-4, 4096: 4e-4}
-    timed = [
-        r.model_copy(
-            update={
-                "summary": r.summary.model_copy(update={"median": latencies[r.workload.shape[0]]}),
-                "host": r.host.model_copy(update={"chip": "Apple M1"}),
-            }
-        )
-        for r in tiny_records
-    ]
+    timed = timed_as(tiny_measurements, {1024: 1e-4, 2048: 2e-4, 4096: 4e-4}, FakeHost(chip="Apple M1"))
     original = chips.lookup_chip("M1")
     slow = chips.Chip(**{**original.__dict__, "bandwidth_gbps_min": 1.0, "bandwidth_gbps_max": 1.0})
     try:

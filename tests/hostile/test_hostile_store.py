@@ -94,7 +94,7 @@ def test_many_processes_creating_one_new_store_all_succeed(tmp_path):
             p.join()
         assert all(kind == "ok" for kind, _ in outcomes), outcomes
     with sqlite3.connect(path) as db:
-        assert db.execute("SELECT value FROM meta").fetchall() == [("anebench.store/1",)]
+        assert db.execute("SELECT value FROM meta").fetchall() == [("anebench.store/2",)]
     db.close()
 
 

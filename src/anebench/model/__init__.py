@@ -16,6 +16,7 @@ from .concurrency import KEEP_AWAKE_MIN_SHARE, THREADS_OF_ONE_PROCESS, Concurren
 from .decode import DECODE_NOTE, ChunkTime, DecodeBytes, DecodePrediction, DecodeSection
 from .energy import ComponentEnergy, DramTraffic, Energy
 from .gpu import EnergyWindowCheck, GpuIdentity, GpuReport, GpuState, PlausibilityBound, StreamingFigure
+from .key import MeasurementKey
 from .quant import QuantSection
 from .record import (
     DOCUMENT_SCHEMA,
@@ -58,7 +59,8 @@ __all__ = [
     "ChunkTime", "DECODE_NOTE", "DecodeBytes", "DecodePrediction", "DecodeSection",
     "ComputeResult", "DramTraffic", "Energy", "EnergyWindowCheck", "EngineInfo", "GpuIdentity", "GpuReport",
     "GpuState", "PlausibilityBound", "StreamingFigure", "FiniteFloat", "GigabytesPerSecond", "HostInfo",
-    "HostState", "LatencyResult", "LineFitInfo", "LongStr", "MethodInfo", "NonNegFloat", "OutputCheck",
+    "HostState", "LatencyResult", "LineFitInfo", "LongStr", "MeasurementKey",
+    "MethodInfo", "NonNegFloat", "OutputCheck",
     "PositiveFloat", "QuantSection", "ResultRecord", "ResultsDocument", "RooflinePoint", "Scalar", "Seconds",
     "Sha256", "ShortStr", "SourceFacts", "StrictModel", "Suite", "Summary", "SweepPoint", "ToolInfo",
     "WorkloadInfo", "gbps", "median", "summary_fields", "utc_now",

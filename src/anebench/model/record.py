@@ -194,12 +194,14 @@ class ResultRecord(_Model):
     engine: EngineInfo
     workload: WorkloadInfo
     method: MethodInfo
-    summary: Summary
+    # A measured record is built from its samples alone: the summary and GB/s are derived here (a stated
+    # record must carry both, as its source states them; gbps may be null).
+    summary: Summary = Field(default_factory=lambda: Summary(n=None))
     samples_s: list[Seconds] = Field(default_factory=list, max_length=1_000_000)
     device_samples_s: list[Seconds] | None = None
     device_summary: Summary | None = None
     device_time: LongStr = ""  # how device time was taken, or why there is none
-    gbps: GigabytesPerSecond | None
+    gbps: GigabytesPerSecond | None = None
     device_gbps: GigabytesPerSecond | None = None
     warnings: list[LongStr] = Field(default_factory=list, max_length=64)
     sweep: SweepPoint | None = None
@@ -225,6 +227,9 @@ class ResultRecord(_Model):
     @model_validator(mode="after")
     def _derive(self) -> ResultRecord:
         if self.provenance != "measured":
+            missing = [name for name in ("summary", "gbps") if name not in self.model_fields_set]
+            if missing:
+                raise ValueError(f"{', '.join(missing)}: a stated record must state it (gbps may be null)")
             if self.repetitions is not None:
                 raise ValueError("repetitions: a stated record has no samples to repeat; its figure is a "
                                  "point")
@@ -267,6 +272,22 @@ class ResultRecord(_Model):
 
     def with_id(self) -> ResultRecord:
         return self.model_copy(update={"id": self.content_id()})
+
+    def rebuilt(self, **changes: Any) -> ResultRecord:
+        """A new record: this one's fields with ``changes``, validated and derived again like any record
+        (never a patch: pydantic's ``model_copy(update=)`` would skip every validator), with its new id.
+
+        Only for a record that cannot be built once where its sections are known: a concurrency copy's
+        record is made in the copy's own process, and the run's analysis exists only in the coordinator.
+        """
+        # a measured record derives its statistics from its samples again; a stated one keeps its own
+        derived = {"summary", "gbps", "device_summary", "device_gbps"}
+        if self.provenance != "measured":
+            derived = set()
+        fields = self.model_dump(by_alias=True, exclude={"id", *derived})
+        for name, value in changes.items():
+            fields[name] = value.model_dump(by_alias=True) if isinstance(value, StrictModel) else value
+        return ResultRecord.model_validate(fields).with_id()
 
     def latency_s(self) -> float | None:
         """The latency the record's statistic names (median for measured records)."""

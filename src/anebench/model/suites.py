@@ -76,3 +76,17 @@ class LatencyResult(StrictModel):
     sweep_overhead_se_us: NonNegFloat | None = None
     sweep_overhead_resolved: bool | None = None
     sweep_bandwidth_gbps: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+
+
+# Each suite's analysis: the fields of its section that are the same in every point of one suite result
+# (the sweep's fit and knee, the roofline's ridge and peaks, the concurrency verdict and its rule). The
+# store keeps them once per suite result; a point's row keeps only what identifies it (its index, batch,
+# copy, phase) and the suite result's id. Keyed by the record's field that holds the section.
+ANALYSIS_FIELDS: dict[str, tuple[str, ...]] = {
+    "sweep": ("points", "cache_bytes", "knee_bytes", "knee_rule", "fit", "fit_error", "cache_peak_gbps",
+              "cache_peak_bytes", "notes"),
+    "roofline": ("ridge_batch", "ridge_error", "baseline_batch", "model_ridge_batch", "peak_flop_per_s",
+                 "memory_gbps", "compute_bound", "rule"),
+    "concurrency": ("copies", "devices", "window_s", "solo_gbps", "together_gbps", "combined_gbps", "scaling",
+                    "verdict", "rule", "definitions", "copies_note"),
+}

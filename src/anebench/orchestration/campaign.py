@@ -142,8 +142,9 @@ def run_campaign(
                     advance,
                     on_prepared=awake.on_prepared,
                     phase=awake.phase,
+                    finish=awake.finish,
                 )
-                records.append(awake.annotate(record))
+                records.append(record)
             if finished is not None:
                 finished(list(records))
     except KeyboardInterrupt:  # Ctrl-C, or SIGTERM turned into it by the caller

@@ -155,19 +155,19 @@ def run_copy(job: CopyJob, shared: Shared, parent: tuple[int, bool] | None = Non
                 if turn == job.copy:
                     timing = time_calls(prepared, options.runs, options.warmup, options.clock,
                                         options.time_budget_s)
-                    solo = build_record(engine, job.device, workload, prepared, options, timing, check, None)
-                    solo = solo.model_copy(update={"concurrency": _section(job, "solo")})
+                    solo = build_record(engine, job.device, workload, prepared, options, timing, check,
+                                        {"concurrency": _section(job, "solo")})
                     outcome.solo_json = solo.model_dump_json(by_alias=True)
             barrier.wait(BARRIER_TIMEOUT_S)
             wait_for_start(shared.start_at)  # the common start
             timing, counts = _together(prepared, job, shared, resolution, barrier)
             outcome.window_ns, outcome.calls_in_window = counts["window_ns"], counts["calls_in_window"]
-            together = build_record(engine, job.device, workload, prepared, options, timing, check, None)
             section = _section(job, "together", calls=counts["calls"],
                                whole_calls_in_window=counts["whole_calls_in_window"],
                                calls_in_window=counts["calls_in_window"], busy_share=counts["busy_share"],
                                cpu_share=counts["cpu_share"])
-            together = together.model_copy(update={"concurrency": section})
+            together = build_record(engine, job.device, workload, prepared, options, timing, check,
+                                    {"concurrency": section})
             outcome.together_json = together.model_dump_json(by_alias=True)
     except BaseException as exc:  # noqa: BLE001 - every failure must release the others from the barrier
         barrier.abort()

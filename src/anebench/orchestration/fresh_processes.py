@@ -10,23 +10,22 @@ state, the threads' placement. One process at a time, so each holds the machine 
 from __future__ import annotations
 
 import multiprocessing
-import os
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from ..engines.base import Engine, Prepared
+from ..engines.base import Engine
 from ..errors import MeasurementError, UserError
 from ..measure.clock import Clock
 from ..measure.timing import ProgressCallback, Timing, combine, split_runs, time_calls
 from ..measure.warmup import WarmupPolicy
-from ..model import KeepAwake, OutputCheck, ResultRecord, Scalar
+from ..model import KeepAwake, OutputCheck
 from ..util.lifeline import creator_info, die_with_parent
 from ..workloads import Workload
 from .keepawake import MITIGATION as KEEP_AWAKE
 from .keepawake import KeepAwakeProcess, measured, share_warning, spinner_threads
-from .session import RunOptions, build_record, prepared_workload, verify_output
+from .session import Measurement, PreparedFacts, RunOptions, prepared_workload, verify_output
 
 
 @dataclass(frozen=True)
@@ -40,28 +39,6 @@ class RepetitionJob:
     time_budget_s: float | None
     keep_awake: bool
     threads: int | None = None  # --threads (keep-awake's own limit otherwise)
-
-
-@dataclass
-class PreparedFacts:
-    """What a record takes from a Prepared, carried back from the process that held it."""
-
-    workload: Workload
-    weight_bytes: int
-    run_dtype: str
-    dtype_note: str | None
-    compute_units: str | None
-    device_time_note: str
-    artifact_sha256: str | None
-    details: dict[str, Scalar] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-    pid: int = 0  # the process that held it (not recorded: it says only that the processes differed)
-
-    @classmethod
-    def of(cls, prepared: Prepared) -> PreparedFacts:
-        return cls(prepared.workload, prepared.weight_bytes, prepared.run_dtype, prepared.dtype_note,
-                   prepared.compute_units, prepared.device_time_note, prepared.artifact_sha256,
-                   dict(prepared.details), list(prepared.warnings), os.getpid())
 
 
 def run_repetition(job: RepetitionJob) -> tuple[PreparedFacts, OutputCheck, Timing, KeepAwake | None]:
@@ -106,7 +83,7 @@ def merge_facts(facts: list[PreparedFacts]) -> PreparedFacts:
 
 
 def measure_in_fresh_processes(engine: Engine, device: str, workload: Workload, options: RunOptions,
-                               progress: ProgressCallback | None = None) -> ResultRecord:
+                               progress: ProgressCallback | None = None) -> Measurement:
     """``options.runs`` calls as ``options.repetitions`` repetitions, each in a new process."""
     if options.power:
         raise UserError("--power with --fresh-processes: the energy counter is read in one process; "
@@ -125,12 +102,10 @@ def measure_in_fresh_processes(engine: Engine, device: str, workload: Workload, 
     check = max((r[1] for r in results), key=lambda c: c.relative_error)  # the worst of the checks
     timing = combine([r[2] for r in results], fresh_processes=True)
     helpers = [r[3] for r in results if r[3] is not None]
-    record = build_record(engine, device, workload, facts, options, timing, check, None)
     if not helpers:
-        return record
+        return Measurement(engine, device, workload, facts, options, timing, check, None)
     # every repetition's timed window together: the spinner's CPU time over their wall time
     section = measured(sum(h.cpu_seconds for h in helpers), sum(h.wall_seconds for h in helpers))
     warning = share_warning(section)
-    return record.model_copy(
-        update={"keep_awake": section, "warnings": [*record.warnings, *([warning] if warning else [])]}
-    ).with_id()
+    return Measurement(engine, device, workload, facts, options, timing, check, None,
+                       {"keep_awake": section}, [warning] if warning else [])

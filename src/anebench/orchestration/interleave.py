@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from ..engines.base import Engine, Prepared
 from ..errors import UserError
 from ..measure.timing import ProgressCallback, Timing, combine, split_runs, time_calls
-from ..model import Interleave, ResultRecord
+from ..model import Interleave, Repetitions, ResultRecord
 from ..workloads import Workload
 from .session import RunOptions, build_record, prepared_workload, verify_output
 
@@ -92,13 +92,13 @@ def run_interleaved(configurations: list[Configuration], options: RunOptions,
                     bar(sum(sizes[:round_index + 1]), options.runs)
         records = []
         for j, c in enumerate(configurations):
-            record = build_record(c.engine, c.device, c.workload, prepared[j], options, combine(parts[j]),
-                                  checks[j], None, states[j])
-            assert record.repetitions is not None  # build_record always writes the repetitions
             place = Interleave(group=group, position=j, configurations=len(configurations), label=c.label(),
                                threads=c.threads)
-            repetitions = record.repetitions.model_copy(update={"interleave": place})
-            records.append(record.model_copy(update={"repetitions": repetitions}).with_id())
+            timing = combine(parts[j])
+            repetitions = Repetitions(fresh_processes=timing.fresh_processes, runs=timing.repetition_list(),
+                                      interleave=place)
+            records.append(build_record(c.engine, c.device, c.workload, prepared[j], options, timing,
+                                        checks[j], {"repetitions": repetitions}, states[j]))
     return records
 
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
+from typing import Any
 
 from ..engines import PUBLISHED_ANE_ENGINE, available_engine, engines_with, get_engine
 from ..engines.base import Engine, Prepared
 from ..errors import UserError
-from ..model import ResultRecord
 from ..system import preflight
 from ..workloads import PUBLISHED_HEADS, Workload, resolve_workload
 from .keepawake import MITIGATION as KEEP_AWAKE
@@ -181,7 +181,7 @@ class Mitigations:
     @contextmanager
     def awake(self, step: Step | None = None) -> Iterator[AwakeHooks]:
         """Yields the hooks of one measurement: ``on_prepared`` starts the spinner process (so loading
-        is not slowed, and it spins through warmup), ``phase`` marks the timed window, ``annotate`` puts
+        is not slowed, and it spins through warmup), ``phase`` marks the timed window, ``finish`` gives
         the measured share in the record; the process stops when the measurement ends, however it ends.
         On a CPU engine the engine's threads leave the spinner a core (``spinner_threads``)."""
         helper = KeepAwakeProcess() if self.keep_awake else None
@@ -208,11 +208,10 @@ class AwakeHooks:
         if self.helper is not None:
             self.helper.mark(name)
 
-    def annotate(self, record: ResultRecord) -> ResultRecord:
-        """The record with the spinner's measured CPU share, and a warning where it did not hold."""
+    def finish(self) -> tuple[dict[str, Any], list[str]]:
+        """The spinner's measured CPU share for the step's record, and a warning where it did not hold."""
         section = self.helper.section() if self.helper is not None else None
         if section is None:
-            return record
+            return {}, []
         warning = share_warning(section)
-        warnings = [*record.warnings, warning] if warning else record.warnings
-        return record.model_copy(update={"keep_awake": section, "warnings": warnings}).with_id()
+        return {"keep_awake": section}, [warning] if warning else []

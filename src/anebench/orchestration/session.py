@@ -1,13 +1,21 @@
 """One measurement end to end: preflight, prepare, check the output, time, summarise, record.
 
-The CLI and every suite go through ``measure_workload`` so that all records are made the same way.
+The CLI and every suite go through ``measure`` (or ``measure_workload``, which builds the record at once)
+so that all records are made the same way. A record is built once, with every section it carries: a
+suite whose sections depend on several measurements (a sweep's fit, a roofline's ridge) keeps each
+``Measurement`` until its analysis is done, reads the figures the analysis needs from its ``draft``, and
+then builds each record with its sections. Nothing patches a record after it is built.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime
+from functools import cached_property
+from typing import Any
 
 import numpy as np
 
@@ -17,20 +25,25 @@ from ..errors import MeasurementError, UserError
 from ..measure.check import check_output
 from ..measure.clock import PERF_COUNTER, Clock
 from ..measure.gpu import DEVICE_TIME, PER_CALL, GpuRun, gpu_warnings
-from ..measure.stats import cache_warning, stability_warnings, summarize
-from ..measure.timing import DEFAULT_RUNS, PhaseCallback, ProgressCallback, time_repetitions
+from ..measure.stats import cache_warning, stability_warnings
+from ..measure.timing import DEFAULT_RUNS, PhaseCallback, ProgressCallback, Timing, time_repetitions
 from ..measure.warmup import WarmupPolicy
 from ..model import (
     Energy,
     EngineInfo,
     GpuReport,
+    HostInfo,
     HostState,
     MethodInfo,
+    OutputCheck,
     PlausibilityBound,
     Repetitions,
     ResultRecord,
+    Scalar,
+    Summary,
     ToolInfo,
     WorkloadInfo,
+    summary_fields,
     utc_now,
 )
 from ..model import gbps as gbps_of
@@ -130,6 +143,69 @@ def verify_output(prepared: Prepared):
     return check
 
 
+# Called once the timed calls are done: the sections and warnings a hook measured, for the record.
+FinishHook = Callable[[], tuple[dict[str, Any], list[str]]]
+
+
+@dataclass
+class PreparedFacts:
+    """What a record takes from a Prepared: kept past its close (a suite builds its records at the end)
+    and carried back from the process that held it (fresh processes)."""
+
+    workload: Workload
+    weight_bytes: int
+    run_dtype: str
+    dtype_note: str | None
+    compute_units: str | None
+    device_time_note: str
+    artifact_sha256: str | None
+    details: dict[str, Scalar] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    pid: int = 0  # the process that held it (not recorded: it says only that the processes differed)
+
+    @classmethod
+    def of(cls, prepared: Prepared) -> PreparedFacts:
+        return cls(prepared.workload, prepared.weight_bytes, prepared.run_dtype, prepared.dtype_note,
+                   prepared.compute_units, prepared.device_time_note, prepared.artifact_sha256,
+                   dict(prepared.details), list(prepared.warnings), os.getpid())
+
+
+@dataclass
+class Measurement:
+    """One finished measurement whose record is not built yet.
+
+    ``sections`` and ``warnings`` are what the measurement itself found (energy, GPU report, keep-awake
+    share); ``record`` builds the one record with those and the caller's sections (a sweep point's fit, a
+    roofline's ridge, a concurrency verdict). ``draft`` is the record without the caller's sections: what
+    a suite's analysis reads (the latency, the between-run interval) before the sections exist.
+    """
+
+    engine: Engine
+    device: str
+    workload: Workload
+    facts: PreparedFacts
+    options: RunOptions
+    timing: Timing
+    check: OutputCheck
+    state: HostState | None
+    sections: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    created: datetime = field(default_factory=utc_now)  # when it was measured, not when its record is built
+
+    def record(self, sections: Mapping[str, Any] | None = None, warnings: Sequence[str] = ()) -> ResultRecord:
+        return build_record(self.engine, self.device, self.workload, self.facts, self.options, self.timing,
+                            self.check, {**self.sections, **(sections or {})}, self.state,
+                            [*self.warnings, *warnings], self.created)
+
+    @cached_property
+    def draft(self) -> ResultRecord:
+        return self.record()
+
+    def latency_s(self) -> float:
+        """The median latency of the timed calls (what every suite's analysis reads)."""
+        return median_of(self.timing.samples_s)
+
+
 def measure_workload(
     engine: Engine,
     device: str,
@@ -138,7 +214,24 @@ def measure_workload(
     progress: ProgressCallback | None = None,
     on_prepared: Callable[[Prepared], None] | None = None,
     phase: PhaseCallback | None = None,
+    finish: FinishHook | None = None,
 ) -> ResultRecord:
+    """``measure``, with the record built at once: ``finish`` (e.g. keep-awake's) gives the sections and
+    warnings it measured once the timing is done, and the record is built with them."""
+    measurement = measure(engine, device, workload, options, progress, on_prepared, phase)
+    sections, warnings = finish() if finish is not None else ({}, [])
+    return measurement.record(sections, warnings)
+
+
+def measure(
+    engine: Engine,
+    device: str,
+    workload: Workload,
+    options: RunOptions | None = None,
+    progress: ProgressCallback | None = None,
+    on_prepared: Callable[[Prepared], None] | None = None,
+    phase: PhaseCallback | None = None,
+) -> Measurement:
     options = options or RunOptions()
     check_threads(engine, options.threads)
     if options.fresh_processes:
@@ -173,7 +266,8 @@ def measure_workload(
             sections["gpu"] = gpu.report(
                 prepared, timing, record_bound(engine, device, prepared, options.host)
             )
-        return build_record(engine, device, workload, prepared, options, timing, check, sections, state)
+        facts = PreparedFacts.of(prepared)
+        return Measurement(engine, device, workload, facts, options, timing, check, state, sections)
 
 
 def check_threads(engine: Engine, threads: int | None) -> None:
@@ -231,14 +325,21 @@ def finish_energy(window, prepared: Prepared, timing, more_calls: int = 0) -> En
 
 
 def build_record(engine, device, workload, prepared, options, timing, check, sections=None,
-                 state: HostState | None = None) -> ResultRecord:
-    """The record of one measurement; ``sections``: typed sections to carry (energy, gpu, concurrency)."""
+                 state: HostState | None = None, extra_warnings: Sequence[str] = (),
+                 created: datetime | None = None) -> ResultRecord:
+    """The record of one measurement, built once: ``sections`` are the typed sections it carries (energy,
+    gpu, a suite's point), ``extra_warnings`` what its caller found beyond the checks made here.
+
+    The record gets the raw samples only: the model derives the summary and GB/s from them. The figures
+    read here are for the checks (stability, device gap, plausibility), through the model's own functions.
+    """
+    sections = dict(sections or {})
     state = state or options.host.state()
-    host = options.host.info().model_copy(update={"state": state})
-    summary = summarize(timing.samples_s)
-    warnings = stability_warnings(timing.samples_s, summary)
+    host = HostInfo.model_validate({**options.host.info().model_dump(), "state": state})
+    stats = Summary(**summary_fields(timing.samples_s))
+    warnings = stability_warnings(timing.samples_s, stats)
     warnings.extend(prepared.warnings)
-    energy = (sections or {}).get("energy")
+    energy = sections.get("energy")
     if energy is not None:
         from ..system.energy_figures import energy_warnings
 
@@ -251,25 +352,25 @@ def build_record(engine, device, workload, prepared, options, timing, check, sec
         warnings.append(busy)
     if not timing.warmup_steady:
         warnings.append(f"warmup hit its cap after {timing.warmup_runs} calls without becoming steady")
-    latency_s = median_of(timing.samples_s)  # = summary.median (model.median), typed as never None
+    latency_s = median_of(timing.samples_s)
     gbps = gbps_of(prepared.weight_bytes, latency_s)
-    device_summary = device_gbps = None
+    device_gbps = None
     if timing.device_samples_s:
-        device_summary = summarize(timing.device_samples_s)
         device_latency_s = median_of(timing.device_samples_s)
         device_gbps = gbps_of(prepared.weight_bytes, device_latency_s)
         gap = (latency_s - device_latency_s) / latency_s
         if gap > DEVICE_GAP_LIMIT:
             warnings.append(f"wall clock is {gap:.0%} above device time: host-side overhead in each call")
     bound = record_bound(engine, device, prepared, options.host)
-    gpu: GpuReport | None = (sections or {}).get("gpu")
+    gpu: GpuReport | None = sections.get("gpu")
     streaming = {f"streaming ({s.method}) figure": s.gbps for s in (gpu.streaming if gpu else [])}
     check_plausible({PER_CALL: gbps, DEVICE_TIME: device_gbps, **streaming}, bound)
     if gpu is not None:
         warnings.extend(gpu_warnings(gpu))
+    warnings.extend(extra_warnings)
     record = ResultRecord(
         tool=ToolInfo(version=__version__),
-        created=utc_now(),
+        created=created or utc_now(),
         suite=options.suite,
         host=host,
         engine=EngineInfo(
@@ -302,17 +403,15 @@ def build_record(engine, device, workload, prepared, options, timing, check, sec
             output_check=check,
             threads=options.threads,
         ),
-        summary=summary,
         samples_s=timing.samples_s,
         device_samples_s=timing.device_samples_s,
-        device_summary=device_summary,
         device_time=prepared.device_time_note,
-        gbps=gbps,
-        device_gbps=device_gbps,
         warnings=warnings,
-        repetitions=Repetitions(fresh_processes=timing.fresh_processes, runs=timing.repetition_list()),
+        # a caller's own (interleaved rounds: their place in the group), else the timing's
+        repetitions=sections.pop("repetitions", None)
+        or Repetitions(fresh_processes=timing.fresh_processes, runs=timing.repetition_list()),
         plausibility=PlausibilityBound(gbps=bound.gbps, source=bound.source),
-        **(sections or {}),
+        **sections,
     )
     return record.with_id()
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..measure.comparison import Comparison, compare_results, relative_halfwidth
-from ..model import ResultRecord
+from ..model import MeasurementKey, ResultRecord
 from ..results.published import published_records
 from ..results.store import record_chip
 from ..system.chips import lookup_chip
@@ -62,8 +62,7 @@ def family_comparison(
         peers = [
             p
             for p in published
-            if p.workload.fingerprint == record.workload.fingerprint
-            and (p.engine.name, p.engine.device) == (record.engine.name, record.engine.device)
+            if MeasurementKey.of(p) == MeasurementKey.of(record)
             and p.is_single_call_bandwidth
             and (peer := lookup_chip(p.host.chip)) is not None
             and peer.family == chip.family

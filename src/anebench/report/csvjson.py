@@ -97,7 +97,7 @@ def _suite_rows(group: SuiteGroup) -> list[list]:
 
 
 def render_csv(agg: Aggregate) -> str:
-    verdicts = {(c.chip, c.fingerprint, c.engine, c.device): c.verdict for c in agg.concurrency}
+    verdicts = {c.key: c.verdict for c in agg.concurrency}
     rows: list[list] = []
     for r in agg.rows:
         low, high = r.utilisation or (None, None)
@@ -125,7 +125,7 @@ def render_csv(agg: Aggregate) -> str:
                 utilisation_low=round(low, 4) if low else None,
                 utilisation_high=round(high, 4) if high else None,
                 tier=r.tier,
-                concurrency_verdict=verdicts.get((r.chip, r.fingerprint, r.engine, r.device), "")
+                concurrency_verdict=verdicts.get(r.key.without_config(), "")
                 if not r.config
                 else "",
                 timing=r.timing,

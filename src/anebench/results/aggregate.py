@@ -20,7 +20,7 @@ from ..measure.verdicts import (
     concurrency_verdict,
     scaling_halfwidth,
 )
-from ..model import THREADS_OF_ONE_PROCESS, Concurrency, ResultRecord, median
+from ..model import THREADS_OF_ONE_PROCESS, Concurrency, MeasurementKey, ResultRecord, median
 from ..system.chips import Chip, catalog, host_config, lookup_chip
 from .published import MAPPING_RULE, UNKNOWN_WORKLOAD
 from .store import record_chip
@@ -90,6 +90,10 @@ class MatrixRow:
     gbps_halfwidth: float | None = None  # the range's half-width on the log scale; None: no range
     gbps_range: GbpsRange | None = None  # one record: its between-run range; several: the spread between them
 
+    @property
+    def key(self) -> MeasurementKey:
+        return MeasurementKey(self.fingerprint, self.engine, self.device, self.chip, self.config)
+
 
 @dataclass
 class ConcurrencyRow:
@@ -107,6 +111,11 @@ class ConcurrencyRow:
     mode: str = ""  # how the copies ran: threads | processes
     threads_per_copy: int | None = None
     scaling_halfwidth: float | None = None  # relative 95% half-width; None: every figure is a point
+
+    @property
+    def key(self) -> MeasurementKey:
+        """The chip's measurement this verdict belongs to (across configurations)."""
+        return MeasurementKey(self.fingerprint, self.engine, self.device, self.chip)
 
 
 @dataclass
@@ -143,14 +152,19 @@ def _mode(record: ResultRecord) -> str:
     return {"solo": "dual-solo", "together": "parallel", "combined": "combined"}.get(phase or "", "solo")
 
 
-def _concurrency_key(label: str, record: ResultRecord, section: Concurrency) -> tuple:
+# A concurrency run's configuration: the measurement, then the copy mode and threads per copy.
+ConcurrencyKey = tuple[MeasurementKey, str, "int | None"]
+
+
+def _concurrency_key(label: str, record: ResultRecord, section: Concurrency) -> ConcurrencyKey:
     """One verdict per run configuration: the suite's copies (seed + i weights) group by the base
     fingerprint, several devices by their list, and copy mode and threads per copy are part of the key."""
     fingerprint = section.base_fingerprint or record.workload.fingerprint
     device = (
         ",".join(dict.fromkeys(section.devices)) if len(set(section.devices)) > 1 else record.engine.device
     )
-    return (label, fingerprint, record.engine.name, device, section.mode, section.threads_per_copy)
+    return (MeasurementKey(fingerprint, record.engine.name, device, label), section.mode,
+            section.threads_per_copy)
 
 
 def _timing(records: list[ResultRecord]) -> str:
@@ -235,9 +249,11 @@ def row_config(record: ResultRecord, chip: Chip | None) -> str:
     return chip.matching_config(config) or record.facts.chip_config or ""
 
 
-def _matrix(solo: dict[tuple, list[ResultRecord]], chips: dict[str, Chip | None]) -> list[MatrixRow]:
+def _matrix(solo: dict[MeasurementKey, list[ResultRecord]],
+            chips: dict[str, Chip | None]) -> list[MatrixRow]:
     rows = []
-    for (chip_label, config, fingerprint, engine, device), records in solo.items():
+    for key, records in solo.items():
+        chip_label, config = key.chip, key.config
         chip = chips[chip_label]
         figures = [r.gbps for r in records if r.gbps is not None]
         if not figures:
@@ -250,8 +266,8 @@ def _matrix(solo: dict[tuple, list[ResultRecord]], chips: dict[str, Chip | None]
         bandwidth = chip.bandwidth_for(config) if chip else None
         rows.append(MatrixRow(
             chip=chip_label, family=chip.family if chip else "", in_catalog=chip is not None, config=config,
-            workload=records[0].workload.name, fingerprint=fingerprint, engine=engine, device=device,
-            median_gbps=gbps, contributors=len(figures),
+            workload=records[0].workload.name, fingerprint=key.fingerprint, engine=key.engine,
+            device=key.device, median_gbps=gbps, contributors=len(figures),
             median_latency_s=median(latencies) if latencies else None, latency_contributors=len(latencies),
             bandwidth=chip.bandwidth_label_for(config) if chip else "unknown chip",
             utilisation=chip.utilisation(gbps, config) if chip else None,
@@ -295,11 +311,12 @@ def _sum_halfwidth(records: list[ResultRecord]) -> float | None:
     return math.sqrt(sum(x * x for x in known)) / sum(r.gbps or 0.0 for r in records) if known else None
 
 
-def _concurrency(groups: dict[tuple, dict[str, list[ResultRecord]]], rows: list[MatrixRow]) -> list:
+def _concurrency(groups: dict[ConcurrencyKey, dict[str, list[ResultRecord]]],
+                 rows: list[MatrixRow]) -> list:
     # a configuration row is not the chip's solo figure
-    solo_rows = {(r.chip, r.fingerprint, r.engine, r.device): r for r in rows if not r.config}
+    solo_rows = {r.key: r for r in rows if not r.config}
     results = []
-    for key, modes in groups.items():
+    for (key, mode, threads_per_copy), modes in groups.items():
         flags = []
         solo_records = [r for r in modes.get("dual-solo", []) if r.gbps]
         solo = [r.gbps for r in solo_records if r.gbps]
@@ -308,8 +325,8 @@ def _concurrency(groups: dict[tuple, dict[str, list[ResultRecord]]], rows: list[
         parallel = [r.gbps for r in parallel_records if r.gbps]
         combined = [r.gbps for r in modes.get("combined", []) if r.gbps] or _suite_combined(parallel_records)
         combined_halfwidth = None  # a stated or window-counted combined figure is a point
-        if not solo and key[:4] in solo_rows:
-            solo, solo_halfwidths = [solo_rows[key[:4]].median_gbps], [solo_rows[key[:4]].gbps_halfwidth]
+        if not solo and key in solo_rows:
+            solo, solo_halfwidths = [solo_rows[key].median_gbps], [solo_rows[key].gbps_halfwidth]
             flags.append("solo reference from the chip's separate solo figure")
         if not combined and len(parallel) >= 2 and _one_set_of_instances(parallel_records):
             combined = [sum(parallel)]
@@ -325,17 +342,18 @@ def _concurrency(groups: dict[tuple, dict[str, list[ResultRecord]]], rows: list[
             flags.append(THREADS_OF_ONE_PROCESS)
         workload = next(iter(modes.values()))[0].workload.name
         results.append(ConcurrencyRow(
-            chip=key[0], workload=workload, fingerprint=key[1], engine=key[2], device=key[3], solo_gbps=solo,
-            parallel_gbps=parallel, combined_gbps=median(combined), scaling=verdict.scaling,
-            verdict=outcome, flags=flags, mode=key[4], threads_per_copy=key[5], scaling_halfwidth=halfwidth,
+            chip=key.chip, workload=workload, fingerprint=key.fingerprint, engine=key.engine,
+            device=key.device, solo_gbps=solo, parallel_gbps=parallel, combined_gbps=median(combined),
+            scaling=verdict.scaling, verdict=outcome, flags=flags, mode=mode,
+            threads_per_copy=threads_per_copy, scaling_halfwidth=halfwidth,
         ))
     results.sort(key=lambda r: (r.workload, r.chip))
     return results
 
 
-def _verdicts(rows: list[ConcurrencyRow]) -> dict[tuple, tuple[str, Figures]]:
+def _verdicts(rows: list[ConcurrencyRow]) -> dict[MeasurementKey, tuple[str, Figures]]:
     """The verdict line (with its phases) and figures of each concurrency group, for its suite section."""
-    found: dict[tuple, tuple[str, Figures]] = {}
+    found: dict[MeasurementKey, tuple[str, Figures]] = {}
     for c in rows:
         line = (
             f"solo {', '.join(f'{g:.2f}' for g in c.solo_gbps)} GB/s; together "
@@ -343,14 +361,14 @@ def _verdicts(rows: list[ConcurrencyRow]) -> dict[tuple, tuple[str, Figures]]:
             f"combined {c.combined_gbps:.2f} GB/s; "
             f"scaling {c.scaling:.3f}: {c.verdict}" + (f" ({'; '.join(c.flags)})" if c.flags else "")
         )
-        found[(c.chip, c.fingerprint, c.engine, c.device)] = (line, {
+        found[c.key] = (line, {
             "combined_gbps": c.combined_gbps, "scaling": c.scaling, "verdict": c.verdict})
     return found
 
 
 def aggregate(records: list[ResultRecord]) -> Aggregate:
-    solo: dict[tuple, list[ResultRecord]] = defaultdict(list)
-    concurrency: dict[tuple, dict[str, list[ResultRecord]]] = defaultdict(lambda: defaultdict(list))
+    solo: dict[MeasurementKey, list[ResultRecord]] = defaultdict(list)
+    concurrency: dict[ConcurrencyKey, dict[str, list[ResultRecord]]] = defaultdict(lambda: defaultdict(list))
     chips: dict[str, Chip | None] = {}
     excluded = []
     suite_entries: list[tuple[ResultRecord, str, str]] = []
@@ -367,9 +385,7 @@ def aggregate(records: list[ResultRecord]) -> Aggregate:
             continue
         config = row_config(record, chip)
         if record.is_single_call_bandwidth:
-            solo[
-                (label, config, record.workload.fingerprint, record.engine.name, record.engine.device)
-            ].append(record)
+            solo[MeasurementKey.of(record, label, config)].append(record)
             continue
         suite_entries.append((record, label, config))
         mode = _mode(record)
@@ -379,7 +395,8 @@ def aggregate(records: list[ResultRecord]) -> Aggregate:
     verdicts = _concurrency(concurrency, rows)
     order = {c.key: i for i, c in enumerate(catalog())}
     excluded.sort(key=lambda e: (order.get(e.chip, len(order)), e.chip))
-    with_data = {key[0] for key in solo} | {key[0] for key in concurrency} | {e[1] for e in suite_entries}
+    with_data = {key.chip for key in solo} | {key[0].chip for key in concurrency} | {
+        e[1] for e in suite_entries}
     missing = [chip for chip in catalog() if chip.key not in with_data]
     return Aggregate(rows, verdicts, missing, excluded, len(records),
                      suite_groups(suite_entries, _verdicts(verdicts)))

@@ -13,10 +13,8 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..measure.comparison import COMPARISON_METHOD, Comparison, compare_results
-from ..model import ResultRecord
+from ..model import MeasurementKey, ResultRecord
 from .validate import load_result_file
-
-Key = tuple[str, str, str]  # (workload fingerprint, engine, device)
 
 
 @dataclass(frozen=True)
@@ -46,8 +44,9 @@ class FileComparison:
     method: str = COMPARISON_METHOD
 
 
-def key_of(record: ResultRecord) -> Key:
-    return (record.workload.fingerprint, record.engine.name, record.engine.device)
+def key_of(record: ResultRecord) -> MeasurementKey:
+    """The bytes read and how, the engine and the device: what a later file's record pairs by."""
+    return MeasurementKey.of(record)
 
 
 def compare_interleaved(path: Path, records: list[ResultRecord]) -> FileComparison:
@@ -85,10 +84,10 @@ def compare_records(files: list[tuple[Path, list[ResultRecord]]]) -> FileCompari
         raise UserError("compare: give at least two result files (the first is the baseline)")
     result = FileComparison([path for path, _ in files])
     base_path, base_records = files[0]
-    baseline: dict[Key, Side] = {}
+    baseline: dict[MeasurementKey, Side] = {}
     for record in base_records:
         baseline.setdefault(key_of(record), Side(0, base_path, record))
-    used: set[Key] = set()
+    used: set[MeasurementKey] = set()
     for index, (path, records) in enumerate(files[1:], start=1):
         for record in records:
             side = Side(index, path, record)

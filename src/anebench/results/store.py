@@ -1,11 +1,14 @@
 """The results store: SQLite (stdlib), one transaction per ingested file, records keyed by content id.
 
-The full record is kept as JSON; a few columns are copied out for querying. Re-ingesting a record is a
-no-op because its id is the sha256 of its content. Reports only read from here.
+The record is kept as JSON; a few columns are copied out for querying. A suite's analysis (a sweep's fit,
+a roofline's ridge, a concurrency verdict) is kept once, in ``suite_results``, and each point's row refers
+to it (results/suite_results.py); reading a row joins them. Re-ingesting a record is a no-op because its
+id is the sha256 of its content. Reports only read from here.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 from collections.abc import Callable, Iterable
@@ -17,10 +20,21 @@ from ..errors import UserError
 from ..model import ResultRecord, utc_now
 from ..system.chips import chip_key
 from ..util.paths import data_dir
+from .suite_results import (
+    join,
+    joined_json,
+    read_analyses,
+    remove_orphans,
+    split,
+    stored_json,
+    upgrade_rows,
+)
 from .validate import InvalidFile, record_chip, validate_records
 
 T = TypeVar("T")
-STORE_SCHEMA = "anebench.store/1"
+STORE_SCHEMA = "anebench.store/2"
+# /1 kept every suite analysis in each point's row; opened writable, a /1 store is upgraded in place
+OLD_STORE_SCHEMAS = ("anebench.store/1",)
 DB_FILENAME = "results.sqlite"
 
 _DDL = """
@@ -44,6 +58,11 @@ CREATE TABLE IF NOT EXISTS records (
     body TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS records_by_chip ON records (chip_key, fingerprint);
+CREATE TABLE IF NOT EXISTS suite_results (
+    id TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    body TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS ingests (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     source_label TEXT NOT NULL,
@@ -134,6 +153,9 @@ class Store:
                     report.duplicates += 1
                     continue
                 chip = record_chip(record)
+                body, analyses = split(json.loads(record.model_dump_json(by_alias=True)))
+                self._db.executemany("INSERT OR IGNORE INTO suite_results (id, kind, body) VALUES (?, ?, ?)",
+                                     analyses)
                 cursor = self._db.execute(
                     "INSERT OR IGNORE INTO records (id, provenance, tool, chip, chip_key, workload, "
                     "fingerprint, engine, device, suite, gbps, latency_s, created, source_label, "
@@ -142,8 +164,7 @@ class Store:
                         record.id, record.provenance, record.tool.name, chip, chip_key(chip),
                         record.workload.name, record.workload.fingerprint, record.engine.name,
                         record.engine.device, record.suite, record.gbps, record.latency_s(),
-                        record.created.isoformat(), source_label, now,
-                        record.model_dump_json(by_alias=True),
+                        record.created.isoformat(), source_label, now, stored_json(body),
                     ),
                 )
                 if cursor.rowcount:
@@ -167,19 +188,26 @@ class Store:
         rows = with_retries(
             lambda: self._db.execute(query + " ORDER BY created, id", args).fetchall(), self.path
         )
+        analyses = self._analyses()
         loaded, self.skipped = [], []
         for record_id, body in rows:  # one row this version cannot load is skipped by name, as report does
             try:
-                loaded.append(ResultRecord.model_validate_json(body))
+                loaded.append(ResultRecord.model_validate(join(json.loads(body), analyses)))
             except (ValueError, TypeError, ArithmeticError, RecursionError) as exc:
                 first = (str(exc).splitlines() or [""])[0]
                 self.skipped.append((str(record_id), f"{type(exc).__name__}: {first}"[:200]))
         return loaded
 
     def rows(self) -> list[tuple[str, str]]:
-        """(id, stored JSON) of every record, for readers that must survive a record they cannot load."""
+        """(id, JSON) of every record, its suite result joined in, for readers that must survive a record
+        they cannot load (a row whose JSON or suite result is broken comes back as stored)."""
         query = "SELECT id, body FROM records ORDER BY created, id"
-        return with_retries(lambda: self._db.execute(query).fetchall(), self.path)
+        rows = with_retries(lambda: self._db.execute(query).fetchall(), self.path)
+        analyses = self._analyses()
+        return [(record_id, joined_json(body, analyses)) for record_id, body in rows]
+
+    def _analyses(self) -> dict[str, dict]:
+        return with_retries(lambda: read_analyses(self._db), self.path)
 
     def count(self) -> int:
         return with_retries(lambda: self._db.execute("SELECT COUNT(*) FROM records").fetchone()[0], self.path)
@@ -217,7 +245,7 @@ class Store:
         def read() -> tuple[str, str]:
             record_id = self._one_id(prefix)
             row = self._db.execute("SELECT body FROM records WHERE id = ?", (record_id,)).fetchone()
-            return record_id, str(row[0])
+            return record_id, joined_json(str(row[0]), self._analyses())
 
         return with_retries(read, self.path)
 
@@ -244,6 +272,7 @@ class Store:
                     ids.append(str(found[0][0]))
                 for record_id in dict.fromkeys(ids):
                     self._db.execute("DELETE FROM records WHERE id = ?", (record_id,))
+                remove_orphans(self._db)
                 return list(dict.fromkeys(ids))
 
         return with_retries(delete, self.path)
@@ -370,7 +399,7 @@ def _prepare(connection: sqlite3.Connection, path: Path, create: bool = True) ->
         found = None
         if "meta" in tables:
             found = connection.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
-        if found is not None and found[0] != STORE_SCHEMA:
+        if found is not None and found[0] not in (STORE_SCHEMA, *OLD_STORE_SCHEMAS):
             raise UserError(f"--db {path}: store schema {found[0]!r}; this anebench reads {STORE_SCHEMA}")
         if tables and found is None:
             shown = ", ".join(sorted(tables)[:5])
@@ -383,6 +412,9 @@ def _prepare(connection: sqlite3.Connection, path: Path, create: bool = True) ->
         for statement in _DDL.split(";"):
             if statement.strip():
                 connection.execute(statement)
+        if found is not None and found[0] in OLD_STORE_SCHEMAS:
+            upgrade_rows(connection)
+            connection.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (STORE_SCHEMA,))
         connection.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('schema', ?)", (STORE_SCHEMA,))
         connection.execute("COMMIT")
     except BaseException:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from ..measure.roofline import RIDGE_GATES, RIDGE_RULE, ridge_failures
 from ..measure.sweep import BELOW_RESOLUTION, FIT_GATES, LineFit, cache_bound, fit_failures
-from ..model import ResultRecord
+from ..model import MeasurementKey, ResultRecord
 from ..system.chips import memory_bound_gbps
 
 # The report's section order, and the title of each suite's groups.
@@ -269,9 +269,9 @@ def _group_key(kind: str, record: ResultRecord, chip: str, config: str) -> tuple
 
 
 def suite_groups(entries: list[tuple[ResultRecord, str, str]],
-                 verdicts: dict[tuple, tuple[str, Figures]]) -> list[SuiteGroup]:
-    """Groups of (record, chip label, config) entries; ``verdicts`` maps (chip, fingerprint, engine,
-    device) to the concurrency verdict line and figures the aggregate found for it."""
+                 verdicts: dict[MeasurementKey, tuple[str, Figures]]) -> list[SuiteGroup]:
+    """Groups of (record, chip label, config) entries; ``verdicts`` maps each chip's measurement (across
+    configurations) to the concurrency verdict line and figures the aggregate found for it."""
     grouped: dict[tuple, list[ResultRecord]] = defaultdict(list)
     for record, chip, config in entries:
         kind = suite_kind(record)
@@ -291,7 +291,7 @@ def suite_groups(entries: list[tuple[ResultRecord, str, str]],
             groups.append(_decode_group(tuple(key), records, points))
         elif kind == "concurrency":
             missing: tuple[str, Figures] = ("no verdict: a solo or combined figure is missing", {})
-            verdict, figures = verdicts.get((key[0], key[5], key[2], key[3]), missing)
+            verdict, figures = verdicts.get(MeasurementKey(key[5], key[2], key[3], key[0]), missing)
             groups.append(SuiteGroup(kind, key[0], key[2], key[3], key[4], points, verdict, figures,
                                      "each copy solo, then together from a common start"))
         else:

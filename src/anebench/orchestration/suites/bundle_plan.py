@@ -13,11 +13,10 @@ from dataclasses import dataclass
 
 from ...engines.base import Engine
 from ...errors import UserError
-from ...model import ResultRecord
 from ...system.host import available_memory_bytes
 from ...workloads import Workload
 from ..executor import active_executor
-from ..session import MEMORY_HEADROOM, RunOptions
+from ..session import MEMORY_HEADROOM, Measurement, RunOptions
 from .common import ProgressFactory
 
 DRY_RUN_HINT = "--dry-run lists the bundles it would build and the calls it would make"
@@ -89,6 +88,7 @@ def require_measurable(engine: Engine, device: str, suite: str) -> None:
 
 
 def measure_bundle(engine: Engine, device: str, bundle: PlannedBundle, options: RunOptions,
-                   progress: ProgressFactory, suite: str) -> ResultRecord:
+                   progress: ProgressFactory, suite: str) -> Measurement:
     label = f"{suite} {engine.name}:{device} {bundle.workload.name} {bundle.quant} {bundle.tokens} tokens"
-    return active_executor().measure(engine, device, bundle.workload, options, progress(label, options.runs))
+    return active_executor().measure_parts(engine, device, bundle.workload, options,
+                                           progress(label, options.runs))

@@ -12,7 +12,7 @@ from ...measure.concurrency import (
     analyse_concurrency,
 )
 from ...measure.timing import ProgressCallback
-from ...model import Energy, ResultRecord
+from ...model import Concurrency, Energy, ResultRecord
 from ...system.energy_figures import energy_warnings
 from ...workloads import Workload
 from ..concurrency import copy_workload, phase_energy, run_copies
@@ -98,13 +98,15 @@ def run_plan(
     }
     energy = energy_by_record(run, analysis)
     records = []
+    # The copies built their records in their own threads or processes; the run's analysis exists only
+    # here, so each record is rebuilt once with it (validated, as every record is built).
     for phase, group in (("solo", run.solo), ("together", run.together)):
         for copy, record in enumerate(group):
             assert record.concurrency is not None  # every copy's record carries its section
-            section = record.concurrency.model_copy(update=shared)
-            update: dict = {"concurrency": section}
+            section = Concurrency.model_validate({**record.concurrency.model_dump(by_alias=True), **shared})
+            changes: dict = {"concurrency": section}
             if options.power:
-                update["energy"] = energy.get((phase, copy), Energy(available=False, reason="not measured"))
+                changes["energy"] = energy.get((phase, copy), Energy(available=False, reason="not measured"))
             warnings = list(record.warnings)
             if phase == "together" and (idle := between_calls_warning(run.together)):
                 warnings.append(idle)
@@ -114,10 +116,10 @@ def run_plan(
                     f"only {whole} whole call(s) inside the common window: the copies barely "
                     "overlapped (time more calls per copy)"
                 )
-            if update.get("energy") is not None:
-                warnings += energy_warnings(update["energy"])
-            update["warnings"] = warnings
-            records.append(record.model_copy(update=update).with_id())
+            if changes.get("energy") is not None:
+                warnings += energy_warnings(changes["energy"])
+            changes["warnings"] = warnings
+            records.append(record.rebuilt(**changes))
     return ConcurrentResult(records, analysis, plan)
 
 

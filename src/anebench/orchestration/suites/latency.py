@@ -61,19 +61,6 @@ def newest_sweep_fit(
     return max(found, key=lambda r: r.created) if found else None
 
 
-def with_overhead(record: ResultRecord, fit: LineFitInfo) -> ResultRecord:
-    assert record.latency is not None  # run_latency always fills it
-    latency = record.latency.model_copy(
-        update={
-            "sweep_overhead_us": fit.overhead_s * 1e6,
-            "sweep_overhead_se_us": fit.overhead_se_s * 1e6 if fit.overhead_se_s is not None else None,
-            "sweep_overhead_resolved": fit.overhead_resolved,
-            "sweep_bandwidth_gbps": fit.bandwidth_gbps,
-        }
-    )
-    return record.model_copy(update={"latency": latency}).with_id()
-
-
 def small_sweep(
     engine: Engine, device: str, options: RunOptions, progress: ProgressFactory, base: Workload | None = None
 ) -> tuple[LineFitInfo | None, str, list[int]]:
@@ -155,6 +142,5 @@ def run_latency_suite(
             suite.swept_bytes[f"{engine.name}:{device}"] = sizes
             note(line)
         for workload in workloads:
-            record = run_latency(engine, device, workload, options, progress)
-            suite.records.append(with_overhead(record, fit) if fit is not None else record)
+            suite.records.append(run_latency(engine, device, workload, options, progress, fit))
     return suite

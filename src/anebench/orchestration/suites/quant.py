@@ -80,12 +80,13 @@ def plan_quant(engine, device: str, base: Workload, variants: list[str], runs: i
 
 def run_quant(engine, device: str, plan: BundlePlan, options: RunOptions,
               progress: ProgressFactory = no_progress) -> QuantResult:
-    records = [measure_bundle(engine, device, bundle, options, progress, "quant") for bundle in plan.bundles]
-    fp16_bytes = next(r.workload.weight_bytes for r, b in zip(records, plan.bundles) if b.quant == "fp16")
+    measured = [measure_bundle(engine, device, bundle, options, progress, "quant") for bundle in plan.bundles]
+    drafts = [m.draft for m in measured]
+    fp16_bytes = next(r.workload.weight_bytes for r, b in zip(drafts, plan.bundles) if b.quant == "fp16")
     inference = infer_streaming([VariantPoint(b.quant, r.workload.weight_bytes, latency_of(r))
-                                 for r, b in zip(records, plan.bundles)], fp16_bytes)
-    updated = []
-    for record, verdict in zip(records, inference.variants):
+                                 for r, b in zip(drafts, plan.bundles)], fp16_bytes)
+    records = []
+    for measurement, verdict in zip(measured, inference.variants):
         section = QuantSection(
             variant=verdict.variant,
             stored_bytes=verdict.stored_bytes,
@@ -99,5 +100,5 @@ def run_quant(engine, device: str, plan: BundlePlan, options: RunOptions,
             rule=inference.rule,
             tolerance=inference.tolerance,
         )
-        updated.append(record.model_copy(update={"quant": section}).with_id())
-    return QuantResult(updated, inference)
+        records.append(measurement.record({"quant": section}))
+    return QuantResult(records, inference)

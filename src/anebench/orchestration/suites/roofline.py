@@ -22,13 +22,13 @@ from ...measure.roofline import (
     doubling_batches,
     flops_per_call,
 )
-from ...model import ComputeResult, LatencyResult, ResultRecord
+from ...model import ComputeResult, LatencyResult, LineFitInfo, ResultRecord
 from ...model import RooflinePoint as RooflineSection
 from ...system.chips import figure_chip_name, host_config, memory_bound_gbps
 from ...system.host import SYSTEM_HOST, Host
 from ...workloads import DTYPE_BYTES, Workload
 from ..executor import active_executor
-from ..session import MEMORY_HEADROOM, RunOptions
+from ..session import MEMORY_HEADROOM, Measurement, RunOptions
 from .bundle_plan import BundlePlan, calls_text, fits_in_memory, measure_bundle, plan_bundle
 from .common import ProgressFactory, latency_of, no_progress, parametric, synthetic_only, with_dtype
 
@@ -121,7 +121,7 @@ def run_roofline(
     REPETITIONS repetitions (fewer only where --runs is smaller)."""
     synthetic_only(base, "roofline")
     options = replace(options, repetitions=min(max(options.repetitions, REPETITIONS), options.runs))
-    records: list[ResultRecord] = []
+    measured: list[Measurement] = []
     batches: list[int] = []
     planned = doubling_batches(max_batch)
     for index, batch in enumerate(planned, 1):
@@ -130,34 +130,44 @@ def run_roofline(
         # "(i/N)" of the batches planned: the time-left estimate is an upper bound, as the suite stops
         # once clearly compute-bound
         label = f"roofline {engine.name}:{device} batch {batch} ({index}/{len(planned)})"
-        measure = active_executor().measure
-        records.append(measure(engine, device, workload, options, progress(label, options.runs)))
+        measure = active_executor().measure_parts
+        measured.append(measure(engine, device, workload, options, progress(label, options.runs)))
         batches.append(batch)
-        if clearly_compute_bound(batches, [latency_of(r) for r in records]):
+        if clearly_compute_bound(batches, [latency_of(m.draft) for m in measured]):
             break
-    first = records[0]
+    drafts = [m.draft for m in measured]
+    first = drafts[0]
     chip = figure_chip_name(first.engine.device, first.engine.details, first.host.chip)
     analysis = analyse_roofline(
         batches,
-        [latency_of(r) for r in records],
+        [latency_of(r) for r in drafts],
         base.vocab,
         base.hidden,
         first.workload.weight_bytes,
         activation_element_bytes(base, first.engine.run_dtype),
         memory_bound_gbps(chip, host_config(first.host.cores_physical, first.host.memory_bytes)),
-        measured_batches(batches, records),
+        measured_batches(batches, drafts),
     )
-    updated = with_roofline_sections(records, analysis)
-    if not analysis.compute_bound:
-        note = f"not clearly compute-bound by batch {batches[-1]} ({RIDGE_RULE}); raise the largest batch"
-        updated[-1] = updated[-1].model_copy(update={"warnings": [*updated[-1].warnings, note]}).with_id()
-    return RooflineResult(updated, analysis)
+    note = f"not clearly compute-bound by batch {batches[-1]} ({RIDGE_RULE}); raise the largest batch"
+    return RooflineResult(roofline_records(measured, analysis, note), analysis)
 
 
-def with_roofline_sections(records: list[ResultRecord], analysis: RooflineAnalysis) -> list[ResultRecord]:
-    """Each point's record with its typed roofline section (its batch or tokens, and the shared analysis)."""
-    updated = []
-    for record, point in zip(records, analysis.points):
+def roofline_records(measured: list[Measurement], analysis: RooflineAnalysis, not_bound_note: str
+                     ) -> list[ResultRecord]:
+    """Each point's record, built once with its roofline section; the last point also says
+    ``not_bound_note`` when the sweep never turned clearly compute-bound."""
+    last = len(measured) - 1
+    return [
+        measurement.record({"roofline": section},
+                           [not_bound_note] if i == last and not analysis.compute_bound else [])
+        for i, (measurement, section) in enumerate(zip(measured, roofline_sections(analysis)))
+    ]
+
+
+def roofline_sections(analysis: RooflineAnalysis) -> list[RooflineSection]:
+    """Each point's typed roofline section (its batch or tokens, and the shared analysis)."""
+    sections = []
+    for point in analysis.points:
         section = RooflineSection(
             batch=point.batch,
             flop_per_s=point.flop_per_s,
@@ -171,8 +181,8 @@ def with_roofline_sections(records: list[ResultRecord], analysis: RooflineAnalys
             compute_bound=analysis.compute_bound,
             rule=analysis.rule,
         )
-        updated.append(record.model_copy(update={"roofline": section}).with_id())
-    return updated
+        sections.append(section)
+    return sections
 
 
 def compute_result(
@@ -215,7 +225,7 @@ def run_compute(
         options,
         progress(f"compute {engine.name}:{device} batch {half_workload.batch}", options.runs),
     )
-    full = active_executor().measure(
+    full = active_executor().measure_parts(
         engine,
         device,
         workload,
@@ -227,16 +237,29 @@ def run_compute(
         workload.hidden,
         workload.batch,
         half_workload.batch,
-        latency_of(full),
+        full.latency_s(),
         latency_of(half),
     )
-    warnings = list(full.warnings)
+    warnings = []
     if not compute.compute_bound:
         warnings.append(
             f"not clearly compute-bound: latency grew only {compute.growth_from_half:.2f}x from batch "
             f"{half_workload.batch} to {workload.batch}; raise the batch"
         )
-    return full.model_copy(update={"compute": compute, "warnings": warnings}).with_id()
+    return full.record({"compute": compute}, warnings)
+
+
+def latency_result(record: ResultRecord, refused: list[str], fit: LineFitInfo | None) -> LatencyResult:
+    """The latency section of ``record`` (its dispatch cost), with ``fit``'s overhead where there is one."""
+    return LatencyResult(
+        median_us=latency_of(record) * 1e6,
+        p95_us=(record.summary.p95 or 0.0) * 1e6,
+        refused_as_too_short=refused,
+        sweep_overhead_us=fit.overhead_s * 1e6 if fit else None,
+        sweep_overhead_se_us=fit.overhead_se_s * 1e6 if fit and fit.overhead_se_s is not None else None,
+        sweep_overhead_resolved=fit.overhead_resolved if fit else None,
+        sweep_bandwidth_gbps=fit.bandwidth_gbps if fit else None,
+    )
 
 
 def takes_tokens(engine: Engine) -> bool:
@@ -306,28 +329,25 @@ def plan_token_roofline(engine: Engine, device: str, base: Workload, max_tokens:
 
 def run_token_roofline(engine: Engine, device: str, plan: BundlePlan, options: RunOptions,
                        progress: ProgressFactory = no_progress) -> RooflineResult:
-    records: list[ResultRecord] = []
+    measured: list[Measurement] = []
     counts: list[int] = []
     for bundle in plan.bundles:
         label = f"roofline {engine.name}:{device} {bundle.tokens} tokens"
-        records.append(
-            active_executor().measure(engine, device, bundle.workload, options, progress(label, options.runs))
-        )
+        measure = active_executor().measure_parts
+        measured.append(measure(engine, device, bundle.workload, options, progress(label, options.runs)))
         counts.append(bundle.tokens)
-        if clearly_compute_bound(counts, [latency_of(r) for r in records]):
+        if clearly_compute_bound(counts, [latency_of(m.draft) for m in measured]):
             break
     base = plan.bundles[0].workload
-    analysis = analyse_roofline(counts, [latency_of(r) for r in records], base.vocab, base.hidden,
-                                records[0].workload.weight_bytes, 2,  # fp16 activations whatever the storage
-                                measured=measured_batches(counts, records))
+    drafts = [m.draft for m in measured]
+    analysis = analyse_roofline(counts, [latency_of(r) for r in drafts], base.vocab, base.hidden,
+                                drafts[0].workload.weight_bytes, 2,  # fp16 activations whatever the storage
+                                measured=measured_batches(counts, drafts))
     rule = f"{RIDGE_RULE} (batch = tokens per {engine.call_name} of a token-batched bundle)"
     analysis = replace(analysis, rule=rule)
-    updated = with_roofline_sections(records, analysis)
-    if not analysis.compute_bound:
-        note = (f"not clearly compute-bound by {counts[-1]} tokens per {engine.call_name} ({RIDGE_RULE}); "
-                f"raise the most tokens per {engine.call_name}")
-        updated[-1] = updated[-1].model_copy(update={"warnings": [*updated[-1].warnings, note]}).with_id()
-    return RooflineResult(updated, analysis)
+    note = (f"not clearly compute-bound by {counts[-1]} tokens per {engine.call_name} ({RIDGE_RULE}); "
+            f"raise the most tokens per {engine.call_name}")
+    return RooflineResult(roofline_records(measured, analysis, note), analysis)
 
 
 def alignment_note(engine: Engine, points: list[tuple[int, float]]) -> str | None:
@@ -362,14 +382,14 @@ def run_token_compute(engine: Engine, device: str, plan: BundlePlan, options: Ru
     full = measure_bundle(engine, device, full_bundle, options, progress, "compute")
     workload, half_tokens = full_bundle.workload, half_bundle.tokens
     per_call = f"tokens per {engine.call_name}"
-    compute = compute_result(workload.vocab, workload.hidden, workload.tokens, half_tokens, latency_of(full),
-                             latency_of(half), unit=per_call)
-    warnings = list(full.warnings)
+    compute = compute_result(workload.vocab, workload.hidden, workload.tokens, half_tokens,
+                             latency_of(full.draft), latency_of(half.draft), unit=per_call)
+    warnings: list[str] = []
     if not compute.compute_bound:
         warnings.append(f"not clearly compute-bound: latency grew only {compute.growth_from_half:.2f}x from "
                         f"{half_tokens} to {workload.tokens} {per_call}; "
                         f"raise the most {per_call} if memory allows")
-    return full.model_copy(update={"compute": compute, "warnings": warnings}).with_id()
+    return full.record({"compute": compute}, warnings)
 
 
 LATENCY_START = (64, 64)  # hidden, vocab: 16 KB of fp32, far inside any cache
@@ -383,9 +403,10 @@ def run_latency(
     workload: Workload | None,
     options: RunOptions,
     progress: ProgressFactory = no_progress,
+    fit: LineFitInfo | None = None,
 ) -> ResultRecord:
     """Dispatch cost: the smallest workload the engine accepts, growing it when a call is too short to
-    time."""
+    time; ``fit``: a sweep's line, whose overhead the record shows beside the dispatch cost."""
     if workload is not None:
         candidates = [workload]
     else:
@@ -394,22 +415,18 @@ def run_latency(
     refused: list[str] = []
     for candidate in candidates:
         try:
-            record = active_executor().measure(
+            measurement = active_executor().measure_parts(
                 engine,
                 device,
                 candidate,
                 options,
                 progress(f"latency {engine.name}:{device} {candidate.name}", options.runs),
             )
+            draft = measurement.draft  # the checks (a call too short to time) run as the record is built
         except MeasurementError as exc:
             if workload is not None or "shorter than" not in str(exc):
                 raise
             refused.append(candidate.name)
             continue
-        latency = LatencyResult(
-            median_us=latency_of(record) * 1e6,
-            p95_us=(record.summary.p95 or 0.0) * 1e6,
-            refused_as_too_short=refused,
-        )
-        return record.model_copy(update={"latency": latency}).with_id()
+        return measurement.record({"latency": latency_result(draft, refused, fit)})
     raise MeasurementError(f"every latency workload up to {candidates[-1].name} was too short for the timer")

@@ -13,7 +13,7 @@ from ...system.chips import figure_chip_name, host_config, memory_bound_gbps
 from ...system.host import SYSTEM_HOST, Host
 from ...workloads import Workload
 from ..executor import Executor, active_executor
-from ..session import RunOptions
+from ..session import Measurement, RunOptions
 from .bundle_plan import BundlePlan, calls_text, plan_bundle
 from .common import ProgressFactory, latency_of, no_progress, resized, synthetic_only
 from .sweep_rounds import measure_in_rounds, rounds_of, sequential_reason
@@ -171,43 +171,46 @@ def run_sweep(
     options = replace(options, repetitions=min(max(options.repetitions, REPETITIONS), options.runs))
     sequential = sequential_reason(engine, device, workloads, options)
     if sequential is None:
-        records = measure_in_rounds(engine, device, workloads, options, progress, finished)
+        measured = measure_in_rounds(engine, device, workloads, options, progress, finished)
         how = (f"sizes measured in {options.repetitions} interleaved rounds (ascending, then descending), "
                "each round one repetition of every size, so all sizes share the host's phases")
     else:
-        records, how = [], sequential
+        measured, how = [], sequential
         for i, workload in enumerate(workloads):
             # the bytes one call reads as the engine runs it (fp32 where fp16 is widened), as the table counts
             label = (
                 f"sweep {engine.name}:{device} {engine.bytes_for(workload, device) / 1e6:.3g} MB "
                 f"({i + 1}/{len(workloads)})"
             )
-            records.append(executor.measure(engine, device, workload, options, progress(label, options.runs)))
-            if finished is not None:
-                finished(list(records))
-    return finish_sweep(records, plan.cache_bytes, how)
+            measured.append(executor.measure_parts(engine, device, workload, options,
+                                                   progress(label, options.runs)))
+            if finished is not None:  # the points so far, without the fit that needs them all
+                finished([m.draft for m in measured])
+    return finish_sweep(measured, plan.cache_bytes, how)
 
 
-def finish_sweep(records: list[ResultRecord], cache_bytes: int | None, how: str | None = None) -> SweepResult:
+def finish_sweep(measured: list[Measurement], cache_bytes: int | None, how: str | None = None) -> SweepResult:
     """Fit the measured points (gated: measure.sweep.FIT_GATES; per round where they were measured in
-    rounds) and write the analysis into every record's sweep section. ``how``: how the sizes were measured
-    (a note)."""
-    sizes = [r.workload.weight_bytes for r in records]
-    latencies = [latency_of(r) for r in records]
-    first = records[0]
+    rounds), then build each point's record once, with its sweep section. ``how``: how the sizes were
+    measured (a note)."""
+    drafts = [m.draft for m in measured]
+    sizes = [r.workload.weight_bytes for r in drafts]
+    latencies = [latency_of(r) for r in drafts]
+    first = drafts[0]
     chip = figure_chip_name(first.engine.device, first.engine.details, first.host.chip)
     bound = memory_bound_gbps(chip, host_config(first.host.cores_physical, first.host.memory_bytes))
-    analysis = analyse_sweep(sizes, latencies, cache_bytes, bound, [r.between_run() for r in records],
-                             rounds_of(records))
+    analysis = analyse_sweep(sizes, latencies, cache_bytes, bound, [r.between_run() for r in drafts],
+                             rounds_of(drafts))
     if how:
         analysis.notes.append(how)
     error = analysis.fit_error
-    updated = []
-    for i, record in enumerate(sorted(records, key=lambda r: r.workload.weight_bytes)):
-        in_fit = analysis.fit is not None and record.workload.weight_bytes >= analysis.knee.size_bytes
-        point = sweep_point(analysis, i, len(records), in_fit, cache_bytes)
-        updated.append(record.model_copy(update={"sweep": point}).with_id())
-    return SweepResult(updated, analysis, cache_bytes, error)
+    records = []
+    by_size = sorted(zip(drafts, measured), key=lambda pair: pair[0].workload.weight_bytes)
+    for i, (draft, measurement) in enumerate(by_size):
+        in_fit = analysis.fit is not None and draft.workload.weight_bytes >= analysis.knee.size_bytes
+        point = sweep_point(analysis, i, len(drafts), in_fit, cache_bytes)
+        records.append(measurement.record({"sweep": point}))
+    return SweepResult(records, analysis, cache_bytes, error)
 
 
 def sweep_point(

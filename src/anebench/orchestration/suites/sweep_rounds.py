@@ -20,13 +20,14 @@ from contextlib import ExitStack
 
 from ...engines.base import Engine, Prepared
 from ...measure.timing import ProgressCallback, Timing, combine, split_runs, time_calls
-from ...model import Interleave, ResultRecord
+from ...model import Interleave, Repetitions, ResultRecord
 from ...system.host import Host
 from ...workloads import Workload
 from ..session import (
     MEMORY_HEADROOM,
+    Measurement,
+    PreparedFacts,
     RunOptions,
-    build_record,
     prepared_workload,
     thread_limit,
     verify_output,
@@ -72,11 +73,12 @@ def _offset(bar: ProgressCallback, before: int, total: int) -> ProgressCallback:
 
 
 def measure_in_rounds(engine: Engine, device: str, workloads: Sequence[Workload], options: RunOptions,
-                      progress: ProgressFactory, finished: Finished | None = None) -> list[ResultRecord]:
-    """Every size's record, its repetitions timed in ``options.repetitions`` interleaved rounds.
+                      progress: ProgressFactory, finished: Finished | None = None) -> list[Measurement]:
+    """Every size's measurement, its repetitions timed in ``options.repetitions`` interleaved rounds (the
+    sweep builds each record once, with its fit).
 
-    ``finished`` gets every size's record so far after each repetition (one record per size, rebuilt
-    from the repetitions it has), so an interrupted sweep keeps everything it timed."""
+    ``finished`` gets every size's record so far after each repetition (one record per size, built from
+    the repetitions it has), so an interrupted sweep keeps everything it timed."""
     runs_per_round = split_runs(options.runs, options.repetitions)
     share = options.time_budget_s / options.repetitions if options.time_budget_s else None
     group = secrets.token_hex(8)
@@ -92,17 +94,17 @@ def measure_in_rounds(engine: Engine, device: str, workloads: Sequence[Workload]
             ready_bar(i + 1, len(workloads))
         states = [options.host.state() for _ in workloads]
         parts: list[list[Timing]] = [[] for _ in workloads]
-        records: list[ResultRecord | None] = [None] * len(workloads)
+        measured: list[Measurement | None] = [None] * len(workloads)
 
-        def record_of(j: int) -> ResultRecord:
-            record = build_record(engine, device, workloads[j], prepared[j], options, combine(parts[j]),
-                                  checks[j], None, states[j])
-            if record.repetitions is None:
-                return record
+        def measurement_of(j: int) -> Measurement:
+            """Size j's measurement from the repetitions it has so far, with its place in the rounds."""
+            timing = combine(parts[j])
             place = Interleave(group=group, position=j, configurations=len(workloads),
                                label=f"{engine.name}:{device} {workloads[j].name}", threads=options.threads)
-            repetitions = record.repetitions.model_copy(update={"interleave": place})
-            return record.model_copy(update={"repetitions": repetitions}).with_id()
+            repetitions = Repetitions(fresh_processes=timing.fresh_processes, runs=timing.repetition_list(),
+                                      interleave=place)
+            return Measurement(engine, device, workloads[j], PreparedFacts.of(prepared[j]), options, timing,
+                               checks[j], states[j], {"repetitions": repetitions})
 
         for round_index, runs in enumerate(runs_per_round):
             total = runs * len(workloads)
@@ -113,10 +115,10 @@ def measure_in_rounds(engine: Engine, device: str, workloads: Sequence[Workload]
                 parts[j].append(time_calls(prepared[j], runs, options.warmup, options.clock, share,
                                            _offset(bar, done * runs, total)))
                 bar((done + 1) * runs, total)
-                records[j] = record_of(j)
-                if finished is not None:
-                    finished([r for r in records if r is not None])
-    return [r for r in records if r is not None]
+                measured[j] = measurement_of(j)
+                if finished is not None:  # every size's record so far, without the fit
+                    finished([m.draft for m in measured if m is not None])
+    return [m for m in measured if m is not None]
 
 
 def rounds_of(records: Sequence[ResultRecord]) -> list[list[float]] | None:

@@ -11,13 +11,13 @@ from anebench.errors import MeasurementError, UserError
 from anebench.measure.concurrency import checked_window
 from anebench.measure.timing import LoopState, UntilAllDone
 from anebench.measure.warmup import WarmupPolicy
-from anebench.orchestration import concurrency_plan
 from anebench.orchestration.concurrency import SummedMeter, run_copies
 from anebench.orchestration.concurrency_plan import describe_plan, plan_concurrent
 from anebench.orchestration.session import RunOptions
 from anebench.orchestration.suites.concurrent import run_concurrent
 from anebench.workloads import Workload
 from clitools import run_cli
+from fakehost import FakeHost
 from gil_engine import FakeMultiDevice, GilHoldingEngine
 
 SMALL = Workload("t", 8, 16, "fp32")
@@ -148,12 +148,11 @@ def test_the_run_plan_hint_prints_the_command_concurrent_will_run_as_processes()
     assert "--processes" in hint and "--copies 2" in hint and "GIL" in hint
 
 
-def test_cpu_copies_get_cores_over_copies_threads_each(monkeypatch):
-    monkeypatch.setattr(concurrency_plan, "usable_cores", lambda: 8)
-    assert plan_concurrent(NumpyEngine(), "cpu", SMALL, 2).threads_per_copy == 4
-    assert plan_concurrent(NumpyEngine(), "cpu", SMALL, 3).threads_per_copy == 2
-    monkeypatch.setattr(concurrency_plan, "usable_cores", lambda: 2)
-    assert plan_concurrent(NumpyEngine(), "cpu", SMALL, 4).threads_per_copy == 1  # at least one
+def test_cpu_copies_get_cores_over_copies_threads_each():
+    eight, two = FakeHost(cores=8), FakeHost(cores=2)
+    assert plan_concurrent(NumpyEngine(), "cpu", SMALL, 2, host=eight).threads_per_copy == 4
+    assert plan_concurrent(NumpyEngine(), "cpu", SMALL, 3, host=eight).threads_per_copy == 2
+    assert plan_concurrent(NumpyEngine(), "cpu", SMALL, 4, host=two).threads_per_copy == 1  # at least one
     assert plan_concurrent(NumpyEngine(), "cpu", SMALL, 2, threads_per_copy=3).threads_per_copy == 3
     assert plan_concurrent(MlxEngine(), "cpu", SMALL, 2).threads_per_copy is None  # no such setting
     with pytest.raises(UserError, match="--threads-per-copy: mlx has no setting"):

@@ -206,13 +206,13 @@ def test_predicts_per_call_flag_and_its_hidden_deprecated_alias(capsys):
 
 def test_keep_awake_on_a_cpu_engine_leaves_the_spinner_a_core_and_says_so():
     from anebench.engines.numpy_engine import NumpyEngine
-    from anebench.orchestration.concurrency_plan import usable_cores
     from anebench.orchestration.runplan import Mitigations, Step
+    from anebench.system.host import SYSTEM_HOST
     from anebench.workloads import resolve_workload
 
     step = Step(NumpyEngine(), "cpu", resolve_workload("lm_head:64x1024:fp32"))
     mitigations = Mitigations(keep_awake=True)
-    expected = max(usable_cores() - 1, 1)
+    expected = max(SYSTEM_HOST.usable_cores() - 1, 1)
     assert mitigations.spinner_threads(step) == expected
     assert any(f"ran {expected} thread(s)" in m for m in mitigations.describe(step))
     from threadpoolctl import threadpool_info

@@ -11,7 +11,7 @@ import pytest
 
 from anebench.engines import coreml_engine
 from anebench.engines.coreml_engine import OpPlacement
-from anebench.system import power, preflight
+from anebench.system import energy_figures, power, preflight
 from anebench.system.ioreport_parse import channels_from_json, dram_bandwidth, energy_by_component
 from clitools import run_cli
 from fake_coreml import FakeMLModel
@@ -30,7 +30,7 @@ class RecordedIOReport(power.ScalarMeter):
     def between(self, start, end):
         channels = channels_from_json(json.loads(M5_SAMPLE.read_text()))
         reading = energy_by_component(channels)
-        return power.Counted(reading.components["package"].joules, reading, dram_bandwidth(channels))
+        return energy_figures.Counted(reading.components["package"].joules, reading, dram_bandwidth(channels))
 
 
 @pytest.fixture

@@ -21,7 +21,11 @@ from anebench.measure.timing import split_runs, time_repetitions
 from anebench.measure.uncertainty import gbps_range
 from anebench.measure.warmup import WarmupPolicy
 from anebench.model import ResultRecord, t975
-from anebench.orchestration.fresh_processes import RepetitionJob, in_fresh_process
+from anebench.orchestration.fresh_processes import (
+    RepetitionJob,
+    in_fresh_process,
+    measure_in_fresh_processes,
+)
 from anebench.orchestration.session import RunOptions, measure_workload
 from anebench.workloads import Workload
 from clitools import run_cli
@@ -136,7 +140,7 @@ def test_fresh_processes_run_each_repetition_in_a_new_process():
 def test_fresh_process_repetitions_make_one_record():
     workload = Workload("fresh", hidden=64, vocab=512, dtype="fp32", seed=3)
     options = RunOptions(runs=6, repetitions=2, fresh_processes=True, warmup=WarmupPolicy(fixed=1))
-    record = measure_workload(get_engine("numpy"), "cpu", workload, options)
+    record = measure_in_fresh_processes(get_engine("numpy"), "cpu", workload, options)
     assert record.repetitions.fresh_processes and [r.runs for r in record.repetitions.runs] == [3, 3]
     assert record.method.warmup_runs == 2 and record.method.output_check.passed
 

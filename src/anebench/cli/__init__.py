@@ -15,7 +15,7 @@ from rich.markup import escape  # messages quote shapes like [vocab, hidden]
 from .. import __version__
 from ..errors import AnalysisFailed, MeasurementError, UserError
 from ..report.escape import clean_text
-from .boundary import cwd_missing, describe, safe_streams, silence_stdout
+from .boundary import cwd_missing, describe, error_text, safe_streams, silence_stdout
 from .common import NORMAL, QUIET, SAVED_SO_FAR, VERBOSE, err_console, flush_warnings, interrupted_line
 
 
@@ -227,17 +227,19 @@ def _run(argv: list[str] | None) -> None:
         sys.exit(exc.exit_code)
     except UserError as exc:
         err_console.print(
-            f"[red]error:[/red] {escape(clean_text(str(exc)))}", highlight=False, soft_wrap=True
+            f"[red]error:[/red] {escape(clean_text(error_text(exc)))}", highlight=False, soft_wrap=True
         )
         sys.exit(UserError.exit_code)
     except AnalysisFailed as exc:  # the records are saved: only the analysis could not be made
         err_console.print(
-            f"[red]analysis failed:[/red] {escape(clean_text(str(exc)))}", highlight=False, soft_wrap=True
+            f"[red]analysis failed:[/red] {escape(clean_text(error_text(exc)))}", highlight=False,
+            soft_wrap=True,
         )
         sys.exit(AnalysisFailed.exit_code)
     except MeasurementError as exc:
         err_console.print(
-            f"[red]measurement refused:[/red] {escape(clean_text(str(exc)))}", highlight=False, soft_wrap=True
+            f"[red]measurement refused:[/red] {escape(clean_text(error_text(exc)))}", highlight=False,
+            soft_wrap=True,
         )
         sys.exit(MeasurementError.exit_code)
 

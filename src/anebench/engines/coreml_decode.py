@@ -23,7 +23,7 @@ from ..system import preflight
 from ..workloads.models import DecodeWorkload
 from .base import Prepared
 from .coreml_engine import COMPUTE_UNITS, load_model
-from .decode import TOLERANCE_16BIT, reference_head_input
+from .decode_step import TOLERANCE_16BIT, reference_head_input
 
 
 def load_chunk(package: Path, compute_units: str, warnings_out: list[str]) -> Any:

@@ -15,8 +15,10 @@ from ..measure.timing import ProgressCallback
 from ..model import ResultRecord
 from ..system.preflight import check_native_host
 from ..workloads import Workload, resolve_workload
+from .fresh_processes import measure_in_fresh_processes
+from .preflight import preflight_memory
 from .runplan import Mitigations, Step, check_ane_reachable, is_default_run, published_campaign
-from .session import RunOptions, measure_workload, preflight_memory
+from .session import RunOptions, measure_workload
 
 DEFAULT_WORKLOAD = "llama_lm_head"
 
@@ -129,15 +131,20 @@ def run_campaign(
         for step in steps:
             advance = started(step_label(step), options.runs) if started is not None else None
             with mitigations.awake(step) as awake:
-                record = measure_workload(
-                    step.engine,
-                    step.device,
-                    step.workload,
-                    mitigations.options(options, step),
-                    advance,
-                    on_prepared=awake.on_prepared,
-                    phase=awake.phase,
-                )
+                step_options = mitigations.options(options, step)
+                if step_options.fresh_processes:  # the campaign chooses how repetitions run
+                    record = measure_in_fresh_processes(step.engine, step.device, step.workload, step_options,
+                                                        advance)
+                else:
+                    record = measure_workload(
+                        step.engine,
+                        step.device,
+                        step.workload,
+                        step_options,
+                        advance,
+                        on_prepared=awake.on_prepared,
+                        phase=awake.phase,
+                    )
                 records.append(awake.annotate(record))
             if finished is not None:
                 finished(list(records))

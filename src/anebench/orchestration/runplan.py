@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 from ..engines import available_engine
 from ..engines.base import Engine, Prepared
 from ..engines.coreml_engine import CoreMLEngine
-from ..errors import UserError
+from ..errors import UserError, setting
 from ..model import ResultRecord
 from ..system import preflight
 from ..workloads import PUBLISHED_HEADS, Workload, resolve_workload
@@ -133,9 +133,10 @@ class Mitigations:
 
     def check(self, steps: list[Step], explicit_engines: bool) -> None:
         if (self.predicts > 1 or self.repeat > 1) and not any(s.engine.name == CORE_ML for s in steps):
-            flag = "--predicts-per-call" if self.predicts > 1 else "--repeat"
+            named = setting("predicts_per_call") if self.predicts > 1 else setting("repeat")
             message = (
-                f"{flag} is a Core ML mitigation (K predicts / R weight sets per call); add --engine coreml"
+                f"{named} is a Core ML mitigation (K predicts / R weight sets per call); "
+                f"add {setting('engine')} coreml"
             )
             raise UserError(message if explicit_engines else f"{message} on a Mac")
 

@@ -7,7 +7,7 @@ import re
 import socket
 from pathlib import Path
 
-from ..errors import UserError
+from ..errors import UserError, setting
 from ..measure.uncertainty import CONVENTION, gbps_cell
 from ..model import ResultRecord
 from ..results.files import atomic_write_text, document_json
@@ -215,10 +215,11 @@ def read_doctor_file(path: Path) -> str:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"--doctor {path}: cannot be read ({exc.__class__.__name__}: {exc})") from exc
+        raise UserError(f"{setting('doctor')} {path}: cannot be read ({exc.__class__.__name__}: "
+                        f"{exc})") from exc
     if not text.startswith(DOCTOR_HEADER):
-        raise UserError(f"--doctor {path}: not a file written by `anebench doctor` (it starts with "
-                        f"{DOCTOR_HEADER!r})")
+        raise UserError(f"{setting('doctor')} {path}: not a file written by `anebench doctor` (it starts "
+                        f"with {DOCTOR_HEADER!r})")
     return text
 
 

@@ -12,38 +12,15 @@ Rules every table follows, so it fits 80 columns without a wrapped number:
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from statistics import median
 
 from ..measure.sweep import BELOW_RESOLUTION
 from ..model import ResultRecord
+from .term_table import TermTable, sig, target
 
 TIME_UNITS = (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9))
-
-
-@dataclass
-class TermTable:
-    """A table of text cells; ``numeric`` columns are right-aligned and never wrap."""
-
-    title: str
-    columns: list[str]
-    numeric: list[bool]
-    rows: list[list[str]] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)  # printed after the table (rules, definitions)
-
-
-def sig(value: float, digits: int = 3) -> str:
-    """``value`` with ``digits`` significant digits (more integer digits where it is that large)."""
-    if value == 0 or not math.isfinite(value):
-        return "0" if value == 0 else str(value)
-    decimals = max(0, digits - 1 - math.floor(math.log10(abs(value))))
-    text = f"{value:.{decimals}f}"
-    if decimals and float(text) >= 10 ** (digits - decimals):  # rounding carried a digit (9.995 -> 10.00)
-        text = f"{value:.{decimals - 1}f}"
-    return text
 
 
 def time_unit(seconds: Sequence[float | None]) -> tuple[str, float]:
@@ -65,12 +42,6 @@ def short_workload(name: str) -> str:
     """`lm_head:HxV:DTYPE` -> `HxV` (the table has a dtype column); any other name as it is."""
     parts = name.split(":")
     return parts[1] if len(parts) == 3 and parts[0] == "lm_head" else name
-
-
-def target(record: ResultRecord) -> str:
-    """engine:device, and ` t=N` where the run was limited to N CPU threads (`--threads`)."""
-    threads = f" t={record.method.threads}" if record.method.threads else ""
-    return f"{record.engine.name}:{record.engine.device}{threads}"
 
 
 def threads_of(record: ResultRecord) -> str:

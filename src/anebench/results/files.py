@@ -6,7 +6,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from ..errors import UserError
+from ..errors import UserError, setting
 from ..model import DOCUMENT_SCHEMA, OLD_DOCUMENT_SCHEMAS, ResultRecord, ResultsDocument
 from ..util import outputs
 from ..util.inputs import read_json
@@ -31,7 +31,7 @@ def document_json(records: list[ResultRecord]) -> str:
     return document.model_dump_json(by_alias=True, indent=1) + "\n"
 
 
-def save_records(path: Path, records: list[ResultRecord], what: str = "--out", force: bool = False,
+def save_records(path: Path, records: list[ResultRecord], what: str = setting("out"), force: bool = False,
                  protected: Protected = ()) -> Path:
     return atomic_write_text(Path(path), document_json(records), what, force, protected)
 

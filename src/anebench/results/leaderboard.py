@@ -22,7 +22,7 @@ from pathlib import Path
 
 from pydantic import Field, ValidationError
 
-from ..errors import UserError
+from ..errors import UserError, setting
 from ..model import ResultRecord
 from ..model.base import LongStr, ShortStr, StrictModel
 from ..system.chips import lookup_chip
@@ -114,7 +114,8 @@ def envelope(
     if len({r.host.fingerprint for r in records}) > 1 or len({r.host.chip for r in records}) > 1:
         raise UserError("the results come from more than one machine; submit each machine's file on its own")
     if log is not None and len(log) > MAX_LOG_CHARS:
-        raise UserError(f"--log: {len(log):,} characters; a submission keeps at most {MAX_LOG_CHARS:,}")
+        raise UserError(f"{setting('log')}: {len(log):,} characters; a submission keeps at most "
+                        f"{MAX_LOG_CHARS:,}")
     body = [r.model_dump(mode="json", by_alias=True) for r in records]
     return SubmissionEnvelope(
         schema=SUBMISSION_SCHEMA,

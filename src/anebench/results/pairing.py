@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import UserError
+from ..errors import UserError, setting
 from ..measure.comparison import COMPARISON_METHOD, Comparison, compare_results
 from ..model import ResultRecord
 from .validate import load_result_file
@@ -59,8 +59,8 @@ def compare_interleaved(path: Path, records: list[ResultRecord]) -> FileComparis
             groups.setdefault(place.group, []).append(record)
     if not groups:
         raise UserError(f"compare {path}: give at least two result files (the first is the baseline); one "
-                        "file compares only the configurations of an interleaved run (`run --interleave`), "
-                        "and this one holds none")
+                        "file compares only the configurations of an interleaved run (run with "
+                        f"{setting('interleave')}), and this one holds none")
     result = FileComparison([path])
     for members in groups.values():
         members.sort(key=lambda r: r.repetitions.interleave.position)  # type: ignore[union-attr]

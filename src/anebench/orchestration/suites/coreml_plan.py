@@ -16,7 +16,7 @@ from ...errors import UserError
 from ...system import preflight
 from ...system.host import available_memory_bytes
 from ...workloads import Workload
-from ..session import MEMORY_HEADROOM
+from ..preflight import MEMORY_HEADROOM
 
 CORE_ML = "coreml"
 DRY_RUN_HINT = "--dry-run lists the bundles it would build and the calls it would make"

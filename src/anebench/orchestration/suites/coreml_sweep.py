@@ -9,7 +9,7 @@ it bypasses Core ML, which Orion says adds 2-4x on small ops.
 from __future__ import annotations
 
 from ...engines.coreml_engine import CoreMLEngine
-from ...errors import UserError
+from ...errors import UserError, setting
 from ...measure.sweep import MiB, sweep_sizes
 from ...workloads import Workload
 from .coreml_plan import CoreMLPlan, calls_text, plan_bundle
@@ -31,7 +31,8 @@ def plan_coreml_sweep(engine: CoreMLEngine, device: str, base: Workload, min_byt
     max_bytes = min(max_bytes or full, full)
     min_bytes = min_bytes or DEFAULT_MIN_BYTES
     if min_bytes >= max_bytes:
-        raise UserError(f"sweep -e coreml: --min-mb ({min_bytes / MiB:.1f}) must be below the largest size "
+        raise UserError(f"sweep on coreml: {setting('min_mb')} ({min_bytes / MiB:.1f}) must be below the "
+                        "largest size "
                         f"({max_bytes / MiB:.1f} MiB, at most the full head)")
     return SweepPlan(sweep_sizes(min_bytes, max_bytes, points or DEFAULT_POINTS), None)
 

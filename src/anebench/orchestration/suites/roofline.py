@@ -20,7 +20,8 @@ from ...model import RooflinePoint as RooflineSection
 from ...system.chips import figure_chip_name, host_config, memory_bound_gbps
 from ...system.host import SYSTEM_HOST, Host
 from ...workloads import DTYPE_BYTES, Workload
-from ..session import MEMORY_HEADROOM, RunOptions, measure_workload
+from ..preflight import MEMORY_HEADROOM
+from ..session import RunOptions, measure_workload
 from .common import ProgressFactory, latency_of, no_progress, parametric, synthetic_only
 
 COMPUTE_BOUND_CHECK = 1.6  # compute suite: doubling the batch must grow latency by this much

@@ -6,13 +6,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from ...engines.base import Engine
-from ...errors import UserError
+from ...errors import UserError, setting
 from ...measure.sweep import CACHE_FACTOR, MIN_FIT_POINTS, MiB, SweepAnalysis, analyse_sweep, sweep_sizes
 from ...model import GB, LineFitInfo, ResultRecord, SweepPoint
 from ...system.chips import figure_chip_name, host_config, memory_bound_gbps
 from ...system.host import SYSTEM_HOST, Host
 from ...workloads import Workload
-from ..session import RunOptions, measure_workload, preflight_memory
+from ..preflight import preflight_memory
+from ..session import RunOptions, measure_workload
 from .common import ProgressFactory, latency_of, no_progress, resized, synthetic_only
 
 DEFAULT_MIN_BYTES = 1 * MiB
@@ -79,8 +80,8 @@ def plan_sweep(
     if fit_from is not None and sum(s >= fit_from for s in sizes) < MIN_FIT_POINTS:
         raise UserError(
             f"sweep up to {max_bytes / MiB:.1f} MiB: the fit needs {MIN_FIT_POINTS} sizes past "
-            f"{CACHE_FACTOR}x the cache ({fit_from / MiB:.1f} MiB); raise --max-mb above that "
-            "or set --cache-mb (0: unknown, the knee is found from the data)"
+            f"{CACHE_FACTOR}x the cache ({fit_from / MiB:.1f} MiB); raise {setting('max_mb')} above that "
+            f"or set {setting('cache_mb')} (0: unknown, the knee is found from the data)"
         )
     return SweepPlan(sizes, cache, notes)
 

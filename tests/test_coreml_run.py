@@ -110,9 +110,9 @@ def test_mitigations_change_only_core_ml_steps_and_say_so():
 
 def test_batch_or_repeat_without_core_ml_is_refused():
     _, numpy_step = steps()
-    with pytest.raises(UserError, match="--predicts-per-call is a Core ML mitigation"):
+    with pytest.raises(UserError, match="predicts_per_call is a Core ML mitigation"):
         Mitigations(predicts=2).check([numpy_step], explicit_engines=True)
-    with pytest.raises(UserError, match="--repeat is a Core ML mitigation"):
+    with pytest.raises(UserError, match="repeat is a Core ML mitigation"):
         Mitigations(repeat=2).check([numpy_step], explicit_engines=True)
     Mitigations(keep_awake=True).check([numpy_step], explicit_engines=True)
 

@@ -43,7 +43,7 @@ def test_t_quantiles_match_the_tables():
 
 def test_runs_split_evenly_and_too_few_runs_are_refused():
     assert split_runs(300, 3) == [100, 100, 100] and split_runs(10, 3) == [4, 3, 3]
-    with pytest.raises(UserError, match="--runs 2 is fewer than --repetitions 3"):
+    with pytest.raises(UserError, match="runs 2 is fewer than repetitions 3"):
         split_runs(2, 3)
 
 

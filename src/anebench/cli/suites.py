@@ -20,7 +20,7 @@ from ..measure.sweep import MiB
 from ..model import ResultRecord
 from ..orchestration.session import RunOptions
 from ..orchestration.suites.common import with_dtype
-from ..results.files import load_records
+from ..results.files import load_result_file
 from .common import (
     StepSaver,
     add_input,
@@ -638,7 +638,7 @@ def concurrent(
 def load_saved_sweep(path: Path) -> list[ResultRecord]:
     """A saved sweep's records; a crafted or damaged file is one line naming the flag, not a traceback."""
     try:
-        return load_records(path)
+        return load_result_file(path)
     except UserError as exc:
         raise UserError(
             f"--sweep {path}: malformed sweep file; give one saved by `anebench sweep` ({exc})"

@@ -9,8 +9,7 @@ from urllib.parse import quote
 from ..errors import UserError, setting
 from ..model import ResultRecord, utc_now
 from ..results.aggregate import Aggregate, aggregate
-from ..results.files import atomic_write_bytes, atomic_write_text
-from ..util.outputs import Protected, check_target
+from ..util.outputs import Protected, atomic_write_bytes, atomic_write_text, check_target
 from .csvjson import render_csv, render_json
 from .energy import energy_sections
 from .html import render_html

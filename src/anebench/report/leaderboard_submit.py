@@ -9,6 +9,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..errors import UserError, setting
+from ..results.files import load_result_file
 from ..results.leaderboard import (
     SubmittingTool,
     duplicate_record,
@@ -16,7 +17,6 @@ from ..results.leaderboard import (
     relative_path,
     submission_json,
 )
-from ..results.validate import load_result_file
 from ..util.inputs import read_input_bytes
 from ..util.outputs import atomic_write_bytes
 from .submission import drop_host_identifiers, scrub_text
@@ -66,7 +66,7 @@ def submit_into(
     if not repo.is_dir():
         raise UserError(f"{setting('into')} {repo}: no such directory; `anebench leaderboard init {repo}` "
                         "makes one")
-    records = load_result_file(Path(result))
+    records = load_result_file(Path(result), strict=True)
     if not records:
         raise UserError(f"{result}: the results document holds no records; nothing to submit")
     log_text = None

@@ -14,7 +14,7 @@ from pathlib import Path
 from ..errors import UserError, setting
 from ..measure.comparison import COMPARISON_METHOD, Comparison, compare_results
 from ..model import ResultRecord
-from .validate import load_result_file
+from .files import load_result_file
 
 Key = tuple[str, str, str]  # (workload fingerprint, engine, device)
 
@@ -119,7 +119,7 @@ def compare_files(paths: list[Path]) -> FileComparison:
     """Load each file (every problem reported, InvalidFile) and compare its records with the first's."""
     if not paths:
         raise UserError("compare: give at least two result files (the first is the baseline)")
-    return compare_records([(Path(p), load_result_file(Path(p))) for p in paths])
+    return compare_records([(Path(p), load_result_file(Path(p), strict=True)) for p in paths])
 
 
 __all__ = ["FileComparison", "Pair", "Side", "compare_files", "compare_records", "key_of"]

@@ -17,7 +17,7 @@ from ..errors import UserError, setting
 from ..model import ResultRecord, utc_now
 from ..system.chips import chip_key
 from ..util.paths import data_dir
-from .validate import InvalidFile, record_chip, validate_records
+from .validate import InvalidFile, validate_records
 
 T = TypeVar("T")
 STORE_SCHEMA = "anebench.store/1"
@@ -134,7 +134,7 @@ class Store:
                 if record.id in upgraded:  # already here as a /1 row
                     report.duplicates += 1
                     continue
-                chip = record_chip(record)
+                chip = record.chip
                 cursor = self._db.execute(
                     "INSERT OR IGNORE INTO records (id, provenance, tool, chip, chip_key, workload, "
                     "fingerprint, engine, device, suite, gbps, latency_s, created, source_label, "

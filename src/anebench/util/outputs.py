@@ -202,6 +202,12 @@ def _cannot_write(what: str, path: Path, exc: OSError) -> UserError:
                      + "; nothing was written there")
 
 
+def atomic_write_text(path: Path, text: str, what: str = "output", force: bool = False,
+                      protected: Protected = ()) -> Path:
+    """``atomic_write_bytes`` of ``text`` in UTF-8."""
+    return atomic_write_bytes(Path(path), text.encode("utf-8"), what, force, protected)
+
+
 def write_new(directory: Path, stem: str, suffix: str, data: bytes) -> Path:
     """Write ``data`` under a name not yet taken in ``directory`` (STEM.SUFFIX, then STEM-2.SUFFIX, ...)."""
     for attempt in range(1, 1000):
@@ -213,4 +219,4 @@ def write_new(directory: Path, stem: str, suffix: str, data: bytes) -> Path:
     raise UserError(f"{directory}: no free file name for {stem}{suffix}")
 
 
-__all__ = ["Protected", "atomic_write_bytes", "check_target", "same_file", "write_new"]
+__all__ = ["Protected", "atomic_write_bytes", "atomic_write_text", "check_target", "same_file", "write_new"]

@@ -7,6 +7,7 @@ import itertools
 import json
 import math
 import os
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -143,6 +144,21 @@ def test_fresh_process_repetitions_make_one_record():
     record = measure_in_fresh_processes(get_engine("numpy"), "cpu", workload, options)
     assert record.repetitions.fresh_processes and [r.runs for r in record.repetitions.runs] == [3, 3]
     assert record.method.warmup_runs == 2 and record.method.output_check.passed
+
+
+def test_keep_awake_reaches_fresh_processes_as_a_value_not_as_the_records_sentence():
+    from anebench.orchestration.runplan import Mitigations, Step
+
+    workload = Workload("fresh", hidden=64, vocab=512, dtype="fp32", seed=3)
+    step = Step(get_engine("numpy"), "cpu", workload)
+    base = RunOptions(runs=4, repetitions=2, fresh_processes=True, warmup=WarmupPolicy(fixed=1))
+    assert not Mitigations().options(base, step).keep_awake
+    options = Mitigations(keep_awake=True).options(base, step)
+    assert options.keep_awake and options.mitigations  # the record still says what was done
+    record = measure_in_fresh_processes(step.engine, "cpu", workload, options)
+    assert record.keep_awake is not None  # each repetition's process ran its own spinner
+    unsaid = measure_in_fresh_processes(step.engine, "cpu", workload, replace(options, mitigations=[]))
+    assert unsaid.keep_awake is not None  # no longer looked up in the text
 
 
 def test_run_saves_three_repetitions_by_default_with_the_headline_interval(capsys, tmp_path):

@@ -24,7 +24,6 @@ from ..measure.warmup import WarmupPolicy
 from ..model import KeepAwake, OutputCheck, ResultRecord, Scalar
 from ..util.lifeline import creator_info, die_with_parent
 from ..workloads import Workload
-from .keepawake import MITIGATION as KEEP_AWAKE
 from .keepawake import KeepAwakeProcess, measured, share_warning, spinner_threads
 from .session import RunOptions, build_record, check_threads, prepared_workload, verify_output
 
@@ -115,7 +114,7 @@ def measure_in_fresh_processes(engine: Engine, device: str, workload: Workload, 
                         f"measure energy without {fresh}")
     sizes = split_runs(options.runs, options.repetitions)
     share = options.time_budget_s / options.repetitions if options.time_budget_s else None
-    keep_awake = KEEP_AWAKE in options.mitigations
+    keep_awake = options.keep_awake  # a value, not a sentence looked up in the record's text
     results = []
     for i, size in enumerate(sizes):
         job = RepetitionJob(engine, device, workload, size, options.warmup, options.clock, share, keep_awake,

@@ -174,7 +174,8 @@ class Mitigations:
         timing = base.timing
         if step.engine.name == CORE_ML and self.predicts > 1:
             timing = f"wall clock per call of {self.predicts} predicts"
-        return replace(base, mitigations=[*base.mitigations, *used], timing=timing)
+        return replace(base, mitigations=[*base.mitigations, *used], timing=timing,
+                       keep_awake=base.keep_awake or self.keep_awake)
 
     @contextmanager
     def awake(self, step: Step | None = None) -> Iterator[AwakeHooks]:

@@ -52,7 +52,8 @@ class RunOptions:
     time_budget_s: float | None = None
     warmup: WarmupPolicy = field(default_factory=WarmupPolicy)
     clock: Clock = PERF_COUNTER
-    mitigations: list[str] = field(default_factory=list)
+    mitigations: list[str] = field(default_factory=list)  # what the record says was done (text)
+    keep_awake: bool = False  # a spinner process keeps a core busy (fresh processes start their own)
     suite: str = "run"
     timing: str = "wall clock per call"
     power: bool = False  # read an energy counter around the timed calls (record.energy)

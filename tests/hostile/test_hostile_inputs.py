@@ -27,7 +27,7 @@ def test_every_hostile_file_is_refused_in_one_line_and_the_store_is_unchanged(
         try:
             assert code == 2, f"exit {code}"
             one_line_error(err, phrase)
-            assert seconds < 5, f"took {seconds:.1f} s"
+            assert seconds < 15, f"took {seconds:.1f} s"  # loose: a loaded runner; a hang takes minutes
             assert digest(store_db) == before, "the store changed"
         except AssertionError as exc:
             failures.append(f"{name}: {exc}")

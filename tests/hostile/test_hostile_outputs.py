@@ -20,6 +20,10 @@ from conftest import digest, one_line_error
 
 SMALL = ("--engine", "numpy", "--workload", "lm_head:256x4096:fp32", "--runs", "5", "--warmup", "0")
 SRC = str(Path(__file__).resolve().parents[2] / "src")
+# A refusal before measuring or allocating takes well under a second on an idle machine; the bound is
+# loose because a loaded 2-core CI runner can spend seconds on a first import, and still far below what
+# measuring (the 10 s default budget and more) or allocating the refused gigabytes would take.
+REFUSAL_S = 8.0
 
 
 def run_small(capsys, *extra: str) -> tuple[int, str, str]:
@@ -31,7 +35,7 @@ def test_run_out_a_device_node_is_refused_and_the_node_stays_a_device(tmp_path, 
     os.mknod(node, 0o666 | stat.S_IFCHR, os.makedev(1, 3))  # the same device as /dev/null (we are root)
     started = time.perf_counter()
     code, _, err = run_small(capsys, "--out", str(node))
-    assert code == 2 and time.perf_counter() - started < 5
+    assert code == 2 and time.perf_counter() - started < REFUSAL_S
     one_line_error(err, "is a device")
     assert stat.S_ISCHR(os.stat(node).st_mode)
     assert not list(tmp_path.glob("*.json"))  # refused before measuring: no default file either
@@ -181,7 +185,7 @@ def test_out_a_read_only_system_file_fails_before_measuring(tmp_path, capsys):
 def test_limits_and_non_finite_numbers_are_refused_before_measuring(argv, phrase, capsys):
     started = time.perf_counter()
     code, _, err = run_cli(capsys, *argv)
-    assert code == 2 and time.perf_counter() - started < 5
+    assert code == 2 and time.perf_counter() - started < REFUSAL_S
     one_line_error(err, phrase)
 
 
@@ -254,7 +258,7 @@ def test_build_of_a_head_larger_than_memory_is_refused_fast_with_small_rss(capsy
     for argv in (("build", "lm_head:65536x262144:fp32"), ("build", "llama_lm_head", "--repeat", "64")):
         started = time.perf_counter()
         code, _, err = run_cli(capsys, *argv)
-        assert code == 2 and time.perf_counter() - started < 1.0
+        assert code == 2 and time.perf_counter() - started < REFUSAL_S
         one_line_error(err, "GB of memory", "is free")
     assert (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) * 1024 < 100e6
 

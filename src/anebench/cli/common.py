@@ -42,6 +42,7 @@ from ..system.energy_figures import energy_line
 from ..system.host import host_label
 from ..util.outputs import check_target, write_new
 from ..workloads import Workload
+from .boundary import error_text
 from .tables import between_run_cell, records_csv, records_markdown, results_table
 
 PIPED_WIDTH = 160  # a table written to a file or pipe, when COLUMNS does not say otherwise
@@ -367,7 +368,7 @@ def save_results(records: list[ResultRecord], suite: str, out: Path | None) -> P
             return save_records(out, records, "--out", bool(_meta("force")), protected_paths())
         return write_new(Path.cwd(), default_out_stem(suite), ".json", document_json(records).encode())
     except (OSError, UserError) as exc:
-        reason = str(exc) if isinstance(exc, UserError) else f"{exc.strerror or exc}"
+        reason = error_text(exc) if isinstance(exc, UserError) else f"{exc.strerror or exc}"
         kept = keep_unsaved(records, suite)
         where = (
             f"they are kept in {kept}"

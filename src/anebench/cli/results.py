@@ -20,6 +20,7 @@ from ..results.ingest import ingest as ingest_into_store
 from ..results.store import StoredRecord, open_store
 from ..results.validate import InvalidFile
 from ..util.outputs import check_target
+from .boundary import error_text
 from .common import (
     QUIET,
     err_console,
@@ -50,7 +51,8 @@ def db_option(func):
 
 
 def _print_problems(error: UserError) -> None:
-    err_console.print(f"[red]error:[/red] {escape(clean_text(str(error)))}", highlight=False, soft_wrap=True)
+    err_console.print(f"[red]error:[/red] {escape(clean_text(error_text(error)))}", highlight=False,
+                      soft_wrap=True)
     for line in getattr(error, "problems", [])[:200]:
         err_console.print(f"  {clean_text(line)}", highlight=False, soft_wrap=True, markup=False)
 
@@ -105,7 +107,7 @@ def ingest(
                         for r in outcome.reports
                     ],
                     "failed": [
-                        {"error": str(f), "problems": getattr(f, "problems", [str(f)])}
+                        {"error": error_text(f), "problems": getattr(f, "problems", [error_text(f)])}
                         for f in outcome.failures
                     ],
                 }

@@ -98,7 +98,7 @@ def test_the_flag_scan_sees_split_and_formatted_messages(tmp_path):
     assert flag_naming_raises(sample) == [(4, ": use a larger --runs")]
 
 
-def test_a_library_error_names_the_setting_and_the_cli_the_flag(capsys):
+def test_a_library_error_names_the_setting_and_the_cli_the_flag(capsys, tmp_path):
     from anebench.errors import UserError
     from anebench.measure.timing import split_runs
     from clitools import run_cli
@@ -110,6 +110,9 @@ def test_a_library_error_names_the_setting_and_the_cli_the_flag(capsys):
     code, _, stderr = run_cli(capsys, "run", "-e", "numpy", "-w", "lm_head:64x512:fp32", "--runs", "2",
                               "--repetitions", "3", "--no-save")
     assert code == 2 and "--runs 2 is fewer than --repetitions 3" in stderr
+    missing = tmp_path / "none.sqlite"
+    code, _, stderr = run_cli(capsys, "store", "list", "--db", str(missing))
+    assert code == 2 and f"--db {missing}: no such database" in stderr and "give an existing --db" in stderr
 
 
 def test_a_command_names_its_own_flag_for_a_setting():

@@ -118,10 +118,13 @@ def part_sweep(kernel) -> None:
         reference = (before + after) / 2
         point = json.loads(out)["results"][0]["sweep"] if out.strip() else None
         fit = point and point["fit"]
+        # how the sizes were measured (interleaved rounds, or one after the other and why), each round's fit
+        how = "; ".join(n for n in (point["notes"] if point else [])
+                        if "interleaved round" in n or "one after the other" in n)
         if not fit:
             reason = point["fit_error"] if point else err.strip()[-300:]
             verdict(f"sweep {attempt}/3", False, f"exit {code}, fit failed: {reason}; read kernel "
-                                                 f"{before:.1f} / {after:.1f} GB/s; {took:.0f} s")
+                                                 f"{before:.1f} / {after:.1f} GB/s; {took:.0f} s; {how}")
             continue
         ratio = fit["bandwidth_gbps"] / reference
         overhead = fit["overhead_s"] * 1e6
@@ -130,7 +133,7 @@ def part_sweep(kernel) -> None:
         verdict(f"sweep {attempt}/3", ok,
                 f"bandwidth {fit['bandwidth_gbps']:.1f} GB/s = {ratio:.2f}x the read kernel ({before:.1f} "
                 f"before, {after:.1f} after; need 0.8-1.25x), overhead {shown} (need >= 0), "
-                f"{fit['points']} fit sizes, R² {fit['r_squared']:.3f}, {took:.0f} s")
+                f"{fit['points']} fit sizes, R² {fit['r_squared']:.3f}, {took:.0f} s; {how}")
 
 
 # --- 3. interleave --------------------------------------------------------------------------------

@@ -85,16 +85,16 @@ def test_sweep_table_fits_80_and_prints_each_warning_once_with_a_count(capsys, t
 
 
 def test_latency_default_runs_a_small_sweep_and_says_so(capsys, monkeypatch):
-    import anebench.orchestration.suites.sweep as sweep_suite
+    import anebench.orchestration.suites.sweep_rounds as sweep_rounds
 
     measured: list[int] = []
-    real = sweep_suite.measure_workload
+    real = sweep_rounds.prepared_workload
 
-    def spy(engine, device, workload, options, progress=None):
+    def spy(engine, device, workload, host):  # every size is prepared once, before the rounds
         measured.append(workload.weight_bytes)
-        return real(engine, device, workload, options, progress)
+        return real(engine, device, workload, host)
 
-    monkeypatch.setattr(sweep_suite, "measure_workload", spy)
+    monkeypatch.setattr(sweep_rounds, "prepared_workload", spy)
     code, stdout, stderr = run_cli(capsys, "latency", "-e", "numpy", "--runs", "5", "--no-save", "--json")
     assert code == 0, stderr
     # seconds, not the hidden 4 GB sweep: at most 8x a cache of <= 16 MiB, else 1-32 MiB

@@ -32,19 +32,19 @@ def scripted_sweep(monkeypatch, overhead_s=5e-6, bytes_per_s=10e9):
     """Every sweep measurement really runs (engine, output check, timing), then its samples are replaced by a
     clean line, so the fit's gates see a good sweep whatever the load of this shared machine."""
     import anebench.orchestration.suites.sweep as sweep_suite
+    import anebench.orchestration.suites.sweep_rounds as sweep_rounds
     from anebench.model import ResultRecord
 
-    real = sweep_suite.measure_workload
-
-    def measure(engine, device, workload, options, progress=None):
-        record = real(engine, device, workload, options, progress)
+    def clean(record):
         latency = overhead_s + record.workload.weight_bytes / bytes_per_s
         data = record.model_dump(mode="json", by_alias=True)
         data.update(samples_s=[latency] * len(record.samples_s), summary={"n": None}, gbps=None, id=None,
                     warnings=[], repetitions=None)
         return ResultRecord.model_validate(data).with_id()
 
-    monkeypatch.setattr(sweep_suite, "measure_workload", measure)
+    measure, build = sweep_suite.measure_workload, sweep_rounds.build_record  # one size at a time; in rounds
+    monkeypatch.setattr(sweep_suite, "measure_workload", lambda *args, **kw: clean(measure(*args, **kw)))
+    monkeypatch.setattr(sweep_rounds, "build_record", lambda *args, **kw: clean(build(*args, **kw)))
 
 
 def test_sweep_fits_and_plots(capsys, tmp_path, monkeypatch):

@@ -251,3 +251,24 @@ def test_a_negative_overhead_within_error_is_below_resolution_never_a_number():
     note = analysis.notes[0]
     assert note.startswith("fitted overhead below resolution") and not any(c.isdigit() for c in note)
     assert overhead_text(analysis.fit.overhead_s * 1e6, 50.0) == "below resolution"
+
+
+def test_rounds_are_fitted_one_by_one_and_a_bent_round_is_outvoted():
+    sizes = sweep_sizes(1 * MiB, 1024 * MiB, 12, fit_from=4 * 32 * MiB)
+    clean = synthetic(sizes, cache_bytes=32 * MiB)
+    slower = [t * 1.25 for t in clean]  # a whole round in a slower host phase: still a line
+    bent = [t * (1.3 if s < 512 * MiB else 1.0) for s, t in zip(sizes, clean)]  # the phase changed mid-round
+    rounds = [list(r) for r in zip(clean, bent, slower)]
+    pooled = [sorted(r)[1] for r in rounds]
+    spans = [(min(r), max(r)) for r in rounds]  # narrower than the records' t-interval on three repetitions
+    result = analyse_sweep(sizes, pooled, 32 * MiB, None, spans, rounds)
+    assert result.fit is not None, result.fit_error
+    assert BANDWIDTH / 1.25 <= result.fit.bandwidth_bps <= BANDWIDTH * 1.001  # the median of the two lines
+    assert "fitted bandwidth per interleaved round: 80.0 GB/s, " in result.notes[-1]
+    assert "(failed), 64.0 GB/s" in result.notes[-1]
+    assert "the median of the 2 round(s) that passed" in result.fit.method
+    twice_bent = [list(r) for r in zip(clean, bent, bent)]
+    failed = analyse_sweep(sizes, [sorted(r)[1] for r in twice_bent], 32 * MiB, rounds_s=twice_bent)
+    assert failed.fit is None
+    assert failed.fit_error.startswith("2 of 3 interleaved rounds failed the gates (the fit needs a majority")
+    assert "round 2: " in failed.fit_error and "round 3: " in failed.fit_error

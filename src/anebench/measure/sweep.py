@@ -31,7 +31,11 @@ FIT_GATES = (
     f"GB/s of the {AGREEMENT_SIZES} largest sizes within their between-run intervals (at least "
     f"+-{AGREEMENT_FLOOR:.0%}), and none of them reads faster than the fitted bandwidth (impossible "
     "with a non-negative overhead), so a line steeper or shallower than its own largest points is "
-    "refused. Otherwise: 'fit failed: "
+    "refused. Sizes measured in interleaved rounds (each round one pass over every size, in one host "
+    f"phase) are fitted round by round, each round through these gates (its points at the "
+    f"+-{AGREEMENT_FLOOR:.0%} floor); "
+    "the fit is the median line of the rounds that pass, a majority of them needed, and that line passes "
+    "the gates again against every size's pooled repetitions. Otherwise: 'fit failed: "
     "<reason>', no bandwidth and no overhead. A negative overhead within two standard errors of zero is "
     f"reported as '{BELOW_RESOLUTION}', never as a number"
 )
@@ -269,16 +273,83 @@ class SweepAnalysis:
         }
 
 
+def round_failures(fit: LineFit, bound_gbps: float | None, bound_what: str, sizes: list[int],
+                   latencies_s: list[float]) -> list[str]:
+    """Why one round's fit fails the gates: its points have one repetition each, so the agreement gate
+    holds the line to +-AGREEMENT_FLOOR of the round's own largest sizes."""
+    points = [MeasuredPoint(s, t) for s, t in zip(sizes, latencies_s)]
+    return fit_failures(fit, bound_gbps, bound_what, points)
+
+
+def combine_round_fits(fits: list[LineFit], rounds: int) -> LineFit:
+    """The median line of the rounds that passed: the median bandwidth and the median overhead; its
+    quality figures are the worst round's, its overhead error the largest."""
+    errors = [f.overhead_se_s for f in fits if f.overhead_se_s is not None]
+    return LineFit(
+        overhead_s=median([f.overhead_s for f in fits]),
+        bandwidth_bps=median([f.bandwidth_bps for f in fits]),
+        r_squared=min(f.r_squared for f in fits),
+        median_abs_rel_residual=max(f.median_abs_rel_residual for f in fits),
+        max_abs_rel_residual=max(f.max_abs_rel_residual for f in fits),
+        points=fits[0].points,
+        method=f"Theil-Sen in each of the {rounds} interleaved rounds (median of pairwise slopes, median "
+               f"intercept), then the median of the {len(fits)} round(s) that passed the gates",
+        overhead_se_s=max(errors) if len(errors) == len(fits) else None,
+    )
+
+
+def fit_by_rounds(sizes: list[int], rounds_s: list[list[float]], bound_gbps: float | None,
+                  bound_what: str) -> tuple[LineFit | None, list[str], str]:
+    """(combined fit or None, why it failed, a note with every round's bandwidth) from the sizes past the
+    knee measured in interleaved rounds: ``rounds_s[k][r]`` is size k's latency in round r.
+
+    A round is one pass over every size, so its points share one host phase; a phase change between
+    rounds moves a whole round's line, not some of its sizes. Each round is fitted and gated alone, and
+    the median of the rounds that pass is the fit; fewer than a majority passing fails the fit with each
+    failed round's reason (a genuinely non-linear device fails in every round)."""
+    count = len(rounds_s[0])
+    fits: list[LineFit] = []
+    failures: list[tuple[int, list[str]]] = []  # (round, its reasons)
+    said: list[str] = []
+    for r in range(count):
+        latencies = [per_size[r] for per_size in rounds_s]
+        try:
+            fit = fit_latency(sizes, latencies)
+        except UserError as exc:
+            failures.append((r + 1, [str(exc)]))
+            said.append("failed")
+            continue
+        why = round_failures(fit, bound_gbps, bound_what, sizes, latencies)
+        said.append(f"{fit.bandwidth_bps / GB:.1f} GB/s" + (" (failed)" if why else ""))
+        if why:
+            failures.append((r + 1, why))
+        else:
+            fits.append(fit)
+    note = f"fitted bandwidth per interleaved round: {', '.join(said)}"
+    if 2 * len(fits) <= count:
+        # the first failed round in full, the others by their first reason (the rounds repeat each other)
+        parts = [f"round {r}: " + "; ".join(why if i == 0 else why[:1])
+                 + (f" (and {len(why) - 1} more)" if i > 0 and len(why) > 1 else "")
+                 for i, (r, why) in enumerate(failures)]
+        return None, [f"{len(failures)} of {count} interleaved rounds failed the gates (the fit needs a "
+                      "majority): " + "; ".join(parts)], note
+    return combine_round_fits(fits, count), [], note
+
+
 def analyse_sweep(sizes: list[int], latencies_s: list[float], cache_bytes: int | None,
                   bound: tuple[float, str] | None = None,
-                  intervals: list[tuple[float, float] | None] | None = None) -> SweepAnalysis:
+                  intervals: list[tuple[float, float] | None] | None = None,
+                  rounds_s: list[list[float]] | None = None) -> SweepAnalysis:
     """Knee, the fit on the sizes past it (kept only if it passes FIT_GATES), and the highest GB/s seen
     below it (the cache-resident peak). ``bound``: (GB/s, what) from the chip catalog, where known.
-    ``intervals``: each size's between-run interval on latency (None: one repetition)."""
+    ``intervals``: each size's between-run interval on latency (None: one repetition). ``rounds_s``: each
+    size's latency in every interleaved round (the sizes measured in rounds): the fit is then made per
+    round and combined (fit_by_rounds), and the combined line must still agree with the largest sizes."""
     order = np.argsort(sizes)
     sizes = [int(sizes[i]) for i in order]
     latencies_s = [float(latencies_s[i]) for i in order]
     spans = [intervals[i] for i in order] if intervals is not None else [None] * len(sizes)
+    by_round = [list(rounds_s[i]) for i in order] if rounds_s is not None and len(rounds_s[0]) > 1 else None
     rates = [gbps(s, t) for s, t in zip(sizes, latencies_s)]
     knee = find_knee(sizes, rates, cache_bytes)
     below = range(knee.index) if knee.index > 0 else range(len(sizes))
@@ -289,14 +360,22 @@ def analyse_sweep(sizes: list[int], latencies_s: list[float], cache_bytes: int |
             "no size below the knee: the cache-resident peak is the best GB/s of the streaming sizes"
         )
     bound = bound or cache_bound(sizes, rates, knee.index)
-    try:
-        fit: LineFit | None = fit_latency(sizes[knee.index:], latencies_s[knee.index:])
-    except UserError as exc:
-        return SweepAnalysis(knee, None, rates[peak], sizes[peak], notes, str(exc))
+    bound_gbps, bound_what = bound or (None, "")
+    fit: LineFit | None
+    if by_round is not None and len(sizes) - knee.index >= MIN_FIT_POINTS:
+        fit, round_errors, note = fit_by_rounds(sizes[knee.index:], by_round[knee.index:], bound_gbps,
+                                                bound_what)
+        notes.append(note)
+        if fit is None:
+            return SweepAnalysis(knee, None, rates[peak], sizes[peak], notes, "; ".join(round_errors))
+    else:
+        try:
+            fit = fit_latency(sizes[knee.index:], latencies_s[knee.index:])
+        except UserError as exc:
+            return SweepAnalysis(knee, None, rates[peak], sizes[peak], notes, str(exc))
     assert fit is not None
     points = [MeasuredPoint(s, t, *(span or (None, None)))
               for s, t, span in zip(sizes[knee.index:], latencies_s[knee.index:], spans[knee.index:])]
-    bound_gbps, bound_what = bound or (None, "")
     failures = fit_failures(fit, bound_gbps, bound_what, points)
     if failures:
         return SweepAnalysis(knee, None, rates[peak], sizes[peak], notes, "; ".join(failures))

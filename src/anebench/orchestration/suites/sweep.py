@@ -15,6 +15,7 @@ from ...workloads import Workload
 from ..preflight import preflight_memory
 from ..session import RunOptions, measure_workload
 from .common import ProgressFactory, latency_of, no_progress, resized, synthetic_only
+from .sweep_rounds import measure_in_rounds, rounds_of, sequential_reason
 
 DEFAULT_MIN_BYTES = 1 * MiB
 UNKNOWN_CACHE_MAX_BYTES = 1024 * MiB
@@ -76,7 +77,9 @@ def plan_sweep(
     else:
         notes.append("cache unknown: the knee is found from the data")
     notes.append(f"each size in {REPETITIONS} repetitions (its between-run interval is the fit's agreement "
-                 "gate)")
+                 "gate), timed in interleaved rounds (every size once per round, ascending then descending) "
+                 "so all sizes share the host's phases; one after the other where memory cannot hold every "
+                 "size at once, with --power, or on a CUDA device")
     if fit_from is not None and sum(s >= fit_from for s in sizes) < MIN_FIT_POINTS:
         raise UserError(
             f"sweep up to {max_bytes / MiB:.1f} MiB: the fit needs {MIN_FIT_POINTS} sizes past "
@@ -111,32 +114,43 @@ def run_sweep(
     progress: ProgressFactory = no_progress,
     finished: Callable[[list[ResultRecord]], None] | None = None,
 ) -> SweepResult:
-    """Measure every point, then fit; ``finished`` gets the points so far after each one (the CLI saves
-    them, so an interrupted sweep keeps what it measured)."""
+    """Measure every point (in interleaved rounds where it can: sweep_rounds), then fit; ``finished`` gets
+    the points so far after each repetition (the CLI saves them, so an interrupted sweep keeps what it
+    measured)."""
     workloads = sweep_workloads(engine, device, base, plan, options.host)
     options = replace(options, repetitions=min(max(options.repetitions, REPETITIONS), options.runs))
-    records = []
-    for i, workload in enumerate(workloads):
-        # the bytes one call reads as the engine runs it (fp32 where fp16 is widened), as the table counts
-        label = (
-            f"sweep {engine.name}:{device} {engine.bytes_for(workload, device) / 1e6:.3g} MB "
-            f"({i + 1}/{len(workloads)})"
-        )
-        records.append(measure_workload(engine, device, workload, options, progress(label, options.runs)))
-        if finished is not None:
-            finished(list(records))
-    return finish_sweep(records, plan.cache_bytes)
+    sequential = sequential_reason(engine, device, workloads, options)
+    if sequential is None:
+        records = measure_in_rounds(engine, device, workloads, options, progress, finished)
+        how = (f"sizes measured in {options.repetitions} interleaved rounds (ascending, then descending), "
+               "each round one repetition of every size, so all sizes share the host's phases")
+    else:
+        records, how = [], sequential
+        for i, workload in enumerate(workloads):
+            # the bytes one call reads as the engine runs it (fp32 where fp16 is widened), as the table counts
+            label = (
+                f"sweep {engine.name}:{device} {engine.bytes_for(workload, device) / 1e6:.3g} MB "
+                f"({i + 1}/{len(workloads)})"
+            )
+            records.append(measure_workload(engine, device, workload, options, progress(label, options.runs)))
+            if finished is not None:
+                finished(list(records))
+    return finish_sweep(records, plan.cache_bytes, how)
 
 
-def finish_sweep(records: list[ResultRecord], cache_bytes: int | None) -> SweepResult:
-    """Fit the measured points (gated: measure.sweep.FIT_GATES) and write the analysis into every record's
-    sweep section."""
+def finish_sweep(records: list[ResultRecord], cache_bytes: int | None, how: str | None = None) -> SweepResult:
+    """Fit the measured points (gated: measure.sweep.FIT_GATES; per round where they were measured in
+    rounds) and write the analysis into every record's sweep section. ``how``: how the sizes were measured
+    (a note)."""
     sizes = [r.workload.weight_bytes for r in records]
     latencies = [latency_of(r) for r in records]
     first = records[0]
     chip = figure_chip_name(first.engine.device, first.engine.details, first.host.chip)
     bound = memory_bound_gbps(chip, host_config(first.host.cores_physical, first.host.memory_bytes))
-    analysis = analyse_sweep(sizes, latencies, cache_bytes, bound, [r.between_run() for r in records])
+    analysis = analyse_sweep(sizes, latencies, cache_bytes, bound, [r.between_run() for r in records],
+                             rounds_of(records))
+    if how:
+        analysis.notes.append(how)
     error = analysis.fit_error
     updated = []
     for i, record in enumerate(sorted(records, key=lambda r: r.workload.weight_bytes)):

@@ -143,7 +143,8 @@ def test_what_no_asset_holds_is_refused_before_building(monkeypatch, tmp_path, f
 def test_the_mac_campaign_on_macos_27_runs_core_ai_on_the_ane(monkeypatch, tmp_path, fake_runtime):
     runtime = fake_runtime()
     pretend_macos(monkeypatch, (27, 0))
-    monkeypatch.setattr(preflight, "coreml_problem", lambda: None)  # Core ML itself is tested elsewhere
+    # Core ML itself is tested elsewhere
+    monkeypatch.setattr(preflight, "prediction_problem", lambda _framework: None)
     monkeypatch.setitem(ENGINE_FACTORIES, "coreai",
                         lambda: CoreAIEngine(cache_dir=tmp_path, runtime=runtime))
     plan = [(s.engine.name, s.device, s.workload.name) for s in runplan.published_campaign()]

@@ -256,8 +256,8 @@ def test_a_specification_newer_than_core_ml_is_named_in_the_reason(tmp_path):
 
 
 def test_prepare_of_a_bundle_that_does_not_load_exits_2_with_one_line(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(preflight, "coreml_problem", lambda: None)
-    monkeypatch.setattr(preflight, "ane_problem", lambda: None)
+    monkeypatch.setattr(preflight, "prediction_problem", lambda _framework: None)
+    monkeypatch.setattr(preflight, "ane_problem", lambda _framework: None)
     monkeypatch.setenv("ANEBENCH_CACHE_DIR", str(tmp_path / "cache"))
 
     def load(package, units, warnings_out=None):  # load_model's own check, on what MLModel would return
@@ -327,8 +327,8 @@ def GilHoldingCoreML(package, hold_us: int = 3000, reported: float = 1.0, proxy:
 
 
 def stand_in_engine(monkeypatch, make_model):
-    monkeypatch.setattr(preflight, "coreml_problem", lambda: None)
-    monkeypatch.setattr(preflight, "ane_problem", lambda: None)
+    monkeypatch.setattr(preflight, "prediction_problem", lambda _framework: None)
+    monkeypatch.setattr(preflight, "ane_problem", lambda _framework: None)
     monkeypatch.setattr(
         coreml_engine, "load_model", lambda package, units, warnings_out=None: make_model(package)
     )
@@ -470,8 +470,8 @@ def test_coreml_is_first_in_preference_order():
 
 def test_prepare_and_measure_end_to_end_with_a_stand_in_model(tmp_path, monkeypatch):
     """The engine's prepare (cache, load, placement) and a whole record, with only predict faked."""
-    monkeypatch.setattr(preflight, "coreml_problem", lambda: None)
-    monkeypatch.setattr(preflight, "ane_problem", lambda: None)
+    monkeypatch.setattr(preflight, "prediction_problem", lambda _framework: None)
+    monkeypatch.setattr(preflight, "ane_problem", lambda _framework: None)
     loaded = []
 
     asked = []
@@ -510,8 +510,8 @@ def test_prepare_and_measure_end_to_end_with_a_stand_in_model(tmp_path, monkeypa
 
 
 def test_placement_query_missing_before_macos_14_4_is_a_warning_not_a_failure(tmp_path, monkeypatch):
-    monkeypatch.setattr(preflight, "coreml_problem", lambda: None)
-    monkeypatch.setattr(preflight, "ane_problem", lambda: None)
+    monkeypatch.setattr(preflight, "prediction_problem", lambda _framework: None)
+    monkeypatch.setattr(preflight, "ane_problem", lambda _framework: None)
     monkeypatch.setattr(
         coreml_engine, "load_model", lambda package, units, warnings_out=None: NumpyCoreML(package)
     )
@@ -594,7 +594,7 @@ def test_macos_core_ml_prediction_duration_is_read_after_each_call(tmp_path):
 def test_macos_runner_is_native_arm64_not_rosetta():
     assert preflight.under_rosetta() is False
     assert platform.machine() == "arm64" and preflight.apple_silicon()
-    assert preflight.coreml_problem() is None and "ane" in CoreMLEngine().devices()
+    assert preflight.prediction_problem("Core ML") is None and "ane" in CoreMLEngine().devices()
 
 
 def test_bf16_source_is_stored_as_fp16_and_the_record_says_so(cache):

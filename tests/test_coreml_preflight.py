@@ -82,16 +82,16 @@ def test_real_libc_off_macos_has_no_answer():
 
 def test_not_macos(monkeypatch):
     monkeypatch.setattr(preflight, "_system", lambda: "linux")
-    problem = preflight.coreml_problem()
+    problem = preflight.prediction_problem("Core ML")
     assert problem.startswith("Core ML prediction needs macOS (this host runs Linux)")
-    assert "anebench build" in problem and preflight.ane_problem() == problem
+    assert "anebench build" in problem and preflight.ane_problem("Core ML") == problem
     preflight.check_native_host()  # no Rosetta on Linux: nothing to stop
 
 
 def test_rosetta_is_detected_by_proc_translated_not_machine_names(monkeypatch):
     fake_mac(monkeypatch, machine="x86_64", translated="1")  # both machine names say x86_64 here
     assert preflight.under_rosetta() and preflight.apple_silicon() and not preflight.intel_mac()
-    problem = preflight.coreml_problem()
+    problem = preflight.prediction_problem("Core ML")
     assert "Rosetta" in problem and "unreachable" in problem and "arm64" in problem
     with pytest.raises(UserError, match="Rosetta"):
         preflight.check_native_host()
@@ -111,8 +111,8 @@ def test_run_under_rosetta_stops_before_any_work(monkeypatch, capsys):
 def test_intel_mac_has_no_neural_engine(monkeypatch):
     fake_mac(monkeypatch, machine="x86_64", translated=None)  # no such sysctl: not translated
     assert preflight.intel_mac() and not preflight.under_rosetta()
-    assert preflight.coreml_problem() is None
-    assert preflight.ane_problem() == preflight.INTEL_MESSAGE
+    assert preflight.prediction_problem("Core ML") is None
+    assert preflight.ane_problem("Core ML") == preflight.INTEL_MESSAGE.format(framework="Core ML")
     assert CoreMLEngine().devices() == ["gpu", "cpu", "all"]
     with pytest.raises(UserError, match="Intel CPU and no Neural Engine"):
         CoreMLEngine().prepare(None, "ane")
@@ -120,14 +120,15 @@ def test_intel_mac_has_no_neural_engine(monkeypatch):
 
 def test_native_apple_silicon(monkeypatch):
     fake_mac(monkeypatch, machine="arm64", translated="0")
-    assert preflight.apple_silicon() and preflight.ane_problem() is None
+    assert preflight.apple_silicon() and preflight.ane_problem("Core ML") is None
     assert CoreMLEngine().devices() == ["ane", "gpu", "cpu", "all"]
     preflight.check_native_host()
 
 
 def test_macos_older_than_15(monkeypatch):
     fake_mac(monkeypatch, machine="arm64", translated="0", version=(14, 5))
-    assert "macOS 14.5" in preflight.coreml_problem() and "macOS 15" in preflight.coreml_problem()
+    problem = preflight.prediction_problem("Core ML")
+    assert "macOS 14.5" in problem and "macOS 15" in problem
 
 
 @pytest.mark.parametrize("chip,count", [
@@ -161,7 +162,7 @@ def test_macos_rosetta_signal_is_the_kernel_flag(monkeypatch):
     assert (machine, translated) == ("x86_64", "1")
     monkeypatch.setattr(host, "sysctl", lambda name: translated if name == "sysctl.proc_translated" else None)
     monkeypatch.setattr(preflight, "proc_translated", lambda libc=None: None)  # as if sysctlbyname failed
-    assert preflight.under_rosetta() and "Rosetta" in preflight.coreml_problem()
+    assert preflight.under_rosetta() and "Rosetta" in preflight.prediction_problem("Core ML")
     probe = ("import ctypes, ctypes.util; v = ctypes.c_int(0); s = ctypes.c_size_t(4); "
              "lib = ctypes.CDLL(ctypes.util.find_library('c')); "
              "print(lib.sysctlbyname(b'sysctl.proc_translated', ctypes.pointer(v), ctypes.pointer(s), None, "

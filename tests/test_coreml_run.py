@@ -23,8 +23,8 @@ from anebench.workloads import resolve_workload
 
 def apple_silicon_mac(monkeypatch):
     monkeypatch.setattr(preflight, "_system", lambda: "darwin")
-    monkeypatch.setattr(preflight, "coreml_problem", lambda: None)
-    monkeypatch.setattr(preflight, "ane_problem", lambda: None)
+    monkeypatch.setattr(preflight, "prediction_problem", lambda _framework: None)
+    monkeypatch.setattr(preflight, "ane_problem", lambda _framework: None)
 
 
 def test_published_campaign_order(monkeypatch):
@@ -50,7 +50,7 @@ def test_campaign_only_without_options_and_only_on_macos(monkeypatch):
     assert runplan.is_default_run((), None, ())
     assert not runplan.is_default_run(("mlx",), None, ())
     assert not runplan.is_default_run((), None, ("llama_lm_head",))
-    monkeypatch.setattr(preflight, "coreml_problem", lambda: "no coremltools here")
+    monkeypatch.setattr(preflight, "prediction_problem", lambda _framework: "no coremltools here")
     assert runplan.published_campaign() is None  # then `run` keeps its usual default
 
 

@@ -160,7 +160,8 @@ def test_published_head_dry_runs_plan_the_published_bytes(capsys, cache):
 @pytest.mark.parametrize("suite", ["roofline", "quant", "sweep", "compute"])
 def test_off_macos_the_suites_refuse_in_one_line_before_building(capsys, cache, suite, monkeypatch):
     monkeypatch.setattr(
-        preflight, "coreml_problem", lambda: "Core ML prediction needs macOS (this host runs Linux)"
+        preflight, "prediction_problem",
+        lambda _framework: "Core ML prediction needs macOS (this host runs Linux)",
     )
     code, out, err = run_cli(capsys, suite, "-e", "coreml", "-w", "lm_head:64x1024", "--no-save")
     assert code == 2 and out == ""
@@ -189,8 +190,8 @@ def ReferenceModel(package) -> FakeMLModel:  # noqa: N802 - the former class
 
 @pytest.fixture
 def stand_in_mac(monkeypatch, cache):
-    monkeypatch.setattr(preflight, "coreml_problem", lambda: None)
-    monkeypatch.setattr(preflight, "ane_problem", lambda: None)
+    monkeypatch.setattr(preflight, "prediction_problem", lambda _framework: None)
+    monkeypatch.setattr(preflight, "ane_problem", lambda _framework: None)
     monkeypatch.setattr(
         coreml_engine, "load_model", lambda package, units, warnings_out=None: ReferenceModel(package)
     )

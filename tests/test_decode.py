@@ -9,12 +9,12 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from anebench.artifacts.decode_bundles import coreml_chunks
 from anebench.engines.decode import DecodeEngine, dispatches
 from anebench.engines.numpy_engine import NumpyEngine
 from anebench.errors import UserError
 from anebench.measure.check import check_output
 from anebench.measure.decode_predict import SweepCurve, seconds_per_token
-from anebench.orchestration.suites.decode_plan import coreml_chunks
 from anebench.workloads import DTYPE_BYTES
 from anebench.workloads.models import (
     accounting,

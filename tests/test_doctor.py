@@ -46,8 +46,8 @@ def mac(monkeypatch, tmp_path):
     monkeypatch.setattr(preflight, "_system", lambda: "darwin")
     monkeypatch.setattr(preflight, "_machine", lambda: "arm64")
     monkeypatch.setattr(preflight, "under_rosetta", lambda: False)
-    monkeypatch.setattr(preflight, "coreml_problem", lambda: None)
-    monkeypatch.setattr(preflight, "ane_problem", lambda: None)
+    monkeypatch.setattr(preflight, "prediction_problem", lambda _framework: None)
+    monkeypatch.setattr(preflight, "ane_problem", lambda _framework: None)
     monkeypatch.setattr(coreml_engine, "load_model",
                         lambda package, units, warnings_out=None: FakeMLModel(package, hold_us=2000))
     monkeypatch.setattr(coreml_engine, "query_placement",

@@ -59,8 +59,8 @@ def test_dry_run_names_the_platforms_source_and_measures_nothing(capsys, tmp_pat
 
 def test_the_campaign_reads_energy_by_default_and_not_with_no_power(monkeypatch, capsys):
     monkeypatch.setattr(preflight, "_system", lambda: "darwin")
-    monkeypatch.setattr(preflight, "coreml_problem", lambda: None)
-    monkeypatch.setattr(preflight, "ane_problem", lambda: None)
+    monkeypatch.setattr(preflight, "prediction_problem", lambda _framework: None)
+    monkeypatch.setattr(preflight, "ane_problem", lambda _framework: None)
     seen = []
 
     def fake_measure(engine, device, workload, options, progress=None, on_prepared=None, phase=None):

@@ -103,7 +103,7 @@ def test_best_engine_on_an_apple_silicon_mac_is_core_ml_on_the_neural_engine(mon
     monkeypatch.setattr(preflight, "_system", lambda: "darwin")
     monkeypatch.setattr(preflight, "_machine", lambda: "arm64")
     monkeypatch.setattr(preflight, "under_rosetta", lambda: False)
-    monkeypatch.setattr(preflight, "coreml_problem", lambda: None)
+    monkeypatch.setattr(preflight, "prediction_problem", lambda _framework: None)
     engine, device = best_engine()
     assert (engine.name, device) == ("coreml", "ane")
 

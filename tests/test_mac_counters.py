@@ -35,8 +35,8 @@ class RecordedIOReport(power.ScalarMeter):
 
 @pytest.fixture
 def m5_mac(monkeypatch, tmp_path):
-    monkeypatch.setattr(preflight, "coreml_problem", lambda: None)
-    monkeypatch.setattr(preflight, "ane_problem", lambda: None)
+    monkeypatch.setattr(preflight, "prediction_problem", lambda _framework: None)
+    monkeypatch.setattr(preflight, "ane_problem", lambda _framework: None)
     monkeypatch.setattr(coreml_engine, "load_model", lambda package, units, warnings_out=None:
                         FakeMLModel(package))
     monkeypatch.setattr(coreml_engine, "query_placement",

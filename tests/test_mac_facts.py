@@ -29,7 +29,7 @@ MAC_SUBSET = ["test_coreml_preflight.py", "test_energy_cli.py", "test_doctor.py"
 def test_the_mac_facts_reach_every_seam_and_the_native_bindings_stay_absent(monkeypatch, capsys):
     pretend_mac_host(monkeypatch)
     assert preflight.on_macos() and preflight.apple_silicon() and not preflight.under_rosetta()
-    assert preflight.coreml_problem() is None and preflight.ane_problem() is None
+    assert preflight.prediction_problem("Core ML") is None and preflight.ane_problem("Core ML") is None
     assert power.current_platform() == "darwin"
     code, stdout, _ = run_cli(capsys, "info", "--json")
     facts = json.loads(stdout)

@@ -5,12 +5,14 @@ works where coremltools is missing.
 """
 
 from .cache import Artifact, build_or_reuse, default_cache_dir, lookup
-from .coreml import LUT_MODES, MAX_SPLIT_ROWS, QUANTS, BuildSpec
+from .coreml import LUT_MODES, MAX_REPEAT, MAX_SPLIT_ROWS, MAX_TOKENS, QUANTS, BuildSpec
 from .mlprogram import BundleError, MLProgramBundle
 
 __all__ = [
     "LUT_MODES",
+    "MAX_REPEAT",
     "MAX_SPLIT_ROWS",
+    "MAX_TOKENS",
     "QUANTS",
     "Artifact",
     "BuildSpec",

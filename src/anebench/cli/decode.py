@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from ..engines import PUBLISHED_ANE_ENGINE
 from ..errors import UserError
 from ..measure.warmup import WarmupPolicy
 from ..workloads.models import MAX_DEPTH, accounting, decode_workload, resolve_model
@@ -36,14 +37,18 @@ def parse_depths(text: str) -> list[int]:
     return sorted(set(depths))
 
 
-DECODE_ENGINES = ("coreml", "mlx", "torch", "numpy")  # preference order, as ENGINE_FACTORIES's
+def decode_engines() -> list[str]:
+    """The engines the decode suite runs on, in preference order (ENGINE_FACTORIES's)."""
+    from ..engines import engines_with
+
+    return [engine.name for engine in engines_with(lambda e: e.runs_decode)]
 
 
 def default_decode_engine() -> str:
     """ENGINE:DEVICE of the first decode engine with an accelerator here, else numpy:cpu."""
     from ..engines import available_engine
 
-    for name in DECODE_ENGINES:
+    for name in decode_engines():
         engine = available_engine(name)
         if engine is not None and engine.devices() and engine.default_device() != "cpu":
             return f"{name}:{engine.default_device()}"
@@ -52,10 +57,10 @@ def default_decode_engine() -> str:
 
 def decode_targets(engines: tuple[str, ...], device: str | None, measure: bool):
     """-e ENGINE (on -d, or its best device) or -e ENGINE:DEVICE, so one command can put the ANE, the GPU
-    and the CPU side by side. Core ML plans and predicts on any OS; measuring it is refused here in one
-    line before any build."""
-    from ..engines.coreml_engine import CoreMLEngine
-    from ..orchestration.suites.coreml_plan import CORE_ML, coreml_device, require_measurable
+    and the CPU side by side. An engine that builds bundles plans on any OS; measuring it where it cannot
+    run is refused here in one line before any build."""
+    from ..engines import get_engine
+    from ..orchestration.suites.bundle_plan import require_measurable
     from ..orchestration.suites.decode import DecodeTarget
 
     targets = []
@@ -64,11 +69,12 @@ def decode_targets(engines: tuple[str, ...], device: str | None, measure: bool):
     for spec in engines:
         name, _, own = spec.partition(":")
         where = own or device
-        if name not in DECODE_ENGINES:
+        if name not in decode_engines():
             raise UserError(f"decode -e {name}: not built for this engine; decode runs on "
-                            f"{', '.join(DECODE_ENGINES)}")
-        if name == CORE_ML:
-            engine, where = CoreMLEngine(), coreml_device(where)
+                            f"{', '.join(decode_engines())}")
+        engine = get_engine(name)
+        if engine.plans_bundles:
+            where = engine.planning_device(where)
             if measure:
                 require_measurable(engine, where, "decode")
             targets.append(DecodeTarget(engine, where))
@@ -98,7 +104,8 @@ def decode_targets(engines: tuple[str, ...], device: str | None, measure: bool):
 @click.option(
     "--dry-run",
     is_flag=True,
-    help="List each engine's dispatches per token (Core ML: the chunks and their bytes) and the "
+    help="List each engine's dispatches per token (an engine that chains bundles: the chunks and their "
+    "bytes) and the "
     "prediction from a stored sweep; build, sweep and measure nothing (any OS).",
 )
 @click.option(
@@ -106,7 +113,7 @@ def decode_targets(engines: tuple[str, ...], device: str | None, measure: bool):
     type=click.FloatRange(1, 1e6),
     default=1000.0,
     show_default=True,
-    help="Core ML: the most weight bytes per chunk (MB).",
+    help="Engines that chain bundles: the most weight bytes per chunk (MB).",
 )
 @click.option(
     "--db",
@@ -121,8 +128,8 @@ def decode_targets(engines: tuple[str, ...], device: str | None, measure: bool):
 @click.option(
     "--campaign",
     is_flag=True,
-    help="The Mac campaign's decode step: qwen3-0.6b at depths 0 and 2048 on coreml:ane, mlx:gpu and "
-    "mlx:cpu (those this host has), power on.",
+    help=f"The Mac campaign's decode step: qwen3-0.6b at depths 0 and 2048 on {PUBLISHED_ANE_ENGINE}:ane, "
+    "mlx:gpu and mlx:cpu (those this host has), power on.",
 )
 def decode(
     model,
@@ -236,7 +243,7 @@ def decode(
 def show_dry_run(targets, decode_workloads, saved, saved_from, options, chunk_bytes, fmt) -> None:
     """Each target's dispatches per token and, from a stored sweep only, the prediction."""
     from ..orchestration.suites.decode import curve_for, predict, run_dtype_of
-    from ..orchestration.suites.decode_plan import coreml_chunks, token_dispatches
+    from ..orchestration.suites.decode_plan import token_dispatches
     from ..report.decode_tables import chunks_table, prediction_table
 
     rows, document = [], []
@@ -254,13 +261,15 @@ def show_dry_run(targets, decode_workloads, saved, saved_from, options, chunk_by
         for workload in decode_workloads:
             run_dtype = run_dtype_of(target, workload)
             label = f"{target.engine.name}:{target.device}"
-            if target.engine.name == "coreml":
-                chunks = [c.as_dict() for c in coreml_chunks(workload, chunk_bytes)]
+            planned = target.engine.decode_chunks(workload, chunk_bytes)
+            if planned is not None:
+                chunks = [c.as_dict() for c in planned]
                 document.append({"target": label, "depth": workload.depth, "chunks": chunks})
                 show_tables(
                     [
                         chunks_table(
-                            f"decode -e coreml -d {target.device} at depth {workload.depth}: dry "
+                            f"decode -e {target.engine.name} -d {target.device} at depth "
+                            f"{workload.depth}: dry "
                             "run (nothing built or measured)",
                             chunks,
                         )
@@ -268,7 +277,7 @@ def show_dry_run(targets, decode_workloads, saved, saved_from, options, chunk_by
                     "json" if fmt != "table" else "table",
                 )
             else:
-                sent = token_dispatches(workload, target.engine.name, run_dtype)
+                sent = token_dispatches(workload, target.engine, run_dtype)
                 say(
                     f"{label} depth {workload.depth}: {len(sent)} dispatches per token (one per matvec"
                     f"{' and attention read' if workload.depth else ''}), "
@@ -277,7 +286,7 @@ def show_dry_run(targets, decode_workloads, saved, saved_from, options, chunk_by
                 document.append({"target": label, "depth": workload.depth, "dispatches": len(sent),
                                  "bytes": sum(d.bytes for d in sent)})
             prediction = (
-                predict(workload, target.engine.name, run_dtype, curve, source, chunk_bytes)
+                predict(workload, target.engine, run_dtype, curve, source, chunk_bytes)
                 if curve is not None
                 else None
             )

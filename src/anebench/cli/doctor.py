@@ -40,9 +40,9 @@ def diagnostic_text(lines: list[str], drop_host_ids: bool) -> str:
 @click.option("--force", is_flag=True, help="Replace a read-only diagnostic file.")
 def doctor(out: Path | None, drop_host_ids: bool, force: bool) -> None:
     """Check every macOS path in about a minute on a small head: versions, chip, Rosetta, MLComputePlan per
-    unit, Core ML's duration against wall clock, the IOReport and PMP channels, Core AI. Each line is "ok",
-    "FAIL" (what is wrong) or "skip"; they go to one file that `anebench submit --doctor` attaches. Exits 1
-    when a check fails; off a Mac it lists what it would check, writes nothing and exits 0."""
+    unit, the ANE engine's duration against wall clock, the IOReport and PMP channels, Core AI. Each line is
+    "ok", "FAIL" (what is wrong) or "skip"; they go to one file that `anebench submit --doctor` attaches.
+    Exits 1 when a check fails; off a Mac it lists what it would check, writes nothing and exits 0."""
     target = out or DEFAULT_OUT
     diagnosis = diagnose(SYSTEM_HOST, progress=lambda text: say(f"doctor: {text}"))
     for line in diagnosis.lines():

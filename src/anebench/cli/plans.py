@@ -1,4 +1,5 @@
-"""Core ML suites on the command line: --dry-run's listing, and which engines take the Core ML path."""
+"""Suites on engines that build bundles, on the command line: --dry-run's listing, and which engines
+take that path (the engine says, by ``plans_bundles``)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ import sys
 
 import click
 
-from ..engines.coreml_engine import CoreMLEngine
+from ..engines import engines_with, get_engine
+from ..engines.base import Engine
 from ..errors import UserError
-from ..orchestration.suites.coreml_plan import CORE_ML, CoreMLPlan, coreml_device, require_measurable
+from ..orchestration.suites.bundle_plan import BundlePlan, require_measurable
 from ..report.suite_terminal import TermTable, sig
 from .common import Target, resolve_targets
 from .terminal import print_table, say
@@ -19,26 +21,40 @@ def dry_run_option(func):
     return click.option(
         "--dry-run",
         is_flag=True,
-        help="Core ML: list the bundles (workload, quant, tokens, weight bytes, cached or to "
-        "build) and the calls it would make; build and measure nothing (works on any OS).",
+        help="Engines that build bundles: list the bundles (workload, quant, tokens, weight bytes, cached "
+        "or to build) and the calls it would make; build and measure nothing (works on any OS).",
     )(func)
 
 
-def coreml_only_target(engines: tuple[str, ...], device: str | None, suite: str) -> tuple[CoreMLEngine, str]:
-    """--dry-run plans Core ML bundles, available here or not."""
-    if tuple(engines) != (CORE_ML,):
-        raise UserError(f"{suite} --dry-run plans Core ML bundles: give -e coreml alone")
-    return CoreMLEngine(), coreml_device(device)
+def bundle_engine(engines: tuple[str, ...]) -> Engine | None:
+    """The one engine given, where it builds the bundles a dry run lists; None otherwise."""
+    if len(engines) != 1:
+        return None
+    engine = get_engine(engines[0])
+    return engine if engine.plans_bundles else None
+
+
+def bundle_only_target(engines: tuple[str, ...], device: str | None, suite: str) -> tuple[Engine, str]:
+    """--dry-run plans an engine's bundles, available here or not."""
+    engine = bundle_engine(engines)
+    if engine is None:
+        names = " or ".join(f"-e {e.name}" for e in engines_with(lambda e: e.plans_bundles))
+        raise UserError(f"{suite} --dry-run plans the bundles of an engine that builds them: "
+                        f"give {names} alone")
+    return engine, engine.planning_device(device)
 
 
 def measuring_targets(engines: tuple[str, ...], device: str | None, suite: str) -> list[Target]:
-    """The targets to measure; a Core ML one that cannot predict here is refused first, in one line."""
-    if CORE_ML in engines:
-        require_measurable(CoreMLEngine(), coreml_device(device), suite)
+    """The targets to measure; one on an engine that builds bundles but cannot run here is refused
+    first, in one line."""
+    for name in engines:
+        engine = get_engine(name)
+        if engine.plans_bundles:
+            require_measurable(engine, engine.planning_device(device), suite)
     return resolve_targets(engines, device)
 
 
-def show_plan(plan: CoreMLPlan, as_json: bool) -> None:
+def show_plan(plan: BundlePlan, as_json: bool) -> None:
     if as_json:
         document = {
             "suite": plan.suite,
@@ -49,7 +65,7 @@ def show_plan(plan: CoreMLPlan, as_json: bool) -> None:
         sys.stdout.write(json.dumps(document, indent=1) + "\n")
         sys.stdout.flush()
     table = TermTable(
-        f"{plan.suite} -e coreml -d {plan.device}: dry run (nothing built or measured)",
+        f"{plan.suite} -e {plan.engine} -d {plan.device}: dry run (nothing built or measured)",
         ["workload", "quant", "tokens", "weight MB", "bundle", "calls"],
         [False, False, True, True, False, False],
     )

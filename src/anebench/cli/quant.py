@@ -6,12 +6,12 @@ from pathlib import Path
 
 import click
 
+from ..engines import engines_with
 from ..errors import AnalysisFailed
 from ..measure.quant import INCONCLUSIVE
-from ..orchestration.suites.coreml_plan import CORE_ML
 from ..report.suite_terminal import capability_table
 from .common import check_out_path, measuring_options, resolve_workloads
-from .plans import coreml_only_target, dry_run_option, measuring_targets, show_plan
+from .plans import bundle_only_target, dry_run_option, measuring_targets, show_plan
 from .results import store_options
 from .run import power_option
 from .suite_output import finish, output_format, show_tables
@@ -46,7 +46,7 @@ def quant(
     fmt = output_format(as_json, fmt, out, no_save)
     bases = resolve_workloads(workloads)
     if dry_run:
-        engine, device = coreml_only_target(engines, device, "quant")
+        engine, device = bundle_only_target(engines, device, "quant")
         for base in bases:
             show_plan(plan_quant(engine, device, base, list(VARIANTS), runs, time_budget), fmt == "json")
         return
@@ -65,9 +65,10 @@ def quant(
                 )
     show_tables([capability_table(found, list(VARIANTS))], "json" if fmt == "json" else fmt)
     if not jobs:
+        able = engines_with(lambda e: e.plans_bundles and len(e.quantized_storage) > 0)
         say(
             "nothing measured: no engine here runs fp16 and a quantised variant as stored "
-            f"(Core ML does, on a Mac: anebench quant -e {CORE_ML})"
+            f"({' or '.join(e.title for e in able)} does, on a Mac: anebench quant -e {able[0].name})"
         )
         return
     results = []

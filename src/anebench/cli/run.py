@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from ..engines import ENGINE_FACTORIES
+from ..engines import ENGINE_FACTORIES, PUBLISHED_ANE_ENGINE
 from ..errors import UserError
 from ..measure.timing import DEFAULT_REPETITIONS, DEFAULT_RUNS, split_runs
 from ..measure.warmup import WarmupPolicy
@@ -204,13 +204,15 @@ def show_unrunnable(unrunnable: list[Unrunnable], planned: list[PlannedStep], as
 
 
 def mitigation_options(func):
-    """The idle-state mitigations of a Core ML run; each is recorded in method.mitigations."""
+    """The idle-state mitigations of a run (K predicts and R weight sets: engines with call mitigations);
+    each is recorded in method.mitigations."""
     func = click.option(
         "--repeat",
         type=click.IntRange(1, 64),
         default=1,
         show_default=True,
-        help="Core ML: the bundle reads R distinct weight sets per call (longer ANE tasks).",
+        help=f"-e {PUBLISHED_ANE_ENGINE}: the bundle reads R distinct weight sets per call (longer ANE "
+        "tasks).",
     )(func)
     func = click.option(
         "--batch",
@@ -226,7 +228,8 @@ def mitigation_options(func):
         type=click.IntRange(1, 4096),
         default=1,
         show_default=True,
-        help="Core ML: K predicts per call, each re-reading every weight (longer calls; not "
+        help=f"-e {PUBLISHED_ANE_ENGINE}: K predicts per call, each re-reading every weight (longer calls; "
+        "not "
         "a batch: for several tokens per weight read build with --tokens).",
     )(func)
     func = click.option(

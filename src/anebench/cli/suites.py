@@ -19,7 +19,6 @@ from ..errors import AnalysisFailed, UserError
 from ..measure.sweep import MiB
 from ..model import ResultRecord
 from ..orchestration.session import RunOptions
-from ..orchestration.suites.common import with_dtype
 from ..results.files import load_result_file
 from .common import (
     StepSaver,
@@ -31,7 +30,7 @@ from .common import (
     warn,
 )
 from .params import MEBIBYTES, MEBIBYTES_OR_ZERO, timing_flags
-from .plans import coreml_only_target, dry_run_option, measuring_targets, show_plan
+from .plans import bundle_engine, bundle_only_target, dry_run_option, measuring_targets, show_plan
 from .results import store_options
 from .run import options_from, power_option
 from .suite_output import finish, output_format, stem_for, write_plot
@@ -39,15 +38,15 @@ from .terminal import console, progress, say
 
 
 def max_tokens_option(func):
-    from ..artifacts.coreml import MAX_TOKENS
-    from ..orchestration.suites.tokens import DEFAULT_MAX_TOKENS
+    from ..artifacts import MAX_TOKENS
+    from ..orchestration.suites.roofline import DEFAULT_MAX_TOKENS
 
     return click.option(
         "--max-tokens",
         type=click.IntRange(2, MAX_TOKENS),
         default=DEFAULT_MAX_TOKENS,
         show_default=True,
-        help="Core ML: most tokens per predict (token-batched bundles; fewer when memory is short).",
+        help="Engines that build token-batched bundles: most tokens per call (fewer when memory is short).",
     )(func)
 
 
@@ -131,13 +130,15 @@ def sweep(
     dry_run,
 ):
     """Latency and GB/s over weight sizes; fit latency = overhead + bytes / bandwidth past the cache knee.
-    Core ML: heads from 4 MiB to the full head (--max-mb), one bundle per size, built or reused."""
-    from ..orchestration.suites.coreml_sweep import (
-        ORION_CONTEXT,
-        plan_coreml_sweep,
-        plan_coreml_sweep_bundles,
+    Engines that build bundles: heads from 4 MiB to the full head (--max-mb), one bundle per size, built or
+    reused."""
+    from ..orchestration.suites.sweep import (
+        plan_engine_sweep,
+        plan_sweep,
+        plan_sweep_bundles,
+        run_sweep,
+        sweep_workloads,
     )
-    from ..orchestration.suites.sweep import plan_sweep, run_sweep, sweep_workloads
     from ..report.suite_plots import plot_sweep
 
     fmt = output_format(as_json, fmt, out, no_save)
@@ -146,7 +147,7 @@ def sweep(
         runs, time_budget, points = min(runs, 15), min(time_budget or 0.5, 0.5), points or 7
     def to_bytes(mb: float | None) -> int | None:
         return int(mb * MiB) if mb else None
-    if dry_run and tuple(engines) != ("coreml",):
+    if dry_run and bundle_engine(engines) is None:
         for target in resolve_targets(engines, device):
             plan = plan_sweep(target.engine, target.device, to_bytes(min_mb), to_bytes(max_mb), points or 12,
                               -1 if cache_mb is None else to_bytes(cache_mb))
@@ -158,10 +159,10 @@ def sweep(
                 click.echo(f"{label}: {note}")
         return
     if dry_run:
-        engine, device = coreml_only_target(engines, device, "sweep")
+        engine, device = bundle_only_target(engines, device, "sweep")
         for base in bases:
-            plan = plan_coreml_sweep(engine, device, base, to_bytes(min_mb), to_bytes(max_mb), points)
-            show_plan(plan_coreml_sweep_bundles(engine, device, base, plan, runs, time_budget), fmt == "json")
+            plan = plan_engine_sweep(engine, device, base, to_bytes(min_mb), to_bytes(max_mb), points)
+            show_plan(plan_sweep_bundles(engine, device, base, plan, runs, time_budget), fmt == "json")
         return
     targets = measuring_targets(engines, device, "sweep")
     check_out_path(out)
@@ -170,14 +171,13 @@ def sweep(
         (
             target,
             base,
-            plan_coreml_sweep(target.engine, target.device, base, to_bytes(min_mb), to_bytes(max_mb), points)
-            if target.engine.name == "coreml"
-            else plan_sweep(
+            plan_engine_sweep(
                 target.engine,
                 target.device,
+                base,
                 to_bytes(min_mb),
                 to_bytes(max_mb),
-                points or 12,
+                points,
                 -1 if cache_mb is None else to_bytes(cache_mb),
             ),
         )
@@ -202,8 +202,8 @@ def sweep(
         say(f"fit gates: {results[0][2].analysis.gates}")
     for i, (target, base, result) in enumerate(results):
         a = result.analysis
-        if target.engine.name == "coreml":
-            say(f"{target.engine.name}:{target.device}: {ORION_CONTEXT}")
+        if target.engine.sweep_context:
+            say(f"{target.engine.name}:{target.device}: {target.engine.sweep_context}")
         if a is None:
             continue
         say(
@@ -260,24 +260,28 @@ def roofline(
     dry_run,
 ):
     """Batch sweep of the same weights: the ridge, achieved FLOP/s and bytes/FLOP, as a roofline.
-    Core ML: tokens per predict of token-batched bundles (1, 2, 4, ... --max-tokens)."""
+    Engines that build token-batched bundles: tokens per call (1, 2, 4, ... --max-tokens)."""
     from ..measure.roofline import RIDGE_GATES, RIDGE_RULE
-    from ..orchestration.suites.roofline import FirstLook, run_roofline
-    from ..orchestration.suites.tokens import alignment_note, plan_token_roofline, run_token_roofline
+    from ..orchestration.suites.roofline import (
+        FirstLook,
+        alignment_note,
+        plan_token_roofline,
+        run_roofline_suite,
+    )
     from ..report.suite_plots import plot_roofline
 
     fmt = output_format(as_json, fmt, out, no_save)
     ctx = click.get_current_context()
     given = {name for name in ("max_batch", "time_budget")
              if ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT}
-    cpu = tuple(engines) != ("coreml",) and all(t.device == "cpu" for t in resolve_targets(engines, device))
+    cpu = bundle_engine(engines) is None and all(t.device == "cpu" for t in resolve_targets(engines, device))
     first_look = FirstLook() if cpu and not workloads else None
     if first_look is not None:  # the CPU default: under a minute (the full head took 5.5 min, 4 GB)
         workloads = (first_look.workload,)
         max_batch = max_batch if "max_batch" in given else first_look.max_batch
         time_budget = time_budget if "time_budget" in given else first_look.budget_s
     bases = resolve_workloads(workloads)
-    if dry_run and tuple(engines) != ("coreml",):
+    if dry_run and bundle_engine(engines) is None:
         for target in resolve_targets(engines, device):
             label = f"roofline {target.engine.name}:{target.device}"
             click.echo(f"{label}: " + (first_look.describe() if first_look else
@@ -286,7 +290,7 @@ def roofline(
                                        "calls per batch"))
         return
     if dry_run:
-        engine, device = coreml_only_target(engines, device, "roofline")
+        engine, device = bundle_only_target(engines, device, "roofline")
         for base in bases:
             show_plan(plan_token_roofline(engine, device, base, max_tokens, runs, time_budget), fmt == "json")
         return
@@ -299,23 +303,14 @@ def roofline(
     with progress() as factory:
         for target in targets:
             for base in bases:
-                if target.engine.name == "coreml":
-                    plan = plan_token_roofline(
-                        target.engine, target.device, base, max_tokens, runs, time_budget
-                    )
-                    result = run_token_roofline(target.engine, target.device, plan, options, factory)
-                else:
-                    result = run_roofline(target.engine, target.device, base, max_batch, options, factory)
+                result = run_roofline_suite(target.engine, target.device, base, max_batch, max_tokens,
+                                            options, factory)
                 results.append((target, base, result))
     saved = finish([r for *_, res in results for r in res.records], "roofline", out, no_save, fmt)
     say(f"rule: {RIDGE_RULE}; {RIDGE_GATES}")
     for i, (target, base, result) in enumerate(results):
         a = result.analysis
-        note = (
-            alignment_note([(p.batch, p.latency_s) for p in a.points])
-            if target.engine.name == "coreml"
-            else None
-        )
+        note = alignment_note(target.engine, [(p.batch, p.latency_s) for p in a.points])
         if note:
             say(f"{target.engine.name}:{target.device} {base.name}: {note}")
         model = (
@@ -480,14 +475,14 @@ def compute(
     dry_run,
 ):
     """Peak matrix throughput (TFLOP/s) per engine, device and dtype (default workload lm_head:4096x4096).
-    Core ML: at the largest tokens per predict that fits (up to --max-tokens), against half of it."""
-    from ..orchestration.suites.roofline import run_compute
-    from ..orchestration.suites.tokens import plan_token_compute, run_token_compute
+    Engines that build token-batched bundles: at the most tokens per call that fit (up to --max-tokens),
+    against half of it."""
+    from ..orchestration.suites.roofline import plan_token_compute, run_compute_suite
 
     fmt = output_format(as_json, fmt, out, no_save)
     bases = resolve_workloads(workloads, default="lm_head:4096x4096")
     if dry_run:
-        engine, device = coreml_only_target(engines, device, "compute")
+        engine, device = bundle_only_target(engines, device, "compute")
         for base in bases:
             show_plan(plan_token_compute(engine, device, base, max_tokens, runs, time_budget), fmt == "json")
         return
@@ -498,15 +493,8 @@ def compute(
     with progress() as factory:
         for target in targets:
             for base in bases:
-                if target.engine.name == "coreml":
-                    plan = plan_token_compute(
-                        target.engine, target.device, base, max_tokens, runs, time_budget
-                    )
-                    records.append(run_token_compute(target.engine, target.device, plan, options, factory))
-                    continue
-                for dtype in dtypes or (base.dtype,):
-                    workload = with_dtype(base, dtype).with_batch(batch)
-                    records.append(run_compute(target.engine, target.device, workload, options, factory))
+                records += run_compute_suite(target.engine, target.device, base, batch, dtypes, max_tokens,
+                                             options, factory)
     finish(records, "compute", out, no_save, fmt)
     failed = [f"{r.engine.name}:{r.engine.device} {r.workload.name}: not compute-bound ({r.compute.rule}, "
               f"grew {r.compute.growth_from_half:.2f}x)"

@@ -152,7 +152,7 @@ class FittingTable:
                 column, justify="right" if is_numeric(column) else "left", no_wrap=column not in self.wrap
             )
         for row in self.rows if rows is None else rows:
-            # Plain text, never markup: an install hint such as 'anebench[coreml]' must print as written.
+            # Plain text, never markup: an install hint such as 'anebench[mlx]' must print as written.
             table.add_row(*(Text(cell) if isinstance(cell, str) else cell for cell in row))
         return table
 

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from ..errors import UserError
 from ..util.names import did_you_mean, match_name
-from .base import Availability, DtypeChoice, Engine, Prepared
+from .base import Availability, BundleSpec, DtypeChoice, Engine, Prepared
 
 
 def _coreml() -> Engine:
@@ -49,6 +49,17 @@ ENGINE_FACTORIES: dict[str, Callable[[], Engine]] = {
     "numpy": _numpy,
 }
 CPU_DEVICES = {"cpu"}
+# The engine the published Neural Engine figures were measured with (anemll-bench, the published
+# bundles): the Mac campaign runs the published heads on it, and imported published results name it.
+PUBLISHED_ANE_ENGINE = "coreml"
+MAC_EXTRAS = f"{PUBLISHED_ANE_ENGINE},mlx,mac"  # the pip extras a Mac campaign needs
+
+
+def published_compute_units() -> dict[str, str]:
+    """Device -> the compute units the published engine loads a model with (what imports record)."""
+    from .coreml_engine import COMPUTE_UNITS
+
+    return dict(COMPUTE_UNITS)
 
 
 def get_engine(name: str) -> Engine:
@@ -60,6 +71,12 @@ def get_engine(name: str) -> Engine:
             f"valid: {', '.join(ENGINE_FACTORIES)}"
         )
     return ENGINE_FACTORIES[known]()
+
+
+def engines_with(capability: Callable[[Engine], bool]) -> list[Engine]:
+    """The engines that have a capability, in preference order, available here or not (for messages:
+    what to give -e instead of an engine the suite cannot take that path on)."""
+    return [engine for engine in (factory() for factory in ENGINE_FACTORIES.values()) if capability(engine)]
 
 
 def usable_engine(name: str) -> Engine:
@@ -101,12 +118,17 @@ def best_engine() -> tuple[Engine, str]:
 
 
 __all__ = [
+    "MAC_EXTRAS",
+    "PUBLISHED_ANE_ENGINE",
     "Availability",
+    "BundleSpec",
     "DtypeChoice",
     "Engine",
     "Prepared",
     "best_engine",
+    "engines_with",
     "get_engine",
+    "published_compute_units",
     "resolve_device",
     "usable_engine",
 ]

@@ -7,9 +7,10 @@ tested on numpy holds for every engine.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
@@ -27,6 +28,18 @@ class Availability:
 
     def __bool__(self) -> bool:
         return self.ok
+
+
+@dataclass(frozen=True)
+class Check:
+    """One line of `anebench doctor`: "ok", "FAIL" (what is wrong) or "skip" (why it was not checked)."""
+
+    name: str
+    status: Literal["ok", "FAIL", "skip"]
+    detail: str
+
+    def line(self) -> str:
+        return f"{self.status:<4} {self.name}: {self.detail}"
 
 
 @dataclass(frozen=True)
@@ -118,9 +131,22 @@ class DensePrepared(Prepared):
         self.weights = self._x = self._y = None
 
 
+@dataclass(frozen=True)
+class BundleSpec:
+    """What an engine that builds one artifact per workload would build, known before building: its
+    storage, tokens per call, the weight bytes one call reads, whether the cache holds it, its cache key."""
+
+    quant: str
+    tokens: int
+    weight_bytes: int
+    cached: bool
+    key: str
+
+
 @dataclass
 class Engine(ABC):
     name: str = field(init=False, default="")
+    label: ClassVar[str] = ""  # how text names the engine ("Core ML"); empty: its name
     token_batched: ClassVar[bool] = False  # runs Workload.tokens > 1 as one call (a token-batched bundle)
     quantized_storage: ClassVar[tuple[str, ...]] = ()  # Workload.quant values it stores and streams as such
     # Whether call() releases the Python GIL while the device works. An engine that holds it (Core ML's
@@ -130,6 +156,25 @@ class Engine(ABC):
     thread_safe: ClassVar[bool] = True
     # How the threads of one call are limited (None: the engine has no such setting).
     thread_control: ClassVar[str | None] = None
+    # Whether the suites measure this engine on bundles it builds per workload (one per size, tokens per
+    # call or storage), listed by a dry run before anything is built (``plan_bundle``). Roofline and
+    # compute then step the tokens per call of token-batched bundles instead of the batch.
+    plans_bundles: ClassVar[bool] = False
+    # Whether the idle-state mitigations of one call apply (``with_weight_sets`` and K calls per call).
+    call_mitigations: ClassVar[bool] = False
+    # Published context shown beside a size sweep's fitted overhead on this engine (not a check).
+    sweep_context: ClassVar[str | None] = None
+    # What one call is, in the plan and the tables ("predict" where the engine runs a model's predict).
+    call_name: ClassVar[str] = "call"
+    # Whether the decode suite runs on this engine (a token as matvecs, or as chained bundles).
+    runs_decode: ClassVar[bool] = False
+    # The dtype this engine's decode bundles store and compute in, whatever the model's (None: dtype_for).
+    decode_dtype: ClassVar[str | None] = None
+
+    @property
+    def title(self) -> str:
+        """The engine as text names it: its label, else its name."""
+        return self.label or self.name
 
     def thread_limit(self, threads: int) -> AbstractContextManager[bool]:
         """Limit the CPU threads one call uses, process-wide, while entered; yields whether it could."""
@@ -174,6 +219,47 @@ class Engine(ABC):
     def plan_notes(self, workloads: list[Workload]) -> list[str]:
         """What a run of this engine would build and measure, for a dry run on a host that cannot run it."""
         return []
+
+    def device_problem(self, device: str) -> str | None:
+        """Why this engine cannot measure on ``device`` here, or None; said before anything is built."""
+        availability = self.available()
+        return None if availability else availability.reason
+
+    def planning_device(self, device: str | None) -> str:
+        """The device a plan names, checked without needing the device here (a dry run plans anywhere)."""
+        if device is None:
+            return self.default_device()
+        return device
+
+    def plan_bundle(self, workload: Workload) -> BundleSpec:
+        """The bundle this engine would build for ``workload`` (engines with ``plans_bundles``)."""
+        raise UserError(f"engine {self.name} builds no bundles to plan")
+
+    def decode_chunks(self, workload: Any, chunk_bytes: int) -> list | None:
+        """The bundles one decode token chains, in order, for an engine that runs a token as predicts of
+        chunks of layers (each with ``name`` and ``streamed_bytes``); None: a token is matvec by matvec."""
+        return None
+
+    # The Python packages this engine needs, listed by `anebench doctor` with their versions.
+    packages: ClassVar[tuple[str, ...]] = ()
+
+    def doctor_plan(self, head: Workload) -> list[str]:
+        """What ``self_check`` checks, listed where it cannot run (off a Mac)."""
+        return []
+
+    def requirement_problem(self, macos: str, installed: dict[str, str | None]) -> str | None:
+        """What this host lacks for the engine: an OS release, a package (``installed``: name -> version)."""
+        return None
+
+    def self_check(self, head: Workload, say: Callable[[str], None]
+                   ) -> AbstractContextManager[tuple[list[Check], Callable[[], None] | None]]:
+        """`anebench doctor`'s checks of this engine's own paths on ``head`` and, while entered, a call that
+        keeps its device busy (the energy counters' busy window; None where none could be prepared)."""
+        return nullcontext(([], None))
+
+    def with_weight_sets(self, repeat: int) -> Engine:
+        """This engine reading ``repeat`` distinct weight sets per call (with ``call_mitigations``)."""
+        raise UserError(f"engine {self.name} has no repeat-weights mitigation")
 
     @abstractmethod
     def prepare(self, workload: Workload, device: str) -> Prepared: ...

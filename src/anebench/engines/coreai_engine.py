@@ -29,6 +29,7 @@ from .base import TOLERANCE, Availability, DtypeChoice, Engine, Prepared
 
 # anebench device -> ComputeUnitKind constructor (coreai.runtime.ComputeUnitKind.neural_engine() etc.)
 COMPUTE_UNIT_KINDS = {"ane": "neural_engine", "gpu": "gpu", "cpu": "cpu"}
+OLDER_MACOS_HINT = "; use -e coreml here"  # Core ML runs the same bytes before macOS 27
 PLACEMENT = "preferred unit; not verifiable at run time"
 DEVICE_TIME_NOTE = (
     "Core AI has no device timestamps: wall clock of one awaited InferenceFunction call on a reused event "
@@ -178,6 +179,7 @@ async def _closed(inputs: Any) -> Any:
 @dataclass
 class CoreAIEngine(Engine):
     token_batched = True  # the asset takes a workload's T tokens in one call
+    label: ClassVar[str] = "Core AI"
     quantized_storage = ("int8",)
     # Not known for Core AI's binding: assume, as for Core ML's predict, that a call holds the GIL, so
     # anything meant to overlap with it runs in another process.
@@ -199,7 +201,7 @@ class CoreAIEngine(Engine):
         return _coreai.runtime()
 
     def available(self) -> Availability:
-        problem = preflight.coreai_problem()
+        problem = preflight.coreai_problem(OLDER_MACOS_HINT)
         if problem:
             return Availability(False, problem)
         from ..artifacts import _coreai
@@ -277,7 +279,7 @@ class CoreAIEngine(Engine):
         return build_or_reuse_asset(self.spec(workload), self.cache_dir, progress)
 
     def prepare(self, workload: Workload, device: str) -> Prepared:
-        problem = preflight.coreai_problem()
+        problem = preflight.coreai_problem(OLDER_MACOS_HINT)
         if problem:
             raise UserError(problem)
         if device not in COMPUTE_UNIT_KINDS:

@@ -22,7 +22,7 @@ from ..errors import UserError
 from ..system import preflight
 from ..workloads.models import DecodeWorkload
 from .base import Prepared
-from .coreml_engine import COMPUTE_UNITS, load_model
+from .coreml_engine import COMPUTE_UNITS, CoreMLEngine, load_model
 from .decode_step import TOLERANCE_16BIT, reference_head_input
 
 
@@ -33,7 +33,8 @@ def load_chunk(package: Path, compute_units: str, warnings_out: list[str]) -> An
 
 def platform_problem(device: str) -> str | None:
     """Why this host cannot load and predict on ``device`` (None: it can)."""
-    return preflight.ane_problem() if device == "ane" else preflight.coreml_problem()
+    framework = CoreMLEngine.label
+    return preflight.ane_problem(framework) if device == "ane" else preflight.prediction_problem(framework)
 
 
 class CoreMLDecodePrepared(Prepared):

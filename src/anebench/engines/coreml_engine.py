@@ -10,33 +10,26 @@ runs anywhere.
 from __future__ import annotations
 
 import importlib.util
-import itertools
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 
+from ..artifacts.decode_bundles import COREML_DTYPE
 from ..errors import MeasurementError, UserError
 from ..system import preflight
 from ..workloads import Workload
-from .base import TOLERANCE, Availability, DtypeChoice, Engine, Prepared
+from .base import TOLERANCE, Availability, BundleSpec, DtypeChoice, Engine, Prepared
+from .coreml_placement import (
+    COMPUTE_UNITS,
+    OpPlacement,
+    placement_unavailable,
+    summarize_placement,
+)
+from .coreml_runtime import load_model, prediction_failed, query_placement
 
-COMPUTE_UNITS = {"ane": "CPU_AND_NE", "gpu": "CPU_AND_GPU", "cpu": "CPU_ONLY", "all": "ALL"}
-DEVICE_CLASSES = {
-    "MLNeuralEngineComputeDevice": "ane",
-    "MLGPUComputeDevice": "gpu",
-    "MLCPUComputeDevice": "cpu",
-}
-DEVICE_NAMES = {"ane": "the Neural Engine", "gpu": "the GPU", "cpu": "the CPU"}
-DEVICE_OWNERS = {"ane": "ANE's", "gpu": "GPU's", "cpu": "CPU's"}
-# Ops that only name constants: Core ML places no work for them in a prediction (const; constexpr_* ops
-# such as constexpr_lut_to_dense decompress weights when the model loads), so they do not count for
-# placement, whatever device the plan names for them.
-CONSTANT_OPS = {"const"}
-CONSTANT_PREFIX = "constexpr_"
-PLACEMENT_COREMLTOOLS = (8, 1)  # MLComputePlan first appears in coremltools 8.1
 DURATION_METHOD = "get_last_predict_duration_in_nano_seconds"  # on the proxy, coremltools 8.2+
 DURATION_NOTE = (
     "Core ML prediction duration (mach_absolute_time around predictionFromFeatures, or "
@@ -49,162 +42,14 @@ NO_DURATION_NOTE = (
     "wall clock of predict(); method.mitigations says which of keep-awake / batch / repeat were used"
 )
 HEADLINE_CLOCK = "wall clock of predict()"
+ORION_DISPATCH_MS = 0.095
+# Shown beside a Core ML sweep's fitted overhead, as context, not as a check: Orion's figure bypasses
+# Core ML, which Orion says adds 2-4x on small ops.
+ORION_CONTEXT = (
+    f"context: Orion (published) measured ~{ORION_DISPATCH_MS} ms per direct ANE dispatch (its own "
+    "path, not Core ML), and Core ML 2-4x more on small ops"
+)
 
-
-@dataclass(frozen=True)
-class OpPlacement:
-    op_type: str
-    device: str | None  # "ane" | "gpu" | "cpu" | None when Core ML could not say
-    cost: float | None = None  # Core ML's estimated share of the model's work, 0..1
-
-
-def is_constant_op(op_type: str) -> bool:
-    return op_type in CONSTANT_OPS or op_type.startswith(CONSTANT_PREFIX)
-
-
-def _share(counted: list[OpPlacement], device: str) -> tuple[float | None, float | None]:
-    """(share of ops, share of Core ML's estimated cost) that run on ``device``."""
-    ops = round(sum(op.device == device for op in counted) / len(counted), 4) if counted else None
-    costs = [(op.device, op.cost) for op in counted if op.cost is not None]
-    total = sum(c for _, c in costs)
-    cost = round(sum(c for d, c in costs if d == device) / total, 4) if total > 0 else None
-    return ops, cost
-
-
-def summarize_placement(ops: list[OpPlacement], asked: str) -> tuple[dict[str, Any], list[str]]:
-    """(details, warnings): where Core ML will run each op, for the compute unit that was asked for.
-
-    Every device's op count is kept; ops that will run off the asked device are a warning (for ``all``,
-    which lets Core ML choose, there is no wrong device: the counts only). Constant ops do not count.
-    """
-    if asked not in COMPUTE_UNITS:
-        raise ValueError(f"placement for {asked!r}: not a Core ML device ({', '.join(COMPUTE_UNITS)})")
-    work = [op for op in ops if not is_constant_op(op.op_type)]
-    counted = [op for op in work if op.device is not None]
-    details: dict[str, Any] = {"placement_asked": asked}
-    details.update(
-        {f"ops_on_{device}": sum(op.device == device for op in counted) for device in DEVICE_NAMES}
-    )
-    details["ops_unplaced"] = len(work) - len(counted)
-    details["ops_constant"] = len(ops) - len(work)
-    details["ane_op_share"], ane_cost = _share(counted, "ane")
-    if ane_cost is not None:
-        details["ane_cost_share"] = ane_cost
-    if asked != "all":
-        details["asked_op_share"], asked_cost = _share(counted, asked)
-        if asked_cost is not None:
-            details["asked_cost_share"] = asked_cost
-    warnings = []
-    if not counted:
-        warnings.append("placement: Core ML did not say where any operation runs")
-    elif asked != "all":
-        fallen = [op for op in counted if op.device != asked]
-        if fallen:
-            kinds = sorted({f"{op.op_type} on {op.device}" for op in fallen})
-            warnings.append(
-                f"placement: {len(fallen)} of {len(counted)} ops fall back from {DEVICE_NAMES[asked]} "
-                f"({', '.join(kinds[:6])}); the figure is not the {DEVICE_OWNERS[asked]} alone"
-            )
-    return details, warnings
-
-
-def version_tuple(version: str) -> tuple[int, ...]:
-    parts = []
-    for part in version.split("."):
-        digits = "".join(itertools.takewhile(str.isdigit, part))
-        if not digits:
-            break
-        parts.append(int(digits))
-    return tuple(parts)
-
-
-def placement_unavailable(exc: BaseException, coremltools_version: str) -> str:
-    """The warning when MLComputePlan cannot answer: too old a coremltools, else too old a macOS."""
-    reason = " ".join(str(exc).split()) or type(exc).__name__
-    if version_tuple(coremltools_version) < PLACEMENT_COREMLTOOLS:
-        return (f"placement: MLComputePlan unavailable ({reason}); needs coremltools 8.1+ "
-                f"(this is {coremltools_version})")
-    # MLComputePlan exists from macOS 14.4 and anebench runs Core ML only on macOS 15+ (preflight), so the
-    # OS is not the cause here: say what failed, with the versions that did.
-    return (f"placement: MLComputePlan unavailable ({reason}); coremltools {coremltools_version} on this "
-            "macOS could not build a compute plan")
-
-
-def prediction_failed(device: str, package: Path, exc: BaseException) -> str:
-    """One line for a predict that Core ML refused: the unit, the bundle and the NSError's text."""
-    reason = " ".join(str(exc).split()) or type(exc).__name__
-    return (f"Core ML prediction failed on {DEVICE_NAMES.get(device, 'all units')} ({COMPUTE_UNITS[device]}) "
-            f"for the bundle {package}: {reason}")
-
-
-def check_loaded(model, package: Path, messages: list[str], import_messages: Sequence[str] = ()) -> None:
-    """Refuse, in one line naming the bundle and the reason, a model Core ML did not load.
-
-    coremltools' MLModel does not raise when loading fails: it warns, keeps ``__proxy__`` None and
-    returns a model whose first predict (or get_compiled_model_path) raises a plain Exception.
-    """
-    if getattr(model, "__proxy__", None) is not None:
-        return
-    error = getattr(model, "_framework_error", None)
-    binding = [m for m in import_messages if "_MLModelProxy" in m]
-    if error is not None:
-        reason = str(error)
-    elif messages:
-        reason = "; ".join(messages)
-    elif binding:
-        reason = f"coremltools cannot reach Core ML from this Python ({binding[0]})"
-    else:
-        reason = "coremltools returned it without a Core ML model (no reason given)"
-        version = getattr(getattr(model, "_spec", None), "specificationVersion", None)
-        if version:  # coremltools skips loading, silently, a spec newer than this Core ML supports
-            reason += f"; the bundle is specification version {version}, which this Core ML may not support"
-    raise UserError(f"Core ML could not load the bundle {package}: {reason}")
-
-
-def load_model(package: Path, compute_units: str, warnings_out: list[str] | None = None):
-    """Load and compile the bundle for the compute units (macOS; compiling happens here, once).
-
-    What coremltools says while loading is collected: the reason of a failure (a one-line UserError),
-    or, when the model loads, warnings that ``warnings_out`` receives for the record.
-    """
-    from ..artifacts._coremltools import IMPORT_MESSAGES, captured_messages, coremltools
-
-    ct = coremltools()
-    said = list(IMPORT_MESSAGES)
-    if getattr(ct.models.model, "_MLModelProxy", True) is None and not any(
-        "_MLModelProxy" in m for m in said
-    ):
-        said.append("Failed to load _MLModelProxy, coremltools' binding to Core ML")  # imported before us
-    try:
-        with captured_messages() as messages:
-            model = ct.models.MLModel(str(package), compute_units=getattr(ct.ComputeUnit, compute_units))
-    except Exception as exc:  # coremltools raises plain Exceptions, and protobuf's own, for a bad bundle
-        reason = " ".join(str(exc).split()) or type(exc).__name__
-        raise UserError(f"Core ML could not load the bundle {package}: {reason}") from exc
-    check_loaded(model, package, messages, said)
-    if warnings_out is not None:
-        warnings_out.extend(f"coremltools, loading the bundle: {' '.join(m.split())}" for m in messages)
-    return model
-
-
-def query_placement(model, compute_units: str) -> list[OpPlacement]:  # pragma: no cover - macOS only
-    """Ask Core ML (MLComputePlan: coremltools 8.1+, macOS 14.4+) where each operation of the main function
-    will run with these compute units."""
-    from ..artifacts._coremltools import coremltools
-
-    ct = coremltools()
-    from coremltools.models.compute_plan import MLComputePlan
-
-    plan = MLComputePlan.load_from_path(
-        path=model.get_compiled_model_path(), compute_units=getattr(ct.ComputeUnit, compute_units)
-    )
-    placements = []
-    for op in plan.model_structure.program.functions["main"].block.operations:
-        usage = plan.get_compute_device_usage_for_mlprogram_operation(op)
-        cost = plan.get_estimated_cost_for_mlprogram_operation(op)
-        device = DEVICE_CLASSES.get(type(usage.preferred_compute_device).__name__) if usage else None
-        placements.append(OpPlacement(op.operator_name, device, cost.weight if cost else None))
-    return placements
 
 
 def predict_duration(model) -> Callable[[], Any] | None:
@@ -339,9 +184,16 @@ def stored_bytes(workload: Workload, repeat: int = 1) -> int:
 @dataclass
 class CoreMLEngine(Engine):
     token_batched = True  # builds a bundle that takes a workload's T tokens in one predict
+    label: ClassVar[str] = "Core ML"
     quantized_storage = ("int8", "lut4", "lut6")
     # coremltools' predict (CoreMLPython.mm) runs the whole prediction with the GIL held.
     releases_gil: ClassVar[bool] = False
+    plans_bundles: ClassVar[bool] = True  # one bundle per size, tokens per predict and storage
+    call_mitigations: ClassVar[bool] = True  # K predicts per call, R weight sets per bundle
+    sweep_context: ClassVar[str | None] = ORION_CONTEXT
+    call_name: ClassVar[str] = "predict"
+    runs_decode: ClassVar[bool] = True  # as ANEMLL does: embeddings, chunks of layers, the head
+    decode_dtype: ClassVar[str | None] = COREML_DTYPE  # its decode bundles store and compute in it
     repeat: int = 1  # weight sets per call (the --repeat mitigation)
     cache_dir: Path | None = None
     lut_mode: str = "auto"
@@ -352,13 +204,13 @@ class CoreMLEngine(Engine):
     def available(self) -> Availability:
         if importlib.util.find_spec("coremltools") is None:
             return Availability(False, "coremltools is not installed (pip install 'anebench[coreml]')")
-        problem = preflight.coreml_problem()
+        problem = preflight.prediction_problem(self.label)
         return Availability(problem is None, problem or "")
 
     def devices(self) -> list[str]:
         if not self.available():
             return []
-        return (["ane"] if preflight.ane_problem() is None else []) + ["gpu", "cpu", "all"]
+        return (["ane"] if preflight.ane_problem(self.label) is None else []) + ["gpu", "cpu", "all"]
 
     def version(self) -> str:
         from ..artifacts._coremltools import coremltools
@@ -378,6 +230,52 @@ class CoreMLEngine(Engine):
         # Memory the bundle takes: K batched predicts each read it, but it is loaded once.
         return stored_bytes(workload, self.repeat)
 
+    def device_problem(self, device: str) -> str | None:
+        availability = self.available()
+        if not availability:
+            return availability.reason
+        return preflight.ane_problem(self.label) if device == "ane" else None
+
+    def planning_device(self, device: str | None) -> str:
+        device = device or "ane"
+        if device not in COMPUTE_UNITS:
+            raise UserError(f"device {device!r} is not a Core ML device; valid: {', '.join(COMPUTE_UNITS)}")
+        return device
+
+    def plan_bundle(self, workload: Workload) -> BundleSpec:
+        """The bundle's storage, tokens and weight bytes (from the layout, or the cache's manifest)."""
+        from ..artifacts import BuildSpec, lookup
+
+        spec = BuildSpec.for_workload(workload, repeat=self.repeat, lut_mode=self.lut_mode)
+        found = lookup(spec, self.cache_dir)
+        weight_bytes = found.weight_bytes if found is not None else spec.expected_weight_bytes()
+        return BundleSpec(spec.quant, spec.tokens, weight_bytes, found is not None, spec.key)
+
+    def decode_chunks(self, workload: Any, chunk_bytes: int) -> list | None:
+        from ..artifacts.decode_bundles import coreml_chunks
+
+        return list(coreml_chunks(workload, chunk_bytes))
+
+    packages: ClassVar[tuple[str, ...]] = ("coremltools",)
+
+    def doctor_plan(self, head: Workload) -> list[str]:
+        from .coreml_doctor import would_check
+
+        return would_check(head)
+
+    def requirement_problem(self, macos: str, installed: dict[str, str | None]) -> str | None:
+        from .coreml_doctor import requirement_problem
+
+        return requirement_problem(macos, installed)
+
+    def self_check(self, head: Workload, say: Callable[[str], None]):
+        from .coreml_doctor import self_check
+
+        return self_check(self, head, say)
+
+    def with_weight_sets(self, repeat: int) -> CoreMLEngine:
+        return replace(self, repeat=repeat)
+
     def artifact(self, workload: Workload, progress=None):
         """Build the bundle for the workload (or reuse it from the cache). Works on any OS."""
         from ..artifacts import BuildSpec, build_or_reuse
@@ -386,7 +284,8 @@ class CoreMLEngine(Engine):
         return build_or_reuse(spec, self.cache_dir, progress)
 
     def prepare(self, workload: Workload, device: str) -> Prepared:
-        problem = preflight.ane_problem() if device == "ane" else preflight.coreml_problem()
+        problem = (preflight.ane_problem(self.label) if device == "ane"
+                   else preflight.prediction_problem(self.label))
         if problem:
             raise UserError(problem)
         if device not in COMPUTE_UNITS:

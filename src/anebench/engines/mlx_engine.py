@@ -51,6 +51,7 @@ class MlxPrepared(DensePrepared):
 
 
 class MlxEngine(Engine):
+    runs_decode: ClassVar[bool] = True
     name = "mlx"
     thread_safe: ClassVar[bool] = False  # MLX is not thread-safe: copies run as processes only
 

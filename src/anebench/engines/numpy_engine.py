@@ -39,6 +39,7 @@ class NumpyPrepared(DensePrepared):
 
 
 class NumpyEngine(Engine):
+    runs_decode: ClassVar[bool] = True
     name = "numpy"
     thread_control: ClassVar[str | None] = "threadpoolctl (BLAS threads)"
 

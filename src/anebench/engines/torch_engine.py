@@ -174,6 +174,7 @@ def cublas_version() -> str | None:
 
 @dataclass
 class TorchEngine(Engine):
+    runs_decode: ClassVar[bool] = True
     torch_module: Any = field(default=None, repr=False, compare=False)  # None: import torch
 
     def __post_init__(self) -> None:

@@ -37,7 +37,7 @@ STREAM_MIN_CALLS, STREAM_MAX_CALLS = 10, 100_000
 PER_CALL, DEVICE_TIME = "per-call figure (median wall clock)", "device-time figure"
 HEADLINE_REASON = (
     "per-call: the wall clock around one synchronised call, as a batch-1 decode step pays it, and the "
-    "figure every engine has (Core ML has no device timestamps); the streaming figures are the device's "
+    "figure every engine has (some have no device timestamps); the streaming figures are the device's "
     "read bandwidth with host dispatch overlapped, shown beside it"
 )
 

@@ -10,6 +10,8 @@ import math
 from dataclasses import dataclass
 from statistics import fmean
 
+from ..engines import PUBLISHED_ANE_ENGINE
+
 INDEPENDENT_AT = 1.5
 PARTIAL_AT = 1.1
 CONCURRENCY_RULE = (
@@ -23,9 +25,10 @@ INCONCLUSIVE = "inconclusive"
 
 INCONCLUSIVE = "inconclusive"
 INCONCLUSIVE_RULE = (
-    "copies that were threads of one process around a call that holds the GIL (Core ML's predict) never "
-    "overlapped, so their verdict is 'inconclusive' whatever the scaling (the figures are kept); a run "
-    "with each copy in its own process (`anebench concurrent -e coreml -d ane`, processes by default) on "
+    "copies that were threads of one process around a call that holds the GIL (the published engine's "
+    "predict) never overlapped, so their verdict is 'inconclusive' whatever the scaling (the figures are "
+    f"kept); a run with each copy in its own process (`anebench concurrent -e {PUBLISHED_ANE_ENGINE} -d "
+    "ane`, processes by default) on "
     "an Ultra chip (two Neural Engines) or a Max chip would settle whether the copies share one ceiling"
 )
 

@@ -34,7 +34,7 @@ class DecodeBytes(StrictModel):
 
 
 class ChunkTime(StrictModel):
-    """One dispatch of a chunked engine's token (a Core ML predict): its bytes and median time."""
+    """One dispatch of a chunked engine's token (one predict): its bytes and median time."""
 
     name: ShortStr
     bytes: Bytes

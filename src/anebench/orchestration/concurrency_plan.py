@@ -1,7 +1,7 @@
 """What `anebench concurrent` will run, decided and checked before anything is loaded.
 
 Copies run as processes where threads could not overlap (an engine whose call holds the GIL, such as
-Core ML's predict) or could crash (MLX is not thread-safe), and always with several devices (copy i on
+a predict that holds it) or could crash (MLX is not thread-safe), and always with several devices (copy i on
 device i, in its own process). A CPU engine's copies get cores / copies threads each by default, so two
 copies on two cores do not starve each other. Memory is checked per device (a device's own memory, or
 host memory where the weights live there).

@@ -1,27 +1,23 @@
 """`anebench doctor`: a one-minute self-check of every macOS path on a small head, one line per check.
 
 Each line is "ok", "FAIL" (what is wrong) or "skip" (why it was not checked). On a Mac it checks the
-versions, the chip and Rosetta, where MLComputePlan places the head on each compute unit, Core ML's
-prediction duration against wall clock, the IOReport channels found (with their units) and how far each
-moves over an idle 0.1 s window and over a 1 s window of Neural Engine work, the PMP channels, and Core AI
-where an engine of that name is registered. Off a Mac it lists what it would check and checks nothing.
-The lines go to one diagnostic file that `anebench submit --doctor` attaches.
+versions, the chip and Rosetta, the published Neural Engine engine's own paths (``Engine.self_check``:
+where the head is placed on each compute unit, the engine's duration against wall clock), the IOReport
+channels found (with their units) and how far each moves over an idle 0.1 s window and over a 1 s window
+of Neural Engine work, the PMP channels, and Core AI where an engine of that name is registered. Off a Mac
+it lists what it would check and checks nothing. The lines go to one diagnostic file that
+`anebench submit --doctor` attaches.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
 import platform
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
 
-from ..engines import ENGINE_FACTORIES, get_engine
-from ..engines import coreml_engine as coreml
-from ..engines.base import Prepared
-from ..errors import MeasurementError, UserError
+from ..engines import ENGINE_FACTORIES, PUBLISHED_ANE_ENGINE, get_engine
+from ..engines.base import Check, Engine
 from ..system import ioreport, power, preflight
 from ..system.chips import lookup_chip
 from ..system.host import SYSTEM_HOST, Host
@@ -37,36 +33,32 @@ from ..system.ioreport_parse import (
 )
 from ..workloads import Workload
 
-Status = Literal["ok", "FAIL", "skip"]
 DOCTOR_HEAD = Workload("doctor_head", hidden=1024, vocab=8192, dtype="fp16", seed=11)  # 16.8 MB of fp16
-DURATION_CALLS = 20
-DURATION_AGREEMENT = 0.5  # Core ML's duration of a predict must be within [0.5, 1] x its wall clock
 IDLE_WINDOW_S, BUSY_WINDOW_S = 0.1, 1.0
-UNITS = ("ane", "gpu", "cpu")
-VERSIONS = ("anebench", "coremltools", "actop", "mlx", "torch", "numpy", "coreai-core")
-
-WOULD_CHECK = [
-    "versions: macOS (15+), Python, anebench, coremltools, actop, mlx, torch, coreai-core",
-    "chip: the Apple chip and its entry in the chip catalog",
-    "Rosetta: the Python process is native arm64, not translated",
-    f"MLComputePlan per unit: where Core ML places a {DOCTOR_HEAD.hidden}x{DOCTOR_HEAD.vocab} fp16 head on "
-    + ", ".join(UNITS),
-    f"duration reader: Core ML's prediction duration against wall clock over {DURATION_CALLS} predicts",
-    f"IOReport channels: the Energy Model channels found with their units, and how far each moves over an "
-    f"idle {IDLE_WINDOW_S:g} s window and a {BUSY_WINDOW_S:g} s window of Neural Engine work",
-    "PMP channels: the memory controllers' AMCC RD+WR histograms and the ANE's own RD / WR histograms",
-    "Core AI: the coreai engine's availability, where one is registered",
-]
+OTHER_PACKAGES = ("actop", "mlx", "torch", "numpy", "coreai-core")
 
 
-@dataclass(frozen=True)
-class Check:
-    name: str
-    status: Status
-    detail: str
+def ane_engine() -> Engine:
+    """The engine whose paths the doctor checks: the one the published Neural Engine figures used."""
+    return get_engine(PUBLISHED_ANE_ENGINE)
 
-    def line(self) -> str:
-        return f"{self.status:<4} {self.name}: {self.detail}"
+
+def versions(engine: Engine) -> tuple[str, ...]:
+    return ("anebench", *engine.packages, *OTHER_PACKAGES)
+
+
+def would_check() -> list[str]:
+    engine = ane_engine()
+    return [
+        f"versions: macOS (15+), Python, {', '.join(versions(engine))}",
+        "chip: the Apple chip and its entry in the chip catalog",
+        "Rosetta: the Python process is native arm64, not translated",
+        *engine.doctor_plan(DOCTOR_HEAD),
+        f"IOReport channels: the Energy Model channels found with their units, and how far each moves over "
+        f"an idle {IDLE_WINDOW_S:g} s window and a {BUSY_WINDOW_S:g} s window of Neural Engine work",
+        "PMP channels: the memory controllers' AMCC RD+WR histograms and the ANE's own RD / WR histograms",
+        "Core AI: the coreai engine's availability, where one is registered",
+    ]
 
 
 @dataclass
@@ -81,7 +73,7 @@ class Diagnosis:
     def lines(self) -> list[str]:
         if not self.on_mac:
             return ["anebench doctor: not a Mac, so nothing was checked. On macOS it checks:",
-                    *(f"  - {item}" for item in WOULD_CHECK)]
+                    *(f"  - {item}" for item in would_check())]
         return [c.line() for c in self.checks]
 
 
@@ -92,16 +84,15 @@ def _version(package: str) -> str | None:
         return None
 
 
-def check_versions() -> Check:
+def check_versions(engine: Engine | None = None) -> Check:
+    engine = engine or ane_engine()
     mac = preflight.macos_version_text() or "unknown"
-    found = {name: _version(name) for name in VERSIONS}
+    found = {name: _version(name) for name in versions(engine)}
     listed = ", ".join(f"{name} {version or 'not installed'}" for name, version in found.items())
     text = f"macOS {mac}, Python {platform.python_version()}, {listed}"
-    major = coreml.version_tuple(mac)[:1]
-    if major and major[0] < 15:
-        return Check("versions", "FAIL", f"{text}; Core ML bundles here need macOS 15+")
-    if found["coremltools"] is None:
-        return Check("versions", "FAIL", f"{text}; install the coreml extra (pip install 'anebench[coreml]')")
+    problem = engine.requirement_problem(mac, found)
+    if problem:
+        return Check("versions", "FAIL", f"{text}; {problem}")
     return Check("versions", "ok", text)
 
 
@@ -120,49 +111,6 @@ def check_rosetta() -> Check:
     if preflight.under_rosetta():
         return Check("Rosetta", "FAIL", preflight.ROSETTA_MESSAGE)
     return Check("Rosetta", "ok", f"native {preflight.machine()}")
-
-
-def check_placement(package, unit: str) -> Check:
-    name = f"MLComputePlan {unit}"
-    units = coreml.COMPUTE_UNITS[unit]
-    try:
-        model = coreml.load_model(package, units)
-        ops = coreml.query_placement(model, units)
-    except UserError as exc:
-        return Check(name, "FAIL", str(exc))
-    except (ImportError, AttributeError, RuntimeError, TypeError) as exc:
-        return Check(name, "FAIL", coreml.placement_unavailable(exc, _version("coremltools") or "unknown"))
-    details, warnings = coreml.summarize_placement(ops, unit)
-    counts = f"{details[f'ops_on_{unit}']} ops on {unit}, {details['ops_unplaced']} unplaced"
-    if warnings:
-        return Check(name, "FAIL", f"{counts}; {'; '.join(warnings)}")
-    return Check(name, "ok", counts)
-
-
-def check_duration(prepared: Prepared) -> Check:
-    name = "duration reader"
-    if prepared.details.get("device_clock") is None:
-        return Check(name, "FAIL", "coremltools records no prediction duration (8.2+ does): wall clock only")
-    # coremltools answers None until a predict succeeded: a figure now would be another model's
-    stale = prepared.device_seconds()
-    if stale is not None:
-        return Check(name, "FAIL", f"a duration ({stale * 1e3:.3f} ms) before the first predict")
-    ratios = []
-    for _ in range(DURATION_CALLS):
-        start = time.perf_counter()
-        prepared.call()
-        wall = time.perf_counter() - start
-        device = prepared.device_seconds()
-        if device is None:
-            return Check(name, "FAIL", "no duration after a predict that succeeded")
-        ratios.append(device / wall)
-    ratios.sort()
-    middle = ratios[len(ratios) // 2]
-    text = (f"Core ML duration / wall clock over {DURATION_CALLS} predicts: median {middle:.2f} "
-            f"(range {ratios[0]:.2f}-{ratios[-1]:.2f})")
-    if ratios[-1] > 1.0 or middle < DURATION_AGREEMENT:
-        return Check(name, "FAIL", f"{text}; expected within [{DURATION_AGREEMENT:g}, 1]")
-    return Check(name, "ok", text)
 
 
 def _moved(channel: Channel) -> str:
@@ -222,49 +170,21 @@ def check_coreai() -> Check:
     return Check("Core AI", "FAIL", availability.reason)
 
 
-@contextmanager
-def _prepared_on_ane(engine: coreml.CoreMLEngine) -> Iterator[tuple[Prepared | None, Check | None]]:
-    try:
-        prepared = engine.prepare(DOCTOR_HEAD, "ane")
-    except (UserError, MeasurementError) as exc:
-        yield None, Check("Core ML on the ANE", "FAIL", str(exc))
-        return
-    try:
-        yield prepared, None
-    finally:
-        prepared.close()
-
-
 def diagnose(host: Host | None = None, progress: Callable[[str], None] | None = None) -> Diagnosis:
     """Every check, in order; off a Mac none (the Diagnosis lists what would be checked)."""
     if not preflight.on_macos():
         return Diagnosis(False, [])
     host = host or SYSTEM_HOST
     say = progress or (lambda text: None)
-    checks = [check_versions(), check_chip(host), check_rosetta()]
-    engine = coreml.CoreMLEngine()
-    problem = preflight.ane_problem()
-    if problem is not None:
-        checks.append(Check("Core ML", "FAIL", problem))
-        checks += check_ioreport(None)
-        checks.append(check_coreai())
-        return Diagnosis(True, checks)
-    say(f"building the {DOCTOR_HEAD.hidden}x{DOCTOR_HEAD.vocab} fp16 head")
-    artifact = engine.artifact(DOCTOR_HEAD)
-    for unit in UNITS:
-        say(f"MLComputePlan on {unit}")
-        checks.append(check_placement(artifact.package, unit))
-    with _prepared_on_ane(engine) as (prepared, failed):
-        if prepared is None:
-            checks.append(failed or Check("Core ML on the ANE", "FAIL", "not prepared"))
-            checks += check_ioreport(None)
-        else:
-            say("Core ML's duration against wall clock")
-            checks.append(check_duration(prepared))
+    engine = ane_engine()
+    checks = [check_versions(engine), check_chip(host), check_rosetta()]
+    with engine.self_check(DOCTOR_HEAD, say) as (found, busy):
+        checks += found
+        if busy is not None:
             say("IOReport channels, idle and under ANE work")
-            checks += check_ioreport(prepared.call)
+        checks += check_ioreport(busy)
     checks.append(check_coreai())
     return Diagnosis(True, checks)
 
 
-__all__ = ["DOCTOR_HEAD", "WOULD_CHECK", "Check", "Diagnosis", "diagnose"]
+__all__ = ["DOCTOR_HEAD", "Check", "Diagnosis", "diagnose", "would_check"]

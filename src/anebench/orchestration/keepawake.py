@@ -2,7 +2,7 @@
 
 Wall-clock predict() understates the Neural Engine when its task is short: the CPU that waits for the
 result drops into a deep idle state (~350 us to wake), and that exit latency lands in every sample.
-A busy core keeps the CPU cluster out of deep idle. The spinner must be a process: Core ML's predict
+A busy core keeps the CPU cluster out of deep idle. The spinner must be a process: a predict that
 holds the GIL for the whole call, so a helper thread would wait for the lock instead of spinning. The
 mitigation is recorded with its measured effect (the spinner's CPU time / wall time over the timed
 window, read from the OS), and flagged as failed below KEEP_AWAKE_MIN_SHARE.

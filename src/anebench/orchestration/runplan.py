@@ -2,12 +2,11 @@
 
 On a Mac, a run with no engine, device or workload is the published campaign: the three published
 heads on the Neural Engine, the fp16 head through Core AI on the Neural Engine too (macOS 27+, where
-coreai-core is installed: the same bytes as Core ML's bundle), then the same fp16 head on the GPU and
-CPU through Core ML, MLX and torch MPS — the same-model, same-machine comparison no published source
-has — with energy read around every step (IOReport: ANE, GPU, CPU, DRAM and the package; `--no-power`
-to skip). The mitigations
-(--keep-awake, --predicts-per-call, --repeat) are recorded in every record they touched, with what they
-change in the bytes per call.
+coreai-core is installed: the same bytes as the published engine's bundle), then the same fp16 head on
+the GPU and CPU through the published engine, MLX and torch MPS — the same-model, same-machine
+comparison no published source has — with energy read around every step (IOReport: ANE, GPU, CPU, DRAM
+and the package; `--no-power` to skip). The mitigations (--keep-awake, --predicts-per-call, --repeat)
+are recorded in every record they touched, with what they change in the bytes per call.
 """
 
 from __future__ import annotations
@@ -16,9 +15,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
 
-from ..engines import available_engine
+from ..engines import PUBLISHED_ANE_ENGINE, available_engine, engines_with, get_engine
 from ..engines.base import Engine, Prepared
-from ..engines.coreml_engine import CoreMLEngine
 from ..errors import UserError, setting
 from ..model import ResultRecord
 from ..system import preflight
@@ -27,7 +25,7 @@ from .keepawake import MITIGATION as KEEP_AWAKE
 from .keepawake import KeepAwakeProcess, share_warning, spinner_threads
 from .session import RunOptions
 
-CORE_ML = "coreml"
+ANE_ENGINE = PUBLISHED_ANE_ENGINE  # the published heads' engine: the campaign runs them on it first
 CORE_AI = "coreai"
 CAMPAIGN_ANE = PUBLISHED_HEADS
 CAMPAIGN_COMPARE = "llama_lm_head"
@@ -40,22 +38,22 @@ class Step:
     workload: Workload
 
 
-# (engine, device, workload) in order, whatever this host has: the ANE heads (Core ML, then Core AI's
-# fp16 head where macOS 27 has it), then the same fp16 head on the GPU (Core ML, MLX, torch MPS) and the
-# CPU (Core ML, MLX).
+# (engine, device, workload) in order, whatever this host has: the ANE heads (the published engine, then
+# Core AI's fp16 head where macOS 27 has it), then the same fp16 head on the GPU (the published engine,
+# MLX, torch MPS) and the CPU (the published engine, MLX).
 CAMPAIGN: tuple[tuple[str, str, str], ...] = (
-    *((CORE_ML, "ane", name) for name in CAMPAIGN_ANE),
+    *((ANE_ENGINE, "ane", name) for name in CAMPAIGN_ANE),
     (CORE_AI, "ane", CAMPAIGN_COMPARE),
-    (CORE_ML, "gpu", CAMPAIGN_COMPARE), (CORE_ML, "cpu", CAMPAIGN_COMPARE),
+    (ANE_ENGINE, "gpu", CAMPAIGN_COMPARE), (ANE_ENGINE, "cpu", CAMPAIGN_COMPARE),
     ("mlx", "gpu", CAMPAIGN_COMPARE), ("mlx", "cpu", CAMPAIGN_COMPARE),
     ("torch", "mps", CAMPAIGN_COMPARE),
 )
 
 
 def published_campaign() -> list[Step] | None:
-    """The Mac campaign, or None where Core ML cannot predict (then `run` keeps its usual default);
-    engines and devices this Mac lacks are left out."""
-    if available_engine(CORE_ML) is None:
+    """The Mac campaign, or None where the published engine cannot predict (then `run` keeps its usual
+    default); engines and devices this Mac lacks are left out."""
+    if available_engine(ANE_ENGINE) is None:
         return None
     engines: dict[str, tuple[Engine | None, list[str]]] = {}
     steps = []
@@ -98,16 +96,17 @@ def is_default_run(engines: tuple[str, ...], device: str | None, workloads: tupl
 
 def check_ane_reachable(engines: tuple[str, ...], device: str | None) -> None:
     """An explicit --device ane says why the Neural Engine is out of reach (Intel Mac, Rosetta, Linux)."""
-    if device == "ane" and (not engines or CORE_ML in engines):
-        problem = preflight.ane_problem()
+    if device == "ane" and (not engines or ANE_ENGINE in engines):
+        problem = preflight.ane_problem(get_engine(ANE_ENGINE).title)
         if problem:
             raise UserError(problem)
 
 
 def concurrency_hint(chip: str | None) -> str | None:
     """The command that tells whether a chip's Neural Engines share one ceiling. Its copies are processes
-    (`concurrent` plans them so for Core ML, and the command says so): predict() holds the GIL, so copies
-    in threads of one process would run one at a time and always look like a shared ceiling."""
+    (`concurrent` plans them so where a call holds the GIL, and the command says so): predict() holds the
+    GIL, so copies in threads of one process would run one at a time and always look like a shared
+    ceiling."""
     engines = preflight.neural_engine_count(chip)
     if engines < 2:
         return None
@@ -118,33 +117,36 @@ def concurrency_hint(chip: str | None) -> str | None:
     )
 
 
-CONCURRENCY_COMMAND = "anebench concurrent --engine coreml --device ane --workload llama_lm_head --copies"
+CONCURRENCY_COMMAND = (
+    f"anebench concurrent --engine {ANE_ENGINE} --device ane --workload llama_lm_head --copies"
+)
 
 
 @dataclass(frozen=True)
 class Mitigations:
-    """The idle-state mitigations asked for; --predicts-per-call/--repeat apply to Core ML, --keep-awake to
-    all. K predicts per call each re-read every weight: repeated reads, not a batch (a token-batched
-    bundle, ``Workload.tokens``, is the batch)."""
+    """The idle-state mitigations asked for; K calls and R weight sets per call apply to the engines
+    with ``call_mitigations``, keep-awake to all. K predicts per call each re-read every weight: repeated
+    reads, not a batch (a token-batched bundle, ``Workload.tokens``, is the batch)."""
 
     keep_awake: bool = False
     predicts: int = 1
     repeat: int = 1
 
     def check(self, steps: list[Step], explicit_engines: bool) -> None:
-        if (self.predicts > 1 or self.repeat > 1) and not any(s.engine.name == CORE_ML for s in steps):
+        if (self.predicts > 1 or self.repeat > 1) and not any(s.engine.call_mitigations for s in steps):
             named = setting("predicts_per_call") if self.predicts > 1 else setting("repeat")
+            able = engines_with(lambda e: e.call_mitigations)
             message = (
-                f"{named} is a Core ML mitigation (K predicts / R weight sets per call); "
-                f"add {setting('engine')} coreml"
+                f"{named} is a {' or '.join(e.title for e in able)} mitigation (K predicts / R weight sets "
+                f"per call); add {setting('engine')} {able[0].name}"
             )
             raise UserError(message if explicit_engines else f"{message} on a Mac")
 
     def apply(self, step: Step) -> Step:
-        """The step as measured: K predicts and R weight sets for Core ML, unchanged otherwise."""
-        if not isinstance(step.engine, CoreMLEngine) or (self.predicts == 1 and self.repeat == 1):
+        """The step as measured: K predicts and R weight sets where the engine has them, else unchanged."""
+        if not step.engine.call_mitigations or (self.predicts == 1 and self.repeat == 1):
             return step
-        engine = replace(step.engine, repeat=self.repeat)
+        engine = step.engine.with_weight_sets(self.repeat)
         return Step(engine, step.device, step.workload.with_batch(self.predicts))
 
     def spinner_threads(self, step: Step) -> int | None:
@@ -158,7 +160,7 @@ class Mitigations:
         if threads is not None:
             used.append(f"keep-awake on the CPU: the engine ran {threads} thread(s), one core left to the "
                         "spinner")
-        if step.engine.name == CORE_ML:
+        if step.engine.call_mitigations:
             if self.predicts > 1:
                 used.append(
                     f"predicts-per-call {self.predicts}: {self.predicts} predicts of one input each per "
@@ -172,7 +174,7 @@ class Mitigations:
     def options(self, base: RunOptions, step: Step) -> RunOptions:
         used = self.describe(step)
         timing = base.timing
-        if step.engine.name == CORE_ML and self.predicts > 1:
+        if step.engine.call_mitigations and self.predicts > 1:
             timing = f"wall clock per call of {self.predicts} predicts"
         return replace(base, mitigations=[*base.mitigations, *used], timing=timing,
                        keep_awake=base.keep_awake or self.keep_awake)

@@ -64,7 +64,7 @@ class RunOptions:
 def check_tokens(engine: Engine, workload: Workload) -> None:
     if workload.tokens > 1 and not engine.token_batched:
         raise UserError(
-            f"workload {workload.name!r} takes {workload.tokens} tokens per call, a Core ML "
+            f"workload {workload.name!r} takes {workload.tokens} tokens per call, a "
             f"token-batched bundle; {engine.name} multiplies several vectors per call (a matmul batch) "
             "instead"
         )

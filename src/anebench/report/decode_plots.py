@@ -1,5 +1,5 @@
 """Decode plots: tok/s against context depth per engine, and the per-token timeline as stacked dispatches
-(Core ML's chunks where the record has a timeline; else the token as one bar)."""
+(the chained chunks where the record has a timeline; else the token as one bar)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The decode suite's tables: bytes per token by kind, measured beside predicted tok/s, Core ML's chunks.
+"""The decode suite's tables: bytes per token by kind, measured beside predicted tok/s, a chained token's
+chunks.
 
 Measured figures come from the records (tok/s = 1 / the median seconds per token; GB/s = the stream's
 bytes / that median); predicted ones from the record's decode section or a prediction-only run.
@@ -133,7 +134,7 @@ def prediction_table(
 
 
 def timeline_table(records: Sequence[ResultRecord]) -> TermTable | None:
-    """Chained predicts (Core ML): each chunk's median time per token and the bytes it streams."""
+    """Chained predicts: each chunk's median time per token and the bytes it streams."""
     timed = [r for r in records if r.decode is not None and r.decode.timeline]
     if not timed:
         return None
@@ -159,7 +160,8 @@ def timeline_table(records: Sequence[ResultRecord]) -> TermTable | None:
 
 
 def chunks_table(title: str, chunks: Sequence[dict]) -> TermTable:
-    """Core ML --dry-run: each bundle of a token, its stored bytes and what one predict streams."""
+    """--dry-run of an engine that chains bundles: each bundle of a token, its stored bytes and what one
+    predict streams."""
     table = TermTable(
         title, ["bundle", "layers", "stored MB", "per predict MB", "splits"], [False, False, True, True, True]
     )

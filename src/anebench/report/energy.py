@@ -29,7 +29,7 @@ COLUMNS = [
 ]
 NOTE = (
     "J/token = joules per call / batch (one LM-head read is one token's head cost). 'work' is the "
-    "component that did the work (IOReport: ane for Core ML's ANE, gpu for the GPU and MPS, cpu for the "
+    "component that did the work (IOReport: ane for the Neural Engine, gpu for the GPU and MPS, cpu for the "
     "CPU); 'scope' is the counter's whole scope (IOReport: the SoC package; RAPL: the CPU packages; NVML: "
     "the board). DRAM GB/s is read+write from the memory controllers' histograms over the timed window, "
     "beside the weight bytes the calls streamed in that window; they agree within the stated resolution "

@@ -3,6 +3,8 @@ descriptions, facets, canned queries), written by `leaderboard build` and used b
 
 from __future__ import annotations
 
+from ..engines import ENGINE_FACTORIES
+
 DATABASE = "results"  # Datasette names a database after its file: leaderboard/results.sqlite
 FACETS = ["chip", "engine", "device", "workload"]
 
@@ -32,7 +34,7 @@ MATRIX_COLUMNS = {
     "config": "the configuration, where the chip's memory bandwidth depends on it",
     "workload": "the workload's name; compare rows only within one fingerprint",
     "fingerprint": "sha256 of what one call reads and how (shape, stored dtype, quantisation, batch, tokens)",
-    "engine": "the engine that ran the workload (coreml, mlx, torch, numpy)",
+    "engine": f"the engine that ran the workload ({', '.join(ENGINE_FACTORIES)})",
     "device": "the device it ran on (ane, gpu, cpu, mps, cuda:N)",
     "median_gbps": f"median weight-read bandwidth over contributing records ({GBPS})",
     "gbps_rel_halfwidth95": "largest between-run 95% half-width among the contributors, as a fraction",

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 from .. import __version__
+from ..engines import MAC_EXTRAS
 from ..errors import UserError, setting
 from ..util.outputs import atomic_write_bytes
 from .leaderboard import CONFIG, END, README, START, Settings
@@ -76,7 +77,7 @@ reason is one line) or when the generated files are not what a fresh build gives
 
 CONTRIBUTING_TEXT = """# Contributing results
 
-1. Install anebench on the Mac (`pip install "anebench[coreml,mlx,mac]"`) and run the Mac campaign,
+1. Install anebench on the Mac (`pip install "anebench[{extras}]"`) and run the Mac campaign,
    keeping its console output as the run's log:
 
        anebench run --out mine.json 2>&1 | tee run.log
@@ -110,7 +111,7 @@ def skeleton(title: str, install: str) -> dict[str, str]:
         README: README_TEXT.format(title=title, start=START, end=END),
         WORKFLOW: WORKFLOW_TEXT.format(spec=install),
         PR_TEMPLATE: PR_TEXT,
-        CONTRIBUTING: CONTRIBUTING_TEXT,
+        CONTRIBUTING: CONTRIBUTING_TEXT.replace("{extras}", MAC_EXTRAS),
         CONFIG: json.dumps({"title": title, "datasette_url": None}, indent=1) + "\n",
         KEEP: "",
     }

@@ -20,11 +20,12 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from ..engines import PUBLISHED_ANE_ENGINE
 from ..results.aggregate import MatrixRow
 from .tables import sig3
 
 # One colour per engine in every plot (Okabe-Ito: distinct for colour-blind readers, and in greyscale).
-ENGINE_COLOURS = {"coreml": "#0072B2", "mlx": "#D55E00", "torch": "#009E73", "numpy": "#CC79A7"}
+ENGINE_COLOURS = {PUBLISHED_ANE_ENGINE: "#0072B2", "mlx": "#D55E00", "torch": "#009E73", "numpy": "#CC79A7"}
 SPARE_COLOURS = ["#E69F00", "#56B4E9", "#000000", "#882255", "#44AA99", "#999933"]
 HEADROOM = 1.6  # bandwidth marks far beyond the bars are drawn at the edge with their value
 CHART_DPI = 200  # the HTML page shows the PNG at half its pixels: sharp on high-density screens

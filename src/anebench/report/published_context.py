@@ -41,7 +41,7 @@ class PublishedContext:
 
 def device_kind(record: ResultRecord) -> str:
     device = record.engine.device
-    if device in ("ane", "all"):  # Core ML's "all" places an LM head on the Neural Engine where it can
+    if device in ("ane", "all"):  # "all" lets the framework place an LM head on the Neural Engine, as it can
         return ANE
     if device.startswith("cuda"):
         return NVIDIA

@@ -7,6 +7,7 @@ import re
 import socket
 from pathlib import Path
 
+from ..engines import ENGINE_FACTORIES
 from ..errors import UserError, setting
 from ..measure.uncertainty import CONVENTION, gbps_cell
 from ..model import ResultRecord
@@ -82,11 +83,7 @@ COMMON_WORDS = {
     "fp16",
     "fp32",
     "bf16",
-    "coreml",
-    "coreai",
-    "numpy",
-    "torch",
-    "mlx",
+    *ENGINE_FACTORIES,
     "cpu",
     "gpu",
     "ane",

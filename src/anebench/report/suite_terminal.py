@@ -194,7 +194,7 @@ def batch_cell(record: ResultRecord) -> str:
 
 def _tokens_note(table: TermTable, records: list[ResultRecord]) -> None:
     if any(r.workload.tokens > 1 for r in records):
-        table.notes.append("N tokens: a Core ML bundle that multiplies N tokens per predict (batch 1)")
+        table.notes.append("N tokens: a token-batched bundle that multiplies N tokens per predict (batch 1)")
 
 
 def latency_table(records: list[ResultRecord]) -> TermTable:

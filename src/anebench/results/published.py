@@ -12,6 +12,7 @@ import re
 from datetime import datetime, timezone
 from importlib import resources
 
+from ..engines import PUBLISHED_ANE_ENGINE
 from ..model import (
     THREADS_OF_ONE_PROCESS,
     Concurrency,
@@ -97,8 +98,8 @@ def row_to_record(row: dict) -> ResultRecord:
         facts["chip_config"] = row["config"]
     concurrency = None
     if row["mode"] != "solo":
-        # anemll-bench's dual-model benchmark runs both models in threads of one process, and Core ML's
-        # predict holds the GIL: the copies could never overlap. Its "instance 1" is copy 0.
+        # anemll-bench's dual-model benchmark runs both models in threads of one process, and the published
+        # engine's predict holds the GIL: the copies could never overlap. Its "instance 1" is copy 0.
         concurrency = Concurrency(
             mode="threads", copy=int(row["instance"]) - 1 if row["instance"] else None, copies=2,
             phase=PUBLISHED_PHASES[row["mode"]], call_releases_gil=False, flags=[THREADS_OF_ONE_PROCESS])
@@ -112,7 +113,8 @@ def row_to_record(row: dict) -> ResultRecord:
         created=_created(row["date"]),
         suite="concurrency" if row["mode"] != "solo" else "run",
         host=HostInfo(os="macOS", arch="arm64", chip=chip),
-        engine=EngineInfo(name="coreml", device="ane", run_dtype=workload.quant or workload.dtype),
+        engine=EngineInfo(name=PUBLISHED_ANE_ENGINE, device="ane",
+                          run_dtype=workload.quant or workload.dtype),
         workload=workload,
         method=MethodInfo(runs=runs, warmup_policy=None, warmup_runs=None, timer="not stated",
                           statistic="mean", timing=row["timing"]),
@@ -168,7 +170,7 @@ def utilisation_record(row: dict) -> ResultRecord:
         provenance_note="; ".join(filter(None, (row["source"], row["note"]))),
         created=_created(date[1] if date else "2026-09"),
         host=HostInfo(os="macOS", arch="arm64", chip=f"Apple {row['chip']}"),
-        engine=EngineInfo(name="coreml", device="ane", run_dtype=workload.dtype),
+        engine=EngineInfo(name=PUBLISHED_ANE_ENGINE, device="ane", run_dtype=workload.dtype),
         workload=WorkloadInfo.of(workload, weight_bytes, source="anemll-bench artifact"),
         method=MethodInfo(runs=None, warmup_policy=None, warmup_runs=None, timer="not stated",
                           statistic="mean", timing="end-to-end predict()"),

@@ -16,7 +16,7 @@ from ..errors import UserError
 from . import host
 
 MIN_MACOS = (15, 0)  # the bundles are iOS18 / macOS 15 ML programs (per-grouped-channel LUTs)
-MIN_MACOS_COREAI = (27, 0)  # Core AI, the framework after Core ML, ships with macOS 27
+MIN_MACOS_COREAI = (27, 0)  # Core AI, Apple's newer ML framework, ships with macOS 27
 
 ROSETTA_MESSAGE = (
     "this Python is an x86_64 build running under Rosetta 2 (sysctl.proc_translated = 1): the Neural "
@@ -26,10 +26,10 @@ ROSETTA_MESSAGE = (
     "reinstall anebench there"
 )
 NOT_MACOS_MESSAGE = (
-    "Core ML prediction needs macOS (this host runs {system}); `anebench build` still writes the "
+    "{framework} prediction needs macOS (this host runs {system}); `anebench build` still writes the "
     "bundles here, run them on a Mac"
 )
-INTEL_MESSAGE = "this Mac has an Intel CPU and no Neural Engine: Core ML can use only its CPU and GPU"
+INTEL_MESSAGE = "this Mac has an Intel CPU and no Neural Engine: {framework} can use only its CPU and GPU"
 
 
 def _system() -> str:
@@ -112,11 +112,12 @@ def check_native_host() -> None:
         raise UserError(ROSETTA_MESSAGE)
 
 
-def coreml_problem() -> str | None:
-    """Why Core ML prediction cannot run here, or None when it can."""
+def prediction_problem(framework: str) -> str | None:
+    """Why ``framework`` (the engine's, as text names it) cannot predict here: the bundles are macOS 15
+    ML programs run natively; None when it can."""
     if not on_macos():
         system = {"linux": "Linux", "win32": "Windows"}.get(_system(), _system())
-        return NOT_MACOS_MESSAGE.format(system=system)
+        return NOT_MACOS_MESSAGE.format(framework=framework, system=system)
     if under_rosetta():
         return ROSETTA_MESSAGE
     version = _macos_version()
@@ -128,7 +129,7 @@ def coreml_problem() -> str | None:
     return None
 
 
-def coreai_problem() -> str | None:
+def coreai_problem(older_macos_hint: str = "") -> str | None:
     """Why Core AI cannot specialise and run an .aimodel here (macOS 27+, native), or None when it can."""
     if not on_macos():
         system = {"linux": "Linux", "win32": "Windows"}.get(_system(), _system())
@@ -139,13 +140,14 @@ def coreai_problem() -> str | None:
     version = _macos_version()
     if not version or version < MIN_MACOS_COREAI:
         running = ".".join(map(str, version)) if version else "an unknown version"
-        return f"Core AI needs macOS 27 (this Mac runs macOS {running}); use -e coreml here"
+        return f"Core AI needs macOS 27 (this Mac runs macOS {running}){older_macos_hint}"
     return None
 
 
-def ane_problem() -> str | None:
-    """Why the Neural Engine in particular is out of reach (Core ML itself may still run)."""
-    return coreml_problem() or (INTEL_MESSAGE if intel_mac() else None)
+def ane_problem(framework: str) -> str | None:
+    """Why the Neural Engine in particular is out of reach through ``framework`` (which may still run)."""
+    intel = INTEL_MESSAGE.format(framework=framework) if intel_mac() else None
+    return prediction_problem(framework) or intel
 
 
 ANE_CORES_PER_ENGINE = 16

@@ -1,7 +1,7 @@
 """Where anebench keeps what it may rebuild (caches) and what it must keep (the results store).
 
 One resolver each, so that every cache agrees on its root: ``$ANEBENCH_CACHE_DIR`` when set, else the
-platform's cache directory (e.g. ~/Library/Caches/anebench). Core ML bundles live in the root itself
+platform's cache directory (e.g. ~/Library/Caches/anebench). Bundles live in the root itself
 (one directory per build key); every other cache in a subdirectory named for its kind.
 """
 

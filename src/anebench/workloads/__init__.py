@@ -65,8 +65,8 @@ CATALOG: dict[str, Workload] = {
     "DeepHermes_lm_head": Workload(
         "DeepHermes_lm_head", 4096, 128256, "fp16", seed=1, note="DeepHermes-3-Llama-3-8B LM head shape"
     ),
-    # The same weights as llama_lm_head, stored by Core ML as a 6-bit LUT per group of 8 rows
-    # (the published ~396.06 MB bundle); only the Core ML engine streams it quantized.
+    # The same weights as llama_lm_head, stored in the bundle as a 6-bit LUT per group of 8 rows
+    # (the published ~396.06 MB bundle); only an engine that runs such bundles streams it quantized.
     "llama_lm_head_lut6": Workload(
         "llama_lm_head_lut6", 4096, 128256, "fp16", seed=0, quant="lut6",
         note="llama_lm_head palettised to 6 bits, per-grouped-channel, group size 8",

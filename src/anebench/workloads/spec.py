@@ -2,7 +2,7 @@
 
 A workload is an LM head: ``logits = W @ x`` with ``W`` of shape (vocab, hidden). Synthetic weights
 are generated block by block from a seed, so any slice can be regenerated on its own (the output check
-and the Core ML builder rely on that) and no engine ever needs a second full-size copy.
+and the bundle builder rely on that) and no engine ever needs a second full-size copy.
 
 Its own module, below both the package (catalog and spec parsing) and ``checkpoints`` (``hf:`` specs),
 so neither imports the other for it.
@@ -28,7 +28,7 @@ NUMPY_DTYPES = {"fp32": np.float32, "fp16": np.float16}
 GENERATOR_VERSION = "anebench-synthetic-v1"
 GEN_BLOCK_ROWS = 256  # rows per independently seeded block; part of the generator's definition
 FILL_BLOCK_ROWS = GEN_BLOCK_ROWS * 16  # rows an engine copies into its buffer at a time
-QUANTS = (None, "fp16", "int8", "lut4", "lut6")  # artifact storage (Core ML); None: as the dtype
+QUANTS = (None, "fp16", "int8", "lut4", "lut6")  # artifact storage (bundles); None: as the dtype
 MAX_DIMENSION = 1 << 24  # 16.7 M rows or columns: 64x the largest vocabulary or hidden size shipped
 MAX_ELEMENTS = 1 << 40  # 2 TB of fp16: beyond any memory an engine here has
 LUT_GROUP_ROWS = 8  # per-grouped-channel palettisation: one lookup table per 8 output rows (published)
@@ -129,9 +129,10 @@ class Workload:
     dtype: str = "fp16"
     seed: int = 0
     batch: int = 1
-    quant: str | None = None  # artifact-level quantization (Core ML lut/int8); None = as dtype
-    # Input vectors one Core ML predict multiplies (a token-batched bundle); 1 is the published layout.
-    # ``batch`` stays what it was: vectors per call on matmul engines, separate predicts per call on Core ML.
+    quant: str | None = None  # artifact-level quantization (a bundle's lut/int8); None = as dtype
+    # Input vectors one predict of a token-batched bundle multiplies; 1 is the published layout.
+    # ``batch`` stays what it was: vectors per call on matmul engines, separate predicts per call on an
+    # engine that runs bundles.
     tokens: int = 1
     source: WeightSource | None = field(default=None, compare=False, repr=False)
     note: str = ""

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from dataclasses import replace as dc_replace
 
+from ...engines import PUBLISHED_ANE_ENGINE
 from ...engines.base import Engine
 from ...engines.decode import DecodeEngine
 from ...errors import UserError
@@ -24,7 +25,7 @@ from ...workloads.models import DecodeWorkload, accounting
 from ..session import RunOptions, measure_workload
 from . import sweep as sweep_suite
 from .common import ProgressFactory, no_progress
-from .decode_plan import COREML_DTYPE, DEFAULT_CHUNK_BYTES, token_dispatches
+from .decode_plan import DEFAULT_CHUNK_BYTES, token_dispatches
 from .sweep import DEFAULT_MAX_CACHE_FACTOR
 
 QUICK_SWEEP_MAX_BYTES = 512 * MiB
@@ -36,7 +37,7 @@ QUICK_SWEEP_BUDGET_S = 0.5
 # The Mac campaign's decode step: one small public config on the Neural Engine, the GPU and the CPU, power on.
 CAMPAIGN_MODEL = "qwen3-0.6b"
 CAMPAIGN_DEPTHS = (0, 2048)
-CAMPAIGN_TARGETS = (("coreml", "ane"), ("mlx", "gpu"), ("mlx", "cpu"))
+CAMPAIGN_TARGETS = ((PUBLISHED_ANE_ENGINE, "ane"), ("mlx", "gpu"), ("mlx", "cpu"))
 
 
 def campaign_targets() -> tuple[list[DecodeTarget], list[str]]:
@@ -106,7 +107,7 @@ def stored_curve(
 
 def predict(
     workload: DecodeWorkload,
-    engine: str,
+    engine: Engine,
     run_dtype: str,
     curve: SweepCurve,
     source: str,
@@ -126,9 +127,7 @@ def predict(
 
 
 def run_dtype_of(target: DecodeTarget, workload: DecodeWorkload) -> str:
-    if target.engine.name == "coreml":
-        return COREML_DTYPE
-    return target.engine.dtype_for(workload, target.device).run_dtype
+    return target.engine.decode_dtype or target.engine.dtype_for(workload, target.device).run_dtype
 
 
 def decode_section(workload: DecodeWorkload, run_dtype: str, predicted: Predicted | None) -> DecodeSection:
@@ -175,9 +174,10 @@ def curve_for(
         return curve, source
     if not sweep_if_missing:
         return None, f"no stored sweep of {label} on this host"
-    if target.engine.name == "coreml" and not target.engine.available():
+    if not target.engine.available():  # an engine that plans anywhere but does not run here
         return None, (
-            f"no stored sweep of {label} on this host, and Core ML cannot run a small one here; "
+            f"no stored sweep of {label} on this host, and {target.engine.title} cannot run a small one "
+            "here; "
             "ingest or store a sweep of this Mac"
         )
     return quick_curve(target, options, progress, note)
@@ -260,7 +260,7 @@ def run_decode(
         for workload in workloads:
             run_dtype = run_dtype_of(target, workload)
             prediction = (
-                predict(workload, target.engine.name, run_dtype, curve, source, chunk_bytes)
+                predict(workload, target.engine, run_dtype, curve, source, chunk_bytes)
                 if curve is not None
                 else None
             )

@@ -1,7 +1,7 @@
 """`anebench quant`: fp16, int8, lut6 and lut4 of the same head, and what their latencies say is streamed.
 
-Each variant is the same weights stored differently (Core ML's per-channel int8, 6- and 4-bit tables per
-group of 8 rows); the stated rule of ``measure.quant`` turns the latencies into an inference. An engine
+Each variant is the same weights stored differently (a bundle's per-channel int8, 6- and 4-bit tables
+per group of 8 rows); the stated rule of ``measure.quant`` turns the latencies into an inference. An engine
 that cannot run a variant as stored does not run it under that name: the suite says which variants
 each engine can run as stored, and measures only where fp16 and at least one quantised variant can.
 """
@@ -18,9 +18,8 @@ from ...model import QuantSection, ResultRecord
 from ...model.quant import Verdict
 from ...workloads import Workload
 from ..session import RunOptions
+from .bundle_plan import BundlePlan, calls_text, measure_bundle, plan_bundle
 from .common import ProgressFactory, latency_of, no_progress, synthetic_only
-from .coreml_plan import CoreMLPlan, calls_text, plan_bundle
-from .tokens import measure
 
 VARIANTS = ("fp16", "int8", "lut6", "lut4")
 
@@ -69,19 +68,19 @@ def measurable(capabilities: dict[str, str | None]) -> list[str]:
 
 
 def plan_quant(engine, device: str, base: Workload, variants: list[str], runs: int,
-               budget_s: float | None) -> CoreMLPlan:
+               budget_s: float | None) -> BundlePlan:
     synthetic_only(base, "quant")
     if base.tokens != 1 or base.batch != 1:
         raise UserError("quant: give the head itself; the suite compares single-token predicts")
-    bundles = [plan_bundle(engine, variant_workload(base, v), calls_text(engine, device, f"{v} predict", runs,
-                                                                          budget_s))
+    bundles = [plan_bundle(engine, variant_workload(base, v),
+                           calls_text(engine, device, f"{v} {engine.call_name}", runs, budget_s))
                for v in variants]
-    return CoreMLPlan("quant", device, bundles, [])
+    return BundlePlan("quant", engine.name, device, bundles, [])
 
 
-def run_quant(engine, device: str, plan: CoreMLPlan, options: RunOptions,
+def run_quant(engine, device: str, plan: BundlePlan, options: RunOptions,
               progress: ProgressFactory = no_progress) -> QuantResult:
-    records = [measure(engine, device, bundle, options, progress, "quant") for bundle in plan.bundles]
+    records = [measure_bundle(engine, device, bundle, options, progress, "quant") for bundle in plan.bundles]
     fp16_bytes = next(r.workload.weight_bytes for r, b in zip(records, plan.bundles) if b.quant == "fp16")
     inference = infer_streaming([VariantPoint(b.quant, r.workload.weight_bytes, latency_of(r))
                                  for r, b in zip(records, plan.bundles)], fp16_bytes)

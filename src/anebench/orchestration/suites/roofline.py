@@ -1,4 +1,11 @@
-"""`anebench roofline`, `anebench compute` and `anebench latency`: batch sweep, peak FLOP/s, dispatch cost."""
+"""`anebench roofline`, `anebench compute` and `anebench latency`: batch sweep, peak FLOP/s, dispatch cost.
+
+Roofline and compute ask the engine which path they take. A matmul engine multiplies B vectors per call;
+an engine that builds token-batched bundles (``Engine.plans_bundles`` and ``token_batched``) multiplies T
+tokens in one call of a bundle: one read of the weights serves T logit vectors, which is what Apple's
+ane_transformers note says lifts the ANE out of the bandwidth-bound regime. The K-calls mitigation
+re-reads every weight per call, so it is not used there.
+"""
 
 from __future__ import annotations
 
@@ -22,7 +29,8 @@ from ...system.host import SYSTEM_HOST, Host
 from ...workloads import DTYPE_BYTES, Workload
 from ..preflight import MEMORY_HEADROOM
 from ..session import RunOptions, measure_workload
-from .common import ProgressFactory, latency_of, no_progress, parametric, synthetic_only
+from .bundle_plan import BundlePlan, calls_text, fits_in_memory, measure_bundle, plan_bundle
+from .common import ProgressFactory, latency_of, no_progress, parametric, synthetic_only, with_dtype
 
 COMPUTE_BOUND_CHECK = 1.6  # compute suite: doubling the batch must grow latency by this much
 REPETITIONS = 3  # each batch in repetitions: their intervals are the ridge's monotonicity gate
@@ -33,6 +41,8 @@ CPU_FIRST_LOOK_WORKLOAD = "lm_head:4096x8192:fp32"
 CPU_FIRST_LOOK_MAX_BATCH = 256
 CPU_FIRST_LOOK_BUDGET_S = 1.5
 CPU_FIRST_LOOK_WARMUP_S = 1.0  # per repetition: a steady warmup (10 calls) takes well under it here
+DEFAULT_MAX_TOKENS = 512
+ALIGNMENT_TOKENS = 32  # Apple: the last axis is padded to 64 bytes = 32 fp16 values
 
 
 @dataclass(frozen=True)
@@ -75,7 +85,7 @@ class RooflineResult:
 
 def activation_element_bytes(workload: Workload, run_dtype: str) -> int:
     """Bytes per input or output element: the run dtype's, or the workload's own where the engine
-    streams the weights quantized (Core ML lut6: the activations stay fp16)."""
+    streams the weights quantized (a lut6 bundle: the activations stay fp16)."""
     return DTYPE_BYTES.get(run_dtype, DTYPE_BYTES[workload.dtype])
 
 
@@ -225,6 +235,139 @@ def run_compute(
             f"not clearly compute-bound: latency grew only {compute.growth_from_half:.2f}x from batch "
             f"{half_workload.batch} to {workload.batch}; raise the batch"
         )
+    return full.model_copy(update={"compute": compute, "warnings": warnings}).with_id()
+
+
+def takes_tokens(engine: Engine) -> bool:
+    """Whether roofline and compute step this engine's tokens per call (of bundles it builds)."""
+    return engine.plans_bundles and engine.token_batched
+
+
+def run_roofline_suite(engine: Engine, device: str, base: Workload, max_batch: int, max_tokens: int,
+                       options: RunOptions, progress: ProgressFactory = no_progress) -> RooflineResult:
+    """The roofline on the engine's path: tokens per call of token-batched bundles, else the batch."""
+    if takes_tokens(engine):
+        plan = plan_token_roofline(engine, device, base, max_tokens, options.runs, options.time_budget_s)
+        return run_token_roofline(engine, device, plan, options, progress)
+    return run_roofline(engine, device, base, max_batch, options, progress)
+
+
+def run_compute_suite(engine: Engine, device: str, base: Workload, batch: int, dtypes: tuple[str, ...],
+                      max_tokens: int, options: RunOptions,
+                      progress: ProgressFactory = no_progress) -> list[ResultRecord]:
+    """Peak throughput on the engine's path: the most tokens per call that fit against half of it, else
+    ``batch`` vectors per call in each of ``dtypes`` (default: the workload's)."""
+    if takes_tokens(engine):
+        plan = plan_token_compute(engine, device, base, max_tokens, options.runs, options.time_budget_s)
+        return [run_token_compute(engine, device, plan, options, progress)]
+    return [run_compute(engine, device, with_dtype(base, dtype).with_batch(batch), options, progress)
+            for dtype in dtypes or (base.dtype,)]
+
+
+def token_counts(engine: Engine, device: str, base: Workload, max_tokens: int) -> tuple[list[int], list[str]]:
+    """1, 2, 4, ... max_tokens, without the counts whose inputs and logits would not fit in memory."""
+    counts, notes = [], []
+    for tokens in doubling_batches(max_tokens):
+        if fits_in_memory(engine, device, base.with_tokens(tokens)):
+            counts.append(tokens)
+        else:
+            notes.append(
+                f"tokens {tokens} and above skipped: the bundle with its inputs and logits would not "
+                "fit in the memory free now"
+            )
+            break
+    if not counts:
+        raise UserError(f"{base.name}: not even one token fits in the memory free now")
+    return counts, notes
+
+
+def check_base(base: Workload, suite: str) -> None:
+    synthetic_only(base, suite)
+    if base.tokens != 1 or base.batch != 1:
+        raise UserError(f"{suite}: give the head itself; the suite sets the tokens per call")
+
+
+def token_bundles(engine: Engine, device: str, base: Workload, counts: list[int], runs: int,
+                  budget_s: float | None) -> list:
+    return [plan_bundle(engine, base.with_tokens(t),
+                        calls_text(engine, device, f"{t}-token {engine.call_name}", runs, budget_s))
+            for t in counts]
+
+
+def plan_token_roofline(engine: Engine, device: str, base: Workload, max_tokens: int, runs: int,
+                        budget_s: float | None) -> BundlePlan:
+    check_base(base, "roofline")
+    counts, notes = token_counts(engine, device, base, max_tokens)
+    notes.append("stops early once latency grows as tokens^0.75 or faster (clearly compute-bound)")
+    return BundlePlan("roofline", engine.name, device,
+                      token_bundles(engine, device, base, counts, runs, budget_s), notes)
+
+
+def run_token_roofline(engine: Engine, device: str, plan: BundlePlan, options: RunOptions,
+                       progress: ProgressFactory = no_progress) -> RooflineResult:
+    records: list[ResultRecord] = []
+    counts: list[int] = []
+    for bundle in plan.bundles:
+        label = f"roofline {engine.name}:{device} {bundle.tokens} tokens"
+        records.append(
+            measure_workload(engine, device, bundle.workload, options, progress(label, options.runs))
+        )
+        counts.append(bundle.tokens)
+        if clearly_compute_bound(counts, [latency_of(r) for r in records]):
+            break
+    base = plan.bundles[0].workload
+    analysis = analyse_roofline(counts, [latency_of(r) for r in records], base.vocab, base.hidden,
+                                records[0].workload.weight_bytes, 2,  # fp16 activations whatever the storage
+                                measured=measured_batches(counts, records))
+    rule = f"{RIDGE_RULE} (batch = tokens per {engine.call_name} of a token-batched bundle)"
+    analysis = replace(analysis, rule=rule)
+    updated = with_roofline_sections(records, analysis)
+    if not analysis.compute_bound:
+        note = (f"not clearly compute-bound by {counts[-1]} tokens per {engine.call_name} ({RIDGE_RULE}); "
+                f"raise the most tokens per {engine.call_name}")
+        updated[-1] = updated[-1].model_copy(update={"warnings": [*updated[-1].warnings, note]}).with_id()
+    return RooflineResult(updated, analysis)
+
+
+def alignment_note(engine: Engine, points: list[tuple[int, float]]) -> str | None:
+    """Apple's 64-byte last-axis alignment predicts a flat latency up to 32 tokens: what was measured
+    (None on an engine that steps the batch, not tokens)."""
+    latency = dict(points)
+    if not takes_tokens(engine) or 2 not in latency or ALIGNMENT_TOKENS not in latency:
+        return None
+    ratio = latency[ALIGNMENT_TOKENS] / latency[2]
+    return (
+        f"alignment: {ALIGNMENT_TOKENS} tokens take {ratio:.2f}x the latency of 2 (Apple's 64-byte last-axis "
+        f"alignment predicts ~1.0x up to {ALIGNMENT_TOKENS} fp16 tokens)"
+    )
+
+
+def plan_token_compute(engine: Engine, device: str, base: Workload, max_tokens: int, runs: int,
+                       budget_s: float | None) -> BundlePlan:
+    check_base(base, "compute")
+    counts, notes = token_counts(engine, device, base, max_tokens)
+    if counts[-1] < 2:
+        raise UserError("compute: at least 2 tokens must fit (the suite compares T with T/2)")
+    top = counts[-1]
+    return BundlePlan("compute", engine.name, device,
+                      token_bundles(engine, device, base, [top // 2, top], runs, budget_s),
+                      [*notes, f"peak TFLOP/s at {top} tokens, the largest that fits"])
+
+
+def run_token_compute(engine: Engine, device: str, plan: BundlePlan, options: RunOptions,
+                      progress: ProgressFactory = no_progress) -> ResultRecord:
+    half_bundle, full_bundle = plan.bundles
+    half = measure_bundle(engine, device, half_bundle, options, progress, "compute")
+    full = measure_bundle(engine, device, full_bundle, options, progress, "compute")
+    workload, half_tokens = full_bundle.workload, half_bundle.tokens
+    per_call = f"tokens per {engine.call_name}"
+    compute = compute_result(workload.vocab, workload.hidden, workload.tokens, half_tokens, latency_of(full),
+                             latency_of(half), unit=per_call)
+    warnings = list(full.warnings)
+    if not compute.compute_bound:
+        warnings.append(f"not clearly compute-bound: latency grew only {compute.growth_from_half:.2f}x from "
+                        f"{half_tokens} to {workload.tokens} {per_call}; "
+                        f"raise the most {per_call} if memory allows")
     return full.model_copy(update={"compute": compute, "warnings": warnings}).with_id()
 
 

@@ -14,6 +14,7 @@ from ...system.host import SYSTEM_HOST, Host
 from ...workloads import Workload
 from ..preflight import preflight_memory
 from ..session import RunOptions, measure_workload
+from .bundle_plan import BundlePlan, calls_text, plan_bundle
 from .common import ProgressFactory, latency_of, no_progress, resized, synthetic_only
 from .sweep_rounds import measure_in_rounds, rounds_of, sequential_reason
 
@@ -26,6 +27,10 @@ MIN_FIT_SPAN = 8  # the span past the knee the default aims for (less only where
 FIT_POINTS = 6  # sizes past the knee, log-spaced over the span
 MEMORY_SHARE = 0.25  # the default sweep never takes more than a quarter of the free memory
 REPETITIONS = 3  # each size in repetitions, so each has its own between-run interval (the fit's gate)
+DEFAULT_POINTS = 12
+# Engines that build a bundle per size: from a few MB up to the full head (the knee comes from the data).
+BUNDLE_MIN_BYTES = 4 * MiB
+BUNDLE_POINTS = 8
 
 
 @dataclass
@@ -87,6 +92,48 @@ def plan_sweep(
             f"or set {setting('cache_mb')} (0: unknown, the knee is found from the data)"
         )
     return SweepPlan(sizes, cache, notes)
+
+
+def plan_engine_sweep(
+    engine: Engine,
+    device: str,
+    base: Workload,
+    min_bytes: int | None,
+    max_bytes: int | None,
+    points: int | None,
+    cache_bytes: int | None = -1,
+) -> SweepPlan:
+    """The sizes this engine sweeps: bundles up to the full head where it builds one per size, else
+    ``plan_sweep``'s sizes around the device's cache."""
+    if engine.plans_bundles:
+        return plan_bundle_sweep(engine, base, min_bytes, max_bytes, points)
+    return plan_sweep(engine, device, min_bytes, max_bytes, points or DEFAULT_POINTS, cache_bytes)
+
+
+def plan_bundle_sweep(engine: Engine, base: Workload, min_bytes: int | None, max_bytes: int | None,
+                      points: int | None) -> SweepPlan:
+    """Sizes from a few MB up to the full head (fp16 bytes); the knee comes from the data (no cache size)."""
+    full = base.bytes_as("fp16")
+    max_bytes = min(max_bytes or full, full)
+    min_bytes = min_bytes or BUNDLE_MIN_BYTES
+    if min_bytes >= max_bytes:
+        raise UserError(f"sweep on {engine.name}: {setting('min_mb')} ({min_bytes / MiB:.1f}) must be below "
+                        f"the largest size ({max_bytes / MiB:.1f} MiB, at most the full head)")
+    return SweepPlan(sweep_sizes(min_bytes, max_bytes, points or BUNDLE_POINTS), None)
+
+
+def plan_sweep_bundles(engine: Engine, device: str, base: Workload, plan: SweepPlan, runs: int,
+                       budget_s: float | None) -> BundlePlan:
+    """The bundles of a sweep on an engine that builds one per size, for its dry run."""
+    bundles = [
+        plan_bundle(engine, w, calls_text(engine, device, f"{w.weight_bytes / 1e6:.1f} MB {engine.call_name}",
+                                          runs, budget_s))
+        for w in sweep_workloads(engine, device, base, plan)
+    ]
+    notes = ["fit: latency = overhead + bytes / bandwidth past the knee"]
+    if engine.sweep_context:
+        notes.append(engine.sweep_context)
+    return BundlePlan("sweep", engine.name, device, bundles, notes)
 
 
 def sweep_workloads(

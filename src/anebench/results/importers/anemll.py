@@ -5,8 +5,9 @@ Mapping rules (each record also carries them):
   catalog refuses the file: its figures could not be placed in the by-chip matrix, and a typo must not
   invent a chip. A new chip goes into ``data/chips.csv`` first.
 - workload: the canonical one by ``model_name``, so the fingerprint matches anebench's own builds.
-- engine ``coreml``, device from ``backend``; statistic "mean", timing "end-to-end predict()"; run
-  count and warmup unknown unless the file states them; provenance "imported".
+- engine: the published one (``engines.PUBLISHED_ANE_ENGINE``), device from ``backend``; statistic
+  "mean", timing "end-to-end predict()"; run count and warmup unknown unless the file states them;
+  provenance "imported".
 - checks: the file's ``throughput_gb_s`` must equal ``model_size_mb / inference_time_ms`` (the tool's
   own size convention) within 0.5%, and ``model_size_mb`` must fit the named model (a lut6 result
   labelled as the fp16 head is refused): otherwise the file was edited, broken or mislabelled.
@@ -30,7 +31,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ...engines.coreml_engine import COMPUTE_UNITS as COREML_COMPUTE_UNITS
+from ...engines import PUBLISHED_ANE_ENGINE, published_compute_units
 from ...errors import UserError
 from ...model import (
     EngineInfo,
@@ -64,7 +65,7 @@ TIMESTAMP_FORMAT = "%Y-%m-%d %H:%M:%S"
 MODEL_NAMES = PUBLISHED_HEADS
 DEVICES = {"ANE": "ane", "GPU": "gpu", "CPU": "cpu"}
 # the tool loads each backend with the compute units anebench uses for the same device
-COMPUTE_UNITS = {backend: COREML_COMPUTE_UNITS[device] for backend, device in DEVICES.items()}
+COMPUTE_UNITS = {backend: published_compute_units()[device] for backend, device in DEVICES.items()}
 
 
 def canonical_workload(model_name: str) -> Workload:
@@ -196,7 +197,7 @@ def to_record(document: ToolDocument, result: ToolResult, host: HostInfo, worklo
         suite="run",
         host=host,
         engine=EngineInfo(
-            name="coreml",
+            name=PUBLISHED_ANE_ENGINE,
             version="not stated",
             device=DEVICES[result.backend],
             compute_units=COMPUTE_UNITS[result.backend],

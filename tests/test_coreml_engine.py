@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from anebench.artifacts import BuildSpec, build_or_reuse
-from anebench.engines import coreml_engine, get_engine
+from anebench.engines import coreml_engine, coreml_runtime, get_engine
 from anebench.engines.coreml_engine import CoreMLEngine, CoreMLPrepared, OpPlacement, summarize_placement
 from anebench.errors import MeasurementError, UserError
 from anebench.measure.check import check_output
@@ -209,7 +209,7 @@ class UnloadedModel:
 def test_a_loaded_model_passes_the_check(tmp_path):
     loaded = UnloadedModel()
     loaded.__proxy__ = object()
-    coreml_engine.check_loaded(loaded, tmp_path / "head.mlpackage", ["some warning"])
+    coreml_runtime.check_loaded(loaded, tmp_path / "head.mlpackage", ["some warning"])
 
 
 @pytest.mark.parametrize(
@@ -242,7 +242,7 @@ def test_a_model_that_did_not_load_is_one_line_naming_the_bundle(tmp_path, capsy
                                                                     reason):
     package = tmp_path / "tiny_head-fp16.mlpackage"
     with pytest.raises(UserError) as error:
-        coreml_engine.check_loaded(model, package, [m.replace("\\n", "\n") for m in messages], imported)
+        coreml_runtime.check_loaded(model, package, [m.replace("\\n", "\n") for m in messages], imported)
     text = str(error.value)
     assert "\n" not in text and text.startswith(f"Core ML could not load the bundle {package}: ")
     assert " ".join(reason.replace("\\n", " ").split()) in text
@@ -252,7 +252,7 @@ def test_a_specification_newer_than_core_ml_is_named_in_the_reason(tmp_path):
     model = UnloadedModel()
     model._spec = types.SimpleNamespace(specificationVersion=9)
     with pytest.raises(UserError, match=r"no reason given\); the bundle is specification version 9"):
-        coreml_engine.check_loaded(model, tmp_path / "head.mlpackage", [])
+        coreml_runtime.check_loaded(model, tmp_path / "head.mlpackage", [])
 
 
 def test_prepare_of_a_bundle_that_does_not_load_exits_2_with_one_line(tmp_path, monkeypatch, capsys):
@@ -262,7 +262,7 @@ def test_prepare_of_a_bundle_that_does_not_load_exits_2_with_one_line(tmp_path, 
 
     def load(package, units, warnings_out=None):  # load_model's own check, on what MLModel would return
         model = UnloadedModel(RuntimeError("Error in declaring network."))
-        coreml_engine.check_loaded(model, package, ["You will not be able to run predict()"])
+        coreml_runtime.check_loaded(model, package, ["You will not be able to run predict()"])
         return model
 
     monkeypatch.setattr(coreml_engine, "load_model", load)

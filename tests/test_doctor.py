@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from anebench.engines import ENGINE_FACTORIES, coreml_engine
+from anebench.engines import ENGINE_FACTORIES, coreml_engine, coreml_runtime
 from anebench.engines.base import Availability
 from anebench.engines.coreml_engine import OpPlacement
 from anebench.orchestration import doctor
@@ -21,6 +21,12 @@ from fakehost import FakeHost
 DATA = Path(__file__).parent / "data" / "ioreport"
 UNIT_OF = {units: unit for unit, units in coreml_engine.COMPUTE_UNITS.items()}
 
+
+
+def patch_coreml(monkeypatch, name, value):
+    """Core ML's loading and placement as the engine and the doctor's checks both call them."""
+    for module in (coreml_engine, coreml_runtime):
+        monkeypatch.setattr(module, name, value)
 
 def recorded(name: str):
     return channels_from_json(json.loads((DATA / name).read_text()))
@@ -48,9 +54,9 @@ def mac(monkeypatch, tmp_path):
     monkeypatch.setattr(preflight, "under_rosetta", lambda: False)
     monkeypatch.setattr(preflight, "prediction_problem", lambda _framework: None)
     monkeypatch.setattr(preflight, "ane_problem", lambda _framework: None)
-    monkeypatch.setattr(coreml_engine, "load_model",
+    patch_coreml(monkeypatch, "load_model",
                         lambda package, units, warnings_out=None: FakeMLModel(package, hold_us=2000))
-    monkeypatch.setattr(coreml_engine, "query_placement",
+    patch_coreml(monkeypatch, "query_placement",
                         lambda model, units: [OpPlacement("const", None),
                                               OpPlacement("conv", UNIT_OF[units], 1.0)])
     monkeypatch.setattr(power, "ioreport_problem", lambda: None)
@@ -89,9 +95,9 @@ def test_an_m5_on_macos_27_fails_on_the_ane_channel_and_names_the_pmp_view(mac):
 
 
 def test_placement_off_the_asked_unit_and_a_missing_duration_are_named(mac, monkeypatch):
-    monkeypatch.setattr(coreml_engine, "query_placement",
+    patch_coreml(monkeypatch, "query_placement",
                         lambda model, units: [OpPlacement("conv", "cpu", 1.0)])
-    monkeypatch.setattr(coreml_engine, "load_model",
+    patch_coreml(monkeypatch, "load_model",
                         lambda package, units, warnings_out=None: FakeMLModel(package, duration=False))
     failed = {c.name: c.detail for c in doctor.diagnose(FakeHost(chip="Apple M4 Pro")).failed}
     assert "1 of 1 ops fall back from the Neural Engine" in failed["MLComputePlan ane"]

@@ -13,9 +13,9 @@ from typing import Any, Protocol
 from ..errors import MeasurementError, UserError
 from ..system import preflight
 from ..workloads import Workload
+from . import coreml_runtime
 from .base import Check, Prepared
 from .coreml_placement import COMPUTE_UNITS, placement_unavailable, summarize_placement, version_tuple
-from .coreml_runtime import load_model, query_placement
 
 
 class BundleEngine(Protocol):
@@ -64,8 +64,8 @@ def check_placement(package, unit: str) -> Check:
     name = f"MLComputePlan {unit}"
     units = COMPUTE_UNITS[unit]
     try:
-        model = load_model(package, units)
-        ops = query_placement(model, units)
+        model = coreml_runtime.load_model(package, units)
+        ops = coreml_runtime.query_placement(model, units)
     except UserError as exc:
         return Check(name, "FAIL", str(exc))
     except (ImportError, AttributeError, RuntimeError, TypeError) as exc:

@@ -54,10 +54,12 @@ def test_run_at_80_columns_fits_wraps_no_number_and_says_each_warning_once(capsy
     def kind(text: str) -> str:  # a warning's kind: its text without its figures (as the CLI groups them)
         return re.sub(r"[0-9][0-9.,]*", "#", text)
 
+    said = " ".join(stderr.split())  # a warning wraps to the 80 columns: read it as one line again
     for warning in record[
         "warnings"
     ]:  # e.g. "busy machine" is said before measuring, with that moment's load
-        assert kind(stderr).count(kind(warning)) == 1
+        assert kind(said).count(kind(" ".join(warning.split()))) == 1
+    assert max(len(line) for line in stderr.splitlines()) <= 80, stderr
     warning_lines = [line for line in stderr.splitlines() if line.startswith("warning")]
     assert len(warning_lines) == len(set(warning_lines))
 
@@ -343,12 +345,13 @@ def test_compare_needs_two_files(capsys, tmp_path):
 
 def test_the_campaign_keeps_finished_steps_when_interrupted(monkeypatch):
     from anebench.orchestration import campaign
+    from anebench.orchestration.executor import Executor
     from anebench.orchestration.runplan import Mitigations
-    from anebench.orchestration.session import RunOptions
+    from anebench.orchestration.session import RunOptions, measure_workload
 
     plan = campaign.plan_run(("numpy",), None, ("lm_head:64x256:fp32", "lm_head:128x256:fp32"), Mitigations())
     assert [s.workload.name for s in plan.steps] == ["lm_head:64x256:fp32", "lm_head:128x256:fp32"]
-    real, calls = campaign.measure_workload, []
+    real, calls = measure_workload, []
 
     def second_interrupted(*args, **kwargs):
         calls.append(1)
@@ -356,18 +359,16 @@ def test_the_campaign_keeps_finished_steps_when_interrupted(monkeypatch):
             raise KeyboardInterrupt
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(campaign, "measure_workload", second_interrupted)
     labels = []
     result = campaign.run_campaign(
-        plan.steps, RunOptions(runs=5), Mitigations(), lambda label, total: labels.append(label) or None
+        plan.steps, RunOptions(runs=5), Mitigations(), lambda label, total: labels.append(label) or None,
+        executor=Executor(measure=second_interrupted),
     )
     assert result.interrupted and result.planned == 2 and len(result.records) == 1
     assert labels == ["numpy:cpu lm_head:64x256:fp32", "numpy:cpu lm_head:128x256:fp32"]
-    monkeypatch.setattr(
-        campaign, "measure_workload", lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt)
-    )
+    interrupted = Executor(measure=lambda *a, **k: (_ for _ in ()).throw(KeyboardInterrupt))
     with pytest.raises(KeyboardInterrupt):  # nothing finished: nothing to keep
-        campaign.run_campaign(plan.steps, RunOptions(runs=5), Mitigations())
+        campaign.run_campaign(plan.steps, RunOptions(runs=5), Mitigations(), executor=interrupted)
 
 
 def test_ingest_is_a_library_function(tmp_path):

@@ -176,11 +176,11 @@ def test_quiet_prints_no_progress(capsys):
 
 
 def test_time_left_is_the_mean_point_times_the_points_to_come(monkeypatch):
-    from anebench.cli import terminal
+    from anebench.cli import console
 
     now = [100.0]
-    monkeypatch.setattr(terminal.time, "monotonic", lambda: now[0])
-    log = terminal.PointLog()
+    monkeypatch.setattr(console.time, "monotonic", lambda: now[0])
+    log = console.PointLog()
     assert log.start("sweep (1/5)") is None
     now[0] = 110.0
     line = log.start("sweep (2/5)")  # point 1 took 10 s; 4 points to come

@@ -13,6 +13,7 @@ from anebench.orchestration.session import RunOptions, measure_workload
 from anebench.orchestration.suites.concurrent import run_concurrent
 from anebench.system import power
 from anebench.workloads import Workload
+from fakehost import pretend_mac_host
 
 LLAMA_BYTES = 1_050_673_152  # llama_lm_head fp16, as anemll-bench reports it (1050.67 MB)
 FAST = RunOptions(runs=8, warmup=WarmupPolicy(fixed=2), suite="concurrency")
@@ -231,7 +232,7 @@ def test_devices_sharing_one_soc_counter_read_it_once_not_once_per_device(monkey
     from gil_engine import FakeMultiDevice
 
     opened = []
-    monkeypatch.setattr(power, "current_platform", lambda: "darwin")
+    pretend_mac_host(monkeypatch)
     monkeypatch.setattr(power, "energy_meter", lambda device: opened.append(device) or SocMeter())
     assert power.counter_key("ane") == power.counter_key("gpu") == power.counter_key("cpu")
     assert power.counter_key("cuda:0") != power.counter_key("cuda:1")

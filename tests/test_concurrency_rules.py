@@ -215,9 +215,9 @@ def test_several_devices_run_copy_i_on_device_i_and_sum_energy():
 
 
 def test_dry_run_shows_the_plan_and_refuses_cuda_where_there_is_none(capsys, monkeypatch):
-    from anebench import engines
+    from fakepipeline import state_engines
 
-    monkeypatch.setitem(engines.ENGINE_FACTORIES, "fake", FakeMultiDevice)
+    state_engines(monkeypatch, fake=FakeMultiDevice)
     code, stdout, stderr = run_cli(capsys, "concurrent", "-e", "fake", "-w", "lm_head:64x1024:fp32",
                                    "--devices", "all", "--dry-run")
     assert code == 0, stderr

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from anebench.engines import ENGINE_FACTORIES, get_engine
+from anebench.engines import get_engine
 from anebench.engines.coreai_engine import PLACEMENT, CoreAIEngine
 from anebench.engines.coreml_engine import CoreMLEngine
 from anebench.errors import MeasurementError, UserError
@@ -17,13 +17,14 @@ from anebench.orchestration.session import RunOptions, measure_workload
 from anebench.system import preflight
 from anebench.workloads import resolve_workload
 from clitools import run_cli
-from fakehost import FakeHost, pretend_macos
+from fakehost import FakeHost, pretend_linux_host, pretend_macos
+from fakepipeline import state_engines
 
 HEAD = "lm_head:64x1024"
 
 
 def test_off_macos_27_it_says_what_it_needs(monkeypatch):
-    monkeypatch.setattr(preflight, "_system", lambda: "linux")
+    pretend_linux_host(monkeypatch)
     reason = CoreAIEngine().available().reason
     assert reason.startswith("Core AI needs macOS 27 (this host runs Linux)") and "--engine coreai" in reason
     assert CoreAIEngine().devices() == []
@@ -33,14 +34,14 @@ def test_off_macos_27_it_says_what_it_needs(monkeypatch):
 
 
 def test_anebench_engines_lists_coreai_with_its_reason_here(capsys, monkeypatch):
-    monkeypatch.setattr(preflight, "_system", lambda: "linux")
+    pretend_linux_host(monkeypatch)
     code, out, _ = run_cli(capsys, "engines")
     (line,) = [row for row in out.splitlines() if row.startswith("coreai")]
     assert code == 0 and " no " in line and "needs macOS 27" in line
 
 
 def test_run_coreai_here_is_refused_in_one_line_before_building(capsys, monkeypatch, tmp_path):
-    monkeypatch.setattr(preflight, "_system", lambda: "linux")
+    pretend_linux_host(monkeypatch)
     monkeypatch.setenv("ANEBENCH_CACHE_DIR", str(tmp_path))
     code, out, err = run_cli(capsys, "run", "-e", "coreai", "-w", HEAD)
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and "needs macOS 27" in err
@@ -48,7 +49,7 @@ def test_run_coreai_here_is_refused_in_one_line_before_building(capsys, monkeypa
 
 
 def test_dry_run_here_explains_what_it_needs_and_measures_nothing(capsys, monkeypatch, tmp_path):
-    monkeypatch.setattr(preflight, "_system", lambda: "linux")
+    pretend_linux_host(monkeypatch)
     monkeypatch.setenv("ANEBENCH_CACHE_DIR", str(tmp_path))
     code, out, err = run_cli(capsys, "run", "-e", "coreai", "-w", HEAD, "--dry-run")
     assert code == 0, err
@@ -123,8 +124,7 @@ def test_an_inference_error_ends_the_run_cleanly(capsys, monkeypatch, tmp_path, 
     engine = mac_engine(monkeypatch, tmp_path, runtime)
     with pytest.raises(MeasurementError, match="Core AI inference failed on .*Inference failed"):
         measure_workload(engine, "ane", resolve_workload(HEAD), RunOptions(runs=5, host=FakeHost()))
-    monkeypatch.setitem(ENGINE_FACTORIES, "coreai",
-                        lambda: CoreAIEngine(cache_dir=tmp_path, runtime=runtime))
+    state_engines(monkeypatch, coreai=lambda: CoreAIEngine(cache_dir=tmp_path, runtime=runtime))
     runtime.behaviour.calls = 0
     code, out, err = run_cli(capsys, "run", "-e", "coreai", "-w", HEAD, "--runs", "5", "--no-save")
     assert code == 1 and "measurement refused: Core AI inference failed" in err and "Traceback" not in err
@@ -143,10 +143,8 @@ def test_what_no_asset_holds_is_refused_before_building(monkeypatch, tmp_path, f
 def test_the_mac_campaign_on_macos_27_runs_core_ai_on_the_ane(monkeypatch, tmp_path, fake_runtime):
     runtime = fake_runtime()
     pretend_macos(monkeypatch, (27, 0))
-    # Core ML itself is tested elsewhere
-    monkeypatch.setattr(preflight, "prediction_problem", lambda _framework: None)
-    monkeypatch.setitem(ENGINE_FACTORIES, "coreai",
-                        lambda: CoreAIEngine(cache_dir=tmp_path, runtime=runtime))
+    assert preflight.prediction_problem("Core ML") is None  # a native Mac on macOS 27 runs Core ML too
+    state_engines(monkeypatch, coreai=lambda: CoreAIEngine(cache_dir=tmp_path, runtime=runtime))
     plan = [(s.engine.name, s.device, s.workload.name) for s in runplan.published_campaign()]
     assert plan[:4] == [*(("coreml", "ane", w) for w in runplan.CAMPAIGN_ANE),
                         ("coreai", "ane", "llama_lm_head")]
@@ -178,8 +176,7 @@ def test_a_development_install_that_cannot_specialise_is_not_available(monkeypat
 def test_run_from_the_command_line_with_tokens(capsys, monkeypatch, tmp_path, fake_runtime):
     runtime = fake_runtime()
     pretend_macos(monkeypatch, (27, 0))
-    monkeypatch.setitem(ENGINE_FACTORIES, "coreai",
-                        lambda: CoreAIEngine(cache_dir=tmp_path, runtime=runtime))
+    state_engines(monkeypatch, coreai=lambda: CoreAIEngine(cache_dir=tmp_path, runtime=runtime))
     workload = resolve_workload(HEAD).with_tokens(3)
     record = measure_workload(CoreAIEngine(cache_dir=tmp_path, runtime=runtime), "cpu", workload,
                               RunOptions(runs=5, host=FakeHost()))

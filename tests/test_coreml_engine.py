@@ -18,6 +18,7 @@ import pytest
 from anebench.artifacts import BuildSpec, build_or_reuse
 from anebench.engines import coreml_engine, coreml_runtime, get_engine
 from anebench.engines.coreml_engine import CoreMLEngine, CoreMLPrepared, OpPlacement, summarize_placement
+from anebench.engines.coreml_runtime import CoreMLBinding
 from anebench.errors import MeasurementError, UserError
 from anebench.measure.check import check_output
 from anebench.measure.warmup import WarmupPolicy
@@ -25,6 +26,8 @@ from anebench.orchestration.session import RunOptions, measure_workload
 from anebench.system import preflight
 from anebench.workloads import Workload
 from fake_coreml import NN_OUTPUTS_ERROR, FakeMLModel
+from fakehost import pretend_mac_host
+from fakepipeline import state_coreml
 
 HIDDEN, VOCAB, SPLIT = 64, 1024, 128
 TINY = Workload("tiny_head", HIDDEN, VOCAB, "fp16", seed=7)
@@ -256,8 +259,7 @@ def test_a_specification_newer_than_core_ml_is_named_in_the_reason(tmp_path):
 
 
 def test_prepare_of_a_bundle_that_does_not_load_exits_2_with_one_line(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(preflight, "prediction_problem", lambda _framework: None)
-    monkeypatch.setattr(preflight, "ane_problem", lambda _framework: None)
+    pretend_mac_host(monkeypatch)  # Core ML and the Neural Engine reachable
     monkeypatch.setenv("ANEBENCH_CACHE_DIR", str(tmp_path / "cache"))
 
     def load(package, units, warnings_out=None):  # load_model's own check, on what MLModel would return
@@ -265,7 +267,7 @@ def test_prepare_of_a_bundle_that_does_not_load_exits_2_with_one_line(tmp_path, 
         coreml_runtime.check_loaded(model, package, ["You will not be able to run predict()"])
         return model
 
-    monkeypatch.setattr(coreml_engine, "load_model", load)
+    state_coreml(monkeypatch, load_model=load)
     from anebench.cli import main
 
     with pytest.raises(SystemExit) as exit_info:
@@ -283,7 +285,7 @@ def test_loading_a_bundle_where_coremltools_has_no_core_ml_is_one_line(cache):
         pytest.skip(reason="on macOS the bundle loads")
     artifact = build_or_reuse(BuildSpec.for_workload(TINY, max_split_rows=SPLIT), cache)
     with pytest.raises(UserError) as error:
-        coreml_engine.load_model(artifact.package, "CPU_ONLY", [])
+        coreml_runtime.load_model(artifact.package, "CPU_ONLY", [])
     assert str(error.value).startswith(f"Core ML could not load the bundle {artifact.package}: coremltools "
                                        "cannot reach Core ML from this Python (Failed to load _MLModelProxy")
 
@@ -293,7 +295,7 @@ def test_a_bundle_coremltools_cannot_read_is_one_line(tmp_path):
     broken.mkdir()
     (broken / "Manifest.json").write_text("{ not json")
     with pytest.raises(UserError) as error:
-        coreml_engine.load_model(broken, "CPU_ONLY", [])
+        coreml_runtime.load_model(broken, "CPU_ONLY", [])
     assert str(error.value).startswith(f"Core ML could not load the bundle {broken}: ")
     assert "\n" not in str(error.value)
 
@@ -327,14 +329,9 @@ def GilHoldingCoreML(package, hold_us: int = 3000, reported: float = 1.0, proxy:
 
 
 def stand_in_engine(monkeypatch, make_model):
-    monkeypatch.setattr(preflight, "prediction_problem", lambda _framework: None)
-    monkeypatch.setattr(preflight, "ane_problem", lambda _framework: None)
-    monkeypatch.setattr(
-        coreml_engine, "load_model", lambda package, units, warnings_out=None: make_model(package)
-    )
-    monkeypatch.setattr(
-        coreml_engine, "query_placement", lambda model, units: [OpPlacement("conv", "ane", 1.0)]
-    )
+    pretend_mac_host(monkeypatch)  # Core ML and the Neural Engine reachable
+    state_coreml(monkeypatch, load_model=lambda package, units, warnings_out=None: make_model(package),
+                 query_placement=lambda model, units: [OpPlacement("conv", "ane", 1.0)])
 
 
 def test_core_ml_duration_is_recorded_beside_wall_clock_for_every_sample(tmp_path, monkeypatch):
@@ -470,8 +467,7 @@ def test_coreml_is_first_in_preference_order():
 
 def test_prepare_and_measure_end_to_end_with_a_stand_in_model(tmp_path, monkeypatch):
     """The engine's prepare (cache, load, placement) and a whole record, with only predict faked."""
-    monkeypatch.setattr(preflight, "prediction_problem", lambda _framework: None)
-    monkeypatch.setattr(preflight, "ane_problem", lambda _framework: None)
+    pretend_mac_host(monkeypatch)  # Core ML and the Neural Engine reachable
     loaded = []
 
     asked = []
@@ -485,9 +481,8 @@ def test_prepare_and_measure_end_to_end_with_a_stand_in_model(tmp_path, monkeypa
         asked.append(units)
         return [OpPlacement("conv", "ane", 0.95), OpPlacement("transpose", "cpu", 0.05)]
 
-    monkeypatch.setattr(coreml_engine, "load_model", load)
-    monkeypatch.setattr(coreml_engine, "query_placement", placement)
-    engine = CoreMLEngine(cache_dir=tmp_path, repeat=2)
+    binding = CoreMLBinding(load_model=load, query_placement=placement)
+    engine = CoreMLEngine(cache_dir=tmp_path, repeat=2, binding=binding)
     assert engine.devices() == ["ane", "gpu", "cpu", "all"]
     workload = Workload("tiny_e2e", HIDDEN, 4096, "fp16", seed=3)
     options = RunOptions(runs=5, warmup=WarmupPolicy(fixed=1), mitigations=["repeat 2: test"])
@@ -510,18 +505,15 @@ def test_prepare_and_measure_end_to_end_with_a_stand_in_model(tmp_path, monkeypa
 
 
 def test_placement_query_missing_before_macos_14_4_is_a_warning_not_a_failure(tmp_path, monkeypatch):
-    monkeypatch.setattr(preflight, "prediction_problem", lambda _framework: None)
-    monkeypatch.setattr(preflight, "ane_problem", lambda _framework: None)
-    monkeypatch.setattr(
-        coreml_engine, "load_model", lambda package, units, warnings_out=None: NumpyCoreML(package)
-    )
-
+    pretend_mac_host(monkeypatch)  # Core ML and the Neural Engine reachable
     def old_macos(model, units):
         raise ImportError("cannot import name 'MLComputePlan'")
 
-    monkeypatch.setattr(coreml_engine, "query_placement", old_macos)
-    monkeypatch.setattr(CoreMLEngine, "version", lambda self: "8.3")
-    prepared = CoreMLEngine(cache_dir=tmp_path).prepare(TINY, "ane")
+    def binding(version: str) -> CoreMLBinding:
+        return CoreMLBinding(load_model=lambda package, units, warnings_out=None: NumpyCoreML(package),
+                             query_placement=old_macos, version=lambda: version)
+
+    prepared = CoreMLEngine(cache_dir=tmp_path, binding=binding("8.3")).prepare(TINY, "ane")
     assert prepared.warnings == [
         "placement: MLComputePlan unavailable (cannot import name 'MLComputePlan'); coremltools 8.3 on this "
         "macOS could not build a compute plan"
@@ -530,8 +522,7 @@ def test_placement_query_missing_before_macos_14_4_is_a_warning_not_a_failure(tm
     prepared.call()
     assert check_output(prepared).passed
     # The same failure with coremltools 8.0 is the version's fault, and the warning says so.
-    monkeypatch.setattr(CoreMLEngine, "version", lambda self: "8.0")
-    prepared = CoreMLEngine(cache_dir=tmp_path).prepare(TINY, "gpu")
+    prepared = CoreMLEngine(cache_dir=tmp_path, binding=binding("8.0")).prepare(TINY, "gpu")
     assert prepared.warnings == [
         (
             "placement: MLComputePlan unavailable (cannot import name 'MLComputePlan'); "
@@ -563,8 +554,8 @@ def test_macos_placement_query_names_devices(tmp_path, device):
     engine = CoreMLEngine(cache_dir=tmp_path)
     artifact = engine.artifact(Workload("tiny_plan", 256, 4096, "fp16", seed=1))
     units = coreml_engine.COMPUTE_UNITS[device]
-    model = coreml_engine.load_model(artifact.package, units)
-    placements = coreml_engine.query_placement(model, units)
+    model = coreml_runtime.load_model(artifact.package, units)
+    placements = coreml_runtime.query_placement(model, units)
     convs = [p for p in placements if p.op_type == "conv"]
     assert len(convs) == 1 and all(p.device in ("ane", "gpu", "cpu") for p in convs)
     details, warnings = summarize_placement(placements, device)

@@ -12,6 +12,8 @@ from anebench.cli import main
 from anebench.engines.coreml_engine import CoreMLEngine
 from anebench.errors import UserError
 from anebench.system import host, preflight
+from fakehost import LINUX_FACTS, mac_facts, state_platform
+from fakepipeline import state_executor
 
 
 class FakeLibc:
@@ -29,59 +31,50 @@ class FakeLibc:
         return 0
 
 
-def fake_mac(monkeypatch, machine: str, translated: str | None, version=(15, 3), libc=True):
-    """A Mac as the preflight sees it: platform, machine name, sysctl answers (the in-process
-    sysctlbyname unless ``libc`` is False, and the `sysctl` command), macOS version."""
-    monkeypatch.setattr(preflight, "_system", lambda: "darwin")
-    monkeypatch.setattr(preflight, "_machine", lambda: machine)
-    monkeypatch.setattr(preflight, "_macos_version", lambda: version)
-    fake = FakeLibc(None if translated is None else int(translated))
-    monkeypatch.setattr(preflight, "_libc", (lambda: fake) if libc else (lambda: object()))
-    # host.running_under_rosetta (the fallback) checks sys.platform itself, then asks sysctl.
-    monkeypatch.setattr(sys, "platform", "darwin")
-    answers = {"sysctl.proc_translated": translated}
-    monkeypatch.setattr(host, "sysctl", lambda name: answers.get(name))
-    return fake
+def fake_mac(monkeypatch, machine: str, translated: str | None, version=(15, 3)):
+    """A Mac as the preflight sees it: platform, machine name, Rosetta (sysctl.proc_translated = "1"), macOS
+    version, stated as the active host's platform facts."""
+    chip = None if machine == "x86_64" and translated is None else "Apple M2"
+    facts = mac_facts(version, chip, machine, rosetta=translated == "1")
+    return state_platform(monkeypatch, facts).platform()
 
 
 def no_child_process(name):
     raise AssertionError(f"the sysctl command was run for {name}; sysctlbyname had answered")
 
 
-def test_rosetta_is_read_in_process_with_an_int_buffer(monkeypatch):
-    fake = fake_mac(monkeypatch, machine="x86_64", translated="1")
-    monkeypatch.setattr(host, "sysctl", no_child_process)
-    assert preflight.under_rosetta()
+def test_rosetta_is_read_in_process_with_an_int_buffer():
+    fake = FakeLibc(1)
+    assert host.translated_by_rosetta("darwin", fake, sysctl_command=no_child_process)
     assert fake.calls == [(b"sysctl.proc_translated", ctypes.sizeof(ctypes.c_int), None, 0)]
-    assert preflight.proc_translated(FakeLibc(0)) == 0 and preflight.proc_translated(FakeLibc(1)) == 1
+    assert host.proc_translated(FakeLibc(0)) == 0 and host.proc_translated(FakeLibc(1)) == 1
 
 
-def test_no_such_sysctl_is_native_without_asking_the_command(monkeypatch):
-    fake_mac(monkeypatch, machine="x86_64", translated=None)  # ENOENT: a kernel without Rosetta
-    monkeypatch.setattr(host, "sysctl", no_child_process)
-    assert preflight.proc_translated() == 0 and not preflight.under_rosetta() and preflight.intel_mac()
+def test_no_such_sysctl_is_native_without_asking_the_command():
+    libc = FakeLibc(None)  # ENOENT: a kernel without Rosetta
+    assert host.proc_translated(libc) == 0
+    assert not host.translated_by_rosetta("darwin", libc, sysctl_command=no_child_process)
 
 
 @pytest.mark.parametrize(
     "libc", [FakeLibc(None, error=errno.EPERM), object()], ids=["EPERM", "no sysctlbyname"]
 )
-def test_the_sysctl_command_answers_where_sysctlbyname_cannot(monkeypatch, libc):
-    fake_mac(monkeypatch, machine="x86_64", translated="1")
-    monkeypatch.setattr(preflight, "_libc", lambda: libc)
-    assert preflight.proc_translated() is None
-    assert preflight.under_rosetta()  # from `sysctl -n sysctl.proc_translated`, the child process
-    monkeypatch.setattr(host, "sysctl", lambda name: None)  # the command cannot run either: not translated
-    assert not preflight.under_rosetta()
+def test_the_sysctl_command_answers_where_sysctlbyname_cannot(libc):
+    assert host.proc_translated(libc) is None
+    # from `sysctl -n sysctl.proc_translated`, the child process
+    assert host.translated_by_rosetta("darwin", libc, sysctl_command={"sysctl.proc_translated": "1"}.get)
+    # the command cannot run either: not translated
+    assert not host.translated_by_rosetta("darwin", libc, sysctl_command=lambda name: None)
 
 
 def test_real_libc_off_macos_has_no_answer():
-    if preflight.on_macos():
+    if sys.platform == "darwin":
         pytest.skip(reason="this checks a libc without sysctlbyname")
-    assert preflight.proc_translated() is None and preflight.under_rosetta() is False
+    assert host.proc_translated() is None and host.translated_by_rosetta(sys.platform) is False
 
 
 def test_not_macos(monkeypatch):
-    monkeypatch.setattr(preflight, "_system", lambda: "linux")
+    state_platform(monkeypatch, LINUX_FACTS)
     problem = preflight.prediction_problem("Core ML")
     assert problem.startswith("Core ML prediction needs macOS (this host runs Linux)")
     assert "anebench build" in problem and preflight.ane_problem("Core ML") == problem
@@ -101,7 +94,7 @@ def test_rosetta_is_detected_by_proc_translated_not_machine_names(monkeypatch):
 def test_run_under_rosetta_stops_before_any_work(monkeypatch, capsys):
     fake_mac(monkeypatch, machine="x86_64", translated="1")
     started = []
-    monkeypatch.setattr("anebench.orchestration.campaign.measure_workload", lambda *a, **k: started.append(a))
+    state_executor(monkeypatch, measure=lambda *a, **k: started.append(a))
     with pytest.raises(SystemExit) as exit_info:
         main(["run", "--engine", "numpy", "--workload", "lm_head:64x256", "--no-save"])
     assert exit_info.value.code == 2 and started == []
@@ -147,7 +140,7 @@ def test_macos_rosetta_signal_is_the_kernel_flag(monkeypatch):
     import subprocess
 
     assert host.sysctl("sysctl.proc_translated") in ("0", None)  # this (native) interpreter
-    assert preflight.proc_translated() == 0  # and in process, through sysctlbyname
+    assert host.proc_translated() == 0  # and in process, through sysctlbyname
     rosetta = (
         shutil.which("arch")
         and subprocess.run(["arch", "-x86_64", "/usr/bin/true"], check=False).returncode == 0
@@ -160,9 +153,10 @@ def test_macos_rosetta_signal_is_the_kernel_flag(monkeypatch):
                          check=True)
     machine, translated = out.stdout.split()
     assert (machine, translated) == ("x86_64", "1")
-    monkeypatch.setattr(host, "sysctl", lambda name: translated if name == "sysctl.proc_translated" else None)
-    monkeypatch.setattr(preflight, "proc_translated", lambda libc=None: None)  # as if sysctlbyname failed
-    assert preflight.under_rosetta() and "Rosetta" in preflight.prediction_problem("Core ML")
+    answers = {"sysctl.proc_translated": translated}
+    assert host.translated_by_rosetta("darwin", object(), sysctl_command=answers.get)  # sysctlbyname failed
+    facts = mac_facts(machine=machine, rosetta=True)
+    assert preflight.under_rosetta(facts) and "Rosetta" in preflight.prediction_problem("Core ML", facts)
     probe = ("import ctypes, ctypes.util; v = ctypes.c_int(0); s = ctypes.c_size_t(4); "
              "lib = ctypes.CDLL(ctypes.util.find_library('c')); "
              "print(lib.sysctlbyname(b'sysctl.proc_translated', ctypes.pointer(v), ctypes.pointer(s), None, "

@@ -19,12 +19,12 @@ from anebench.orchestration.runplan import Mitigations, Step
 from anebench.orchestration.session import RunOptions
 from anebench.system import preflight
 from anebench.workloads import resolve_workload
+from fakehost import pretend_linux_host, pretend_mac_host
+from fakepipeline import no_memory_check, state_executor
 
 
 def apple_silicon_mac(monkeypatch):
-    monkeypatch.setattr(preflight, "_system", lambda: "darwin")
-    monkeypatch.setattr(preflight, "prediction_problem", lambda _framework: None)
-    monkeypatch.setattr(preflight, "ane_problem", lambda _framework: None)
+    pretend_mac_host(monkeypatch)
 
 
 def test_published_campaign_order(monkeypatch):
@@ -44,13 +44,14 @@ def test_published_campaign_order(monkeypatch):
 
 
 def test_campaign_only_without_options_and_only_on_macos(monkeypatch):
-    monkeypatch.setattr(preflight, "_system", lambda: "linux")
+    pretend_linux_host(monkeypatch)
     assert not runplan.is_default_run((), None, ())
-    monkeypatch.setattr(preflight, "_system", lambda: "darwin")
+    pretend_mac_host(monkeypatch)
     assert runplan.is_default_run((), None, ())
     assert not runplan.is_default_run(("mlx",), None, ())
     assert not runplan.is_default_run((), None, ("llama_lm_head",))
-    monkeypatch.setattr(preflight, "prediction_problem", lambda _framework: "no coremltools here")
+    pretend_mac_host(monkeypatch, version=(14, 5))  # a Mac whose Core ML cannot run the bundles
+    assert preflight.prediction_problem("Core ML") is not None
     assert runplan.published_campaign() is None  # then `run` keeps its usual default
 
 
@@ -62,15 +63,14 @@ def test_default_run_on_a_mac_measures_the_campaign(monkeypatch, capsys):
         measured.append((engine.name, device, workload.name, list(options.mitigations)))
         raise SystemExit(0)  # the plan is what is under test, not the measurement
 
-    monkeypatch.setattr("anebench.orchestration.campaign.measure_workload", fake_measure)
-    monkeypatch.setattr("anebench.orchestration.campaign.preflight_memory", lambda *a: None)
+    state_executor(monkeypatch, fake_measure, check_memory=no_memory_check)
     with pytest.raises(SystemExit):
         main(["run", "--no-save", "--keep-awake"])
     assert measured == [("coreml", "ane", "llama_lm_head", [runplan.KEEP_AWAKE])]
 
 
 def test_explicit_ane_on_linux_says_macos(monkeypatch):
-    monkeypatch.setattr(preflight, "_system", lambda: "linux")
+    pretend_linux_host(monkeypatch)
     with pytest.raises(UserError, match="Core ML prediction needs macOS"):
         runplan.check_ane_reachable(("coreml",), "ane")
     runplan.check_ane_reachable(("numpy",), "cpu")

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from anebench.artifacts import BuildSpec, build_or_reuse
-from anebench.engines import coreml_engine, get_engine
+from anebench.engines import get_engine
 from anebench.measure.quant import (
     COMPRESSED,
     COMPUTE_BOUND,
@@ -21,10 +21,11 @@ from anebench.measure.quant import (
 )
 from anebench.model import ResultRecord
 from anebench.orchestration.suites.quant import as_stored, measurable, variant_workload
-from anebench.system import preflight
 from anebench.workloads import resolve_workload
 from clitools import run_cli
 from fake_coreml import FakeMLModel
+from fakehost import pretend_linux_host, pretend_mac_host
+from fakepipeline import state_coreml
 
 FP16 = 1_050_673_152
 LUT6 = 396_054_528
@@ -159,10 +160,7 @@ def test_published_head_dry_runs_plan_the_published_bytes(capsys, cache):
 
 @pytest.mark.parametrize("suite", ["roofline", "quant", "sweep", "compute"])
 def test_off_macos_the_suites_refuse_in_one_line_before_building(capsys, cache, suite, monkeypatch):
-    monkeypatch.setattr(
-        preflight, "prediction_problem",
-        lambda _framework: "Core ML prediction needs macOS (this host runs Linux)",
-    )
+    pretend_linux_host(monkeypatch)  # Core ML prediction needs macOS
     code, out, err = run_cli(capsys, suite, "-e", "coreml", "-w", "lm_head:64x1024", "--no-save")
     assert code == 2 and out == ""
     assert (
@@ -190,12 +188,9 @@ def ReferenceModel(package) -> FakeMLModel:  # noqa: N802 - the former class
 
 @pytest.fixture
 def stand_in_mac(monkeypatch, cache):
-    monkeypatch.setattr(preflight, "prediction_problem", lambda _framework: None)
-    monkeypatch.setattr(preflight, "ane_problem", lambda _framework: None)
-    monkeypatch.setattr(
-        coreml_engine, "load_model", lambda package, units, warnings_out=None: ReferenceModel(package)
-    )
-    monkeypatch.setattr(coreml_engine, "query_placement", lambda model, units: [])
+    pretend_mac_host(monkeypatch)
+    state_coreml(monkeypatch, load_model=lambda package, units, warnings_out=None: ReferenceModel(package),
+                 query_placement=lambda model, units: [])
     return cache
 
 

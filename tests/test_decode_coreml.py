@@ -14,7 +14,6 @@ pytest.importorskip("coremltools")
 
 from anebench.artifacts.decode_bundles import HIDDEN_OUTPUT, build_chunks, chunk_feeds, coreml_chunks  # noqa: E402
 from anebench.artifacts.reference import ReferenceProgram  # noqa: E402
-from anebench.engines import coreml_decode  # noqa: E402
 from anebench.engines.coreml_engine import CoreMLEngine  # noqa: E402
 from anebench.engines.decode import DecodeEngine  # noqa: E402
 from anebench.engines.numpy_engine import NumpyEngine  # noqa: E402
@@ -86,10 +85,11 @@ def test_the_chunks_stream_the_tokens_bytes(workload):
 
 def test_a_measured_run_keeps_each_chunks_time(workload, built, tmp_path, monkeypatch):
     cache = built[0][1].parent.parent
-    monkeypatch.setattr(
-        coreml_decode, "load_chunk", lambda package, units, warnings: ReferenceProgram(package)
-    )
-    monkeypatch.setattr(coreml_decode, "platform_problem", lambda device: None)
+    from fakehost import pretend_mac_host
+    from fakepipeline import state_coreml
+
+    state_coreml(monkeypatch, load_model=lambda package, units, warnings: ReferenceProgram(package))
+    pretend_mac_host(monkeypatch)  # Core ML and the Neural Engine reachable
     options = RunOptions(runs=3, warmup=WarmupPolicy(fixed=1))
     suite = run_decode(
         [DecodeTarget(CoreMLEngine(cache_dir=cache), "ane")],

@@ -8,25 +8,20 @@ from pathlib import Path
 
 import pytest
 
-from anebench.engines import ENGINE_FACTORIES, coreml_engine, coreml_runtime
+from anebench.engines import coreml_engine
 from anebench.engines.base import Availability
 from anebench.engines.coreml_engine import OpPlacement
 from anebench.orchestration import doctor
-from anebench.system import ioreport, power, preflight
+from anebench.system import preflight
 from anebench.system.ioreport_parse import channels_from_json
 from clitools import run_cli
 from fake_coreml import FakeMLModel
-from fakehost import FakeHost
+from fakehost import FakeHost, pretend_linux_host, pretend_mac_host, state_host, state_ioreport
+from fakepipeline import state_coreml, state_engines
 
 DATA = Path(__file__).parent / "data" / "ioreport"
 UNIT_OF = {units: unit for unit, units in coreml_engine.COMPUTE_UNITS.items()}
 
-
-
-def patch_coreml(monkeypatch, name, value):
-    """Core ML's loading and placement as the engine and the doctor's checks both call them."""
-    for module in (coreml_engine, coreml_runtime):
-        monkeypatch.setattr(module, name, value)
 
 def recorded(name: str):
     return channels_from_json(json.loads((DATA / name).read_text()))
@@ -49,20 +44,14 @@ class Probes:
 @pytest.fixture
 def mac(monkeypatch, tmp_path):
     """An Apple-silicon Mac as the checks see it; IOReport answers with ``mac.probes`` (single die)."""
-    monkeypatch.setattr(preflight, "_system", lambda: "darwin")
-    monkeypatch.setattr(preflight, "_machine", lambda: "arm64")
-    monkeypatch.setattr(preflight, "under_rosetta", lambda: False)
-    monkeypatch.setattr(preflight, "prediction_problem", lambda _framework: None)
-    monkeypatch.setattr(preflight, "ane_problem", lambda _framework: None)
-    patch_coreml(monkeypatch, "load_model",
-                        lambda package, units, warnings_out=None: FakeMLModel(package, hold_us=2000))
-    patch_coreml(monkeypatch, "query_placement",
-                        lambda model, units: [OpPlacement("const", None),
-                                              OpPlacement("conv", UNIT_OF[units], 1.0)])
-    monkeypatch.setattr(power, "ioreport_problem", lambda: None)
+    pretend_mac_host(monkeypatch)  # native arm64: Core ML and the Neural Engine reachable
+    state_coreml(monkeypatch,
+                 load_model=lambda package, units, warnings_out=None: FakeMLModel(package, hold_us=2000),
+                 query_placement=lambda model, units: [OpPlacement("const", None),
+                                                       OpPlacement("conv", UNIT_OF[units], 1.0)])
     monkeypatch.setenv("ANEBENCH_CACHE_DIR", str(tmp_path / "cache"))
     probes = Probes("single_die.json")
-    monkeypatch.setattr(ioreport, "probe_channels", probes)
+    state_ioreport(monkeypatch, problem=lambda: None, probe_channels=probes)
     return probes
 
 
@@ -95,10 +84,9 @@ def test_an_m5_on_macos_27_fails_on_the_ane_channel_and_names_the_pmp_view(mac):
 
 
 def test_placement_off_the_asked_unit_and_a_missing_duration_are_named(mac, monkeypatch):
-    patch_coreml(monkeypatch, "query_placement",
-                        lambda model, units: [OpPlacement("conv", "cpu", 1.0)])
-    patch_coreml(monkeypatch, "load_model",
-                        lambda package, units, warnings_out=None: FakeMLModel(package, duration=False))
+    state_coreml(monkeypatch,
+                 query_placement=lambda model, units: [OpPlacement("conv", "cpu", 1.0)],
+                 load_model=lambda package, units, warnings_out=None: FakeMLModel(package, duration=False))
     failed = {c.name: c.detail for c in doctor.diagnose(FakeHost(chip="Apple M4 Pro")).failed}
     assert "1 of 1 ops fall back from the Neural Engine" in failed["MLComputePlan ane"]
     assert "MLComputePlan cpu" not in failed
@@ -112,24 +100,23 @@ def test_core_ai_is_checked_through_the_engine_registry_when_registered(mac, mon
         def available(self):
             return Availability(False, "Core AI needs macOS 27")
 
-    monkeypatch.setattr(preflight, "coreai_problem", lambda: "Core AI needs macOS 27")
-    monkeypatch.setitem(ENGINE_FACTORIES, "coreai", NoCoreAI)
+    assert preflight.coreai_problem() is not None  # macOS 15.5: Core AI needs macOS 27
+    state_engines(monkeypatch, coreai=NoCoreAI)
     (check,) = [c for c in doctor.diagnose(FakeHost(chip="Apple M4 Pro")).checks if c.name == "Core AI"]
     assert check.status == "skip" and check.detail == "Core AI needs macOS 27"  # an older macOS: expected
-    monkeypatch.setattr(preflight, "coreai_problem", lambda: None)  # macOS 27, and still no Core AI
     NoCoreAI.available = lambda self: Availability(False, "coreai-core is not installed")
-    (check,) = [c for c in doctor.diagnose(FakeHost(chip="Apple M4 Pro")).checks if c.name == "Core AI"]
+    macos_27 = FakeHost(chip="Apple M4 Pro", macos_version=(27, 0))  # macOS 27, and still no Core AI
+    (check,) = [c for c in doctor.diagnose(macos_27).checks if c.name == "Core AI"]
     assert check.status == "FAIL" and check.detail == "coreai-core is not installed"
-    monkeypatch.delitem(ENGINE_FACTORIES, "coreai")
+    state_engines(monkeypatch, coreai=None)
     (check,) = [c for c in doctor.diagnose(FakeHost(chip="Apple M4 Pro")).checks if c.name == "Core AI"]
     assert check.status == "skip" and check.detail == "no coreai engine in this anebench"
 
 
 def test_the_cli_writes_one_diagnostic_file_and_submit_attaches_it(mac, monkeypatch, capsys, tmp_path):
-    from anebench.cli import doctor as doctor_cli
     from anebench.report import submission
 
-    monkeypatch.setattr(doctor_cli, "SYSTEM_HOST", FakeHost(chip="Apple M4 Pro"))
+    state_host(monkeypatch, FakeHost(chip="Apple M4 Pro"))
     monkeypatch.setattr(submission, "host_identifying_strings", lambda: {"alices-mbp", "alice"})
     mac.sample = "m5_macos27_ane_zero.json"
     out = tmp_path / "doctor.txt"
@@ -161,7 +148,7 @@ def test_the_cli_writes_one_diagnostic_file_and_submit_attaches_it(mac, monkeypa
 
 
 def test_off_a_mac_doctor_says_what_it_would_check_writes_nothing_and_exits_0(capsys, tmp_path, monkeypatch):
-    monkeypatch.setattr(preflight, "_system", lambda: "linux")
+    pretend_linux_host(monkeypatch)
     code, stdout, _ = run_cli(capsys, "doctor")
     assert code == 0 and stdout.startswith("anebench doctor: not a Mac, so nothing was checked")
     assert "MLComputePlan per unit" in stdout and "IOReport channels" in stdout and "Core AI" in stdout

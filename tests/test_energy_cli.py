@@ -7,9 +7,17 @@ import json
 import pytest
 
 from anebench.orchestration import runplan
-from anebench.system import power, preflight
+from anebench.system import power
 from clitools import run_cli
-from fakehost import pretend_linux_host
+from fakehost import (
+    LINUX_FACTS,
+    mac_facts,
+    pretend_linux_host,
+    pretend_mac_host,
+    state_ioreport,
+    state_platform,
+)
+from fakepipeline import no_memory_check, state_executor
 
 
 def test_dry_run_of_the_mac_campaign_lists_every_engine_with_power_on(capsys):
@@ -48,7 +56,7 @@ def test_plan_for_misuse_is_one_line_and_exit_2(capsys, argv, message):
 def test_dry_run_names_the_platforms_source_and_measures_nothing(capsys, tmp_path, monkeypatch, platform,
                                                                  source):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(power, "current_platform", lambda: platform)  # the host's facts, stated
+    state_platform(monkeypatch, mac_facts() if platform == "darwin" else LINUX_FACTS)  # the host's facts
     code, stdout, stderr = run_cli(capsys, "run", "--dry-run", "-e", "numpy", "--power", "-w",
                                    "lm_head:256x4096:fp32", "--json")
     assert code == 0, stderr
@@ -58,17 +66,14 @@ def test_dry_run_names_the_platforms_source_and_measures_nothing(capsys, tmp_pat
 
 
 def test_the_campaign_reads_energy_by_default_and_not_with_no_power(monkeypatch, capsys):
-    monkeypatch.setattr(preflight, "_system", lambda: "darwin")
-    monkeypatch.setattr(preflight, "prediction_problem", lambda _framework: None)
-    monkeypatch.setattr(preflight, "ane_problem", lambda _framework: None)
+    pretend_mac_host(monkeypatch)
     seen = []
 
     def fake_measure(engine, device, workload, options, progress=None, on_prepared=None, phase=None):
         seen.append(options.power)
         raise SystemExit(0)
 
-    monkeypatch.setattr("anebench.orchestration.campaign.measure_workload", fake_measure)
-    monkeypatch.setattr("anebench.orchestration.campaign.preflight_memory", lambda *a: None)
+    state_executor(monkeypatch, fake_measure, check_memory=no_memory_check)
     for argv, expected in ((["run", "--no-save"], True), (["run", "--no-save", "--no-power"], False),
                            (["run", "--no-save", "-e", "numpy", "-w", "lm_head:256x4096:fp32"], False)):
         run_cli(capsys, *argv)
@@ -98,13 +103,11 @@ def test_info_lists_an_ioreport_source_only_by_the_channels_found(capsys, monkey
     import json as json_module
     from pathlib import Path
 
-    from anebench.system import ioreport
     from anebench.system.ioreport_parse import channels_from_json
 
     recorded = Path(__file__).parent / "data" / "ioreport" / "no_ane.json"
-    monkeypatch.setattr(power, "ioreport_problem", lambda: None)
-    monkeypatch.setattr(ioreport, "probe_channels",
-                        lambda seconds: channels_from_json(json_module.loads(recorded.read_text())))
+    state_ioreport(monkeypatch, problem=lambda: None,
+                   probe_channels=lambda seconds: channels_from_json(json_module.loads(recorded.read_text())))
     code, stdout, stderr = run_cli(capsys, "info")
     assert code == 0, stderr
     energy_model = next(line for line in stdout.splitlines() if line.startswith("IOReport Energy Model"))

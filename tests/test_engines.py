@@ -84,26 +84,30 @@ def test_registry_errors_name_what_is_valid():
 
 def test_best_engine_without_an_accelerator_is_numpy_on_the_cpu(monkeypatch):
     """The host's facts are stated, not assumed: a Linux host whose mlx and torch have only a CPU."""
+    from anebench.engines import ENGINE_FACTORIES
     from anebench.engines.mlx_engine import MlxEngine
     from anebench.engines.torch_engine import TorchEngine
-    from anebench.system import preflight
+    from fakehost import pretend_linux_host
 
-    monkeypatch.setattr(preflight, "_system", lambda: "linux")
-    for engine_class in (MlxEngine, TorchEngine):
-        monkeypatch.setattr(engine_class, "devices", lambda self: ["cpu"])
-    engine, device = best_engine()
+    def cpu_only(engine_class):
+        class CpuOnly(engine_class):
+            def devices(self):
+                return ["cpu"]
+
+        return CpuOnly
+
+    pretend_linux_host(monkeypatch)
+    registry = {**ENGINE_FACTORIES, "mlx": cpu_only(MlxEngine), "torch": cpu_only(TorchEngine)}
+    engine, device = best_engine(registry)
     assert device == "cpu" and engine.name == "numpy"
 
 
 def test_best_engine_on_an_apple_silicon_mac_is_core_ml_on_the_neural_engine(monkeypatch):
-    from anebench.system import preflight
+    from fakehost import pretend_mac_host
 
     if importlib.util.find_spec("coremltools") is None:
         pytest.skip(reason="coremltools (the coreml extra) is not installed")
-    monkeypatch.setattr(preflight, "_system", lambda: "darwin")
-    monkeypatch.setattr(preflight, "_machine", lambda: "arm64")
-    monkeypatch.setattr(preflight, "under_rosetta", lambda: False)
-    monkeypatch.setattr(preflight, "prediction_problem", lambda _framework: None)
+    pretend_mac_host(monkeypatch)  # native arm64 on macOS 15.5: Core ML reachable
     engine, device = best_engine()
     assert (engine.name, device) == ("coreml", "ane")
 

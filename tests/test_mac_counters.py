@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from anebench.engines import coreml_engine
 from anebench.engines.coreml_engine import OpPlacement
-from anebench.system import energy_figures, power, preflight
+from anebench.system import energy_figures, power
 from anebench.system.ioreport_parse import channels_from_json, dram_bandwidth, energy_by_component
 from clitools import run_cli
 from fake_coreml import FakeMLModel
+from fakehost import pretend_mac_host
+from fakepipeline import state_coreml
 
 M5_SAMPLE = Path(__file__).parent / "data" / "ioreport" / "m5_macos27_ane_zero.json"
 
@@ -35,12 +36,9 @@ class RecordedIOReport(power.ScalarMeter):
 
 @pytest.fixture
 def m5_mac(monkeypatch, tmp_path):
-    monkeypatch.setattr(preflight, "prediction_problem", lambda _framework: None)
-    monkeypatch.setattr(preflight, "ane_problem", lambda _framework: None)
-    monkeypatch.setattr(coreml_engine, "load_model", lambda package, units, warnings_out=None:
-                        FakeMLModel(package))
-    monkeypatch.setattr(coreml_engine, "query_placement",
-                        lambda model, units: [OpPlacement("conv", "ane", 1.0)])
+    pretend_mac_host(monkeypatch)  # Core ML and the Neural Engine reachable
+    state_coreml(monkeypatch, load_model=lambda package, units, warnings_out=None: FakeMLModel(package),
+                 query_placement=lambda model, units: [OpPlacement("conv", "ane", 1.0)])
     monkeypatch.setattr(power, "energy_meter", lambda device: RecordedIOReport())
     monkeypatch.setenv("ANEBENCH_CACHE_DIR", str(tmp_path / "cache"))
 

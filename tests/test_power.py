@@ -14,7 +14,7 @@ from anebench.system.power import (
     planned_source,
     rapl_meter,
 )
-from fakehost import pretend_linux_host
+from fakehost import pretend_linux_host, pretend_mac_host, state_ioreport
 
 
 def make_zone(root, name, energy_uj, max_range=1000):
@@ -55,10 +55,10 @@ def test_nvml_not_installed_is_unavailable(monkeypatch):
 
 
 def test_macos_without_ioreport_and_unknown_devices_are_unavailable_with_a_reason(monkeypatch):
-    monkeypatch.setattr(power, "ioreport_problem", lambda: "install the [mac] extra")
-    monkeypatch.setattr(power, "current_platform", lambda: "darwin")  # the host's platform, stated
+    state_ioreport(monkeypatch, problem=lambda: "install the [mac] extra")
+    pretend_mac_host(monkeypatch)  # the host's platform, stated
     assert energy_meter("ane").reason == "IOReport: install the [mac] extra"
-    monkeypatch.setattr(power, "current_platform", lambda: "linux")
+    pretend_linux_host(monkeypatch)
     assert "no energy counter known for device 'mps'" in energy_meter("mps").reason
 
 

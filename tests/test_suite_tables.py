@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from anebench.cli.console import FIGURE
 from anebench.model import ResultRecord
 from anebench.report.suite_terminal import sig, suite_tables, time_cells
 from clitools import run_cli
@@ -80,7 +81,7 @@ def test_sweep_table_fits_80_and_prints_each_warning_once_with_a_count(capsys, t
     assert all(any(w.startswith("cache-resident") for w in r.warnings) for r in records)
     cache_lines = [line for line in stderr.splitlines() if line.startswith("warning: cache-resident")]
     assert len(cache_lines) == 1 and "cache-resident (6 of 6 records, numpy:cpu" in cache_lines[0]
-    kinds = {re.sub(r"\d+(\.\d+)?", "#", w) for r in records for w in r.warnings}
+    kinds = {FIGURE.sub("#", w) for r in records for w in r.warnings}  # as the console groups them
     assert len([line for line in stderr.splitlines() if line.startswith("warning:")]) == len(kinds)
 
 
@@ -114,9 +115,12 @@ def test_latency_reuses_the_stored_sweep_of_the_same_engine_and_device(capsys, t
     db = tmp_path / "store.db"
     with open_store(db) as store:
         store.ingest(saved(sweep_file), "s.json")
-    import anebench.orchestration.suites.sweep as sweep_suite
+    from fakepipeline import state_executor
 
-    monkeypatch.setattr(sweep_suite, "run_sweep", lambda *args, **kwargs: pytest.fail("ran a sweep"))
+    def no_sweep(*args, **kwargs):  # every sweep checks the memory of its largest size before measuring
+        pytest.fail("ran a sweep")
+
+    state_executor(monkeypatch, check_memory=no_sweep)
     code, stdout, stderr = run_cli(
         capsys, "latency", "-e", "numpy", "--db", str(db), "--runs", "5", "--no-save", "--json"
     )
@@ -174,7 +178,7 @@ def test_format_vocabulary_and_conflicts(capsys, tmp_path):
     assert code in (0, 3), stderr  # 3: batch 8 of a tiny head may not be compute-bound (no peak)
     header, *rows = stdout.splitlines()
     assert (
-        header == "engine:dev,workload,dtype,batch,latency us,TFLOP/s,half TFLOP/s,bound"
+        header == "engine:dev,workload,dtype,batch,latency µs,TFLOP/s,half TFLOP/s,bound"
         or header.startswith("engine:dev,workload,dtype,batch,latency ")
     )
     assert len(rows) == 1 and rows[0].startswith("numpy:cpu,64x256,fp32,8,")
@@ -203,8 +207,10 @@ def test_format_vocabulary_and_conflicts(capsys, tmp_path):
 
 
 def test_times_take_three_significant_digits_in_one_unit_per_column():
-    assert time_cells([5e-6, 12.5e-6, 0.4e-6]) == ("us", ["5.00", "12.5", "0.400"])
-    assert time_cells([2e-3, 0.1e-3]) == ("ms", ["2.00", "0.100"])
+    # report/format.py's one rule: the unit in which the column's smallest value is at least 1
+    assert time_cells([5e-6, 12.5e-6, 0.4e-6]) == ("ns", ["5000", "12500", "400"])
+    assert time_cells([2e-3, 0.1e-3]) == ("µs", ["2000", "100"])
+    assert time_cells([5e-6, 12.5e-6, 1.4e-6]) == ("µs", ["5.00", "12.5", "1.40"])
     assert time_cells([None, 3.2]) == ("s", ["-", "3.20"])
     assert sig(9.996) == "10.0" and sig(123456) == "123456" and sig(0.000123) == "0.000123"
 

@@ -28,12 +28,16 @@ def assert_plots(stem):
 SWEEP = ("-w", "lm_head:256x8:fp32", "--min-mb", "1", "--max-mb", "8", "--points", "4", "--cache-mb", "0.25")
 
 
+SWEEP_SUITES = ("sweep", "latency-sweep")  # what run_sweep's points are measured as (a sweep, a small one)
+
+
 def scripted_sweep(monkeypatch, overhead_s=5e-6, bytes_per_s=10e9):
     """Every sweep measurement really runs (engine, output check, timing), then its samples are replaced by a
     clean line, so the fit's gates see a good sweep whatever the load of this shared machine."""
-    import anebench.orchestration.suites.sweep as sweep_suite
     import anebench.orchestration.suites.sweep_rounds as sweep_rounds
     from anebench.model import ResultRecord
+    from fakepipeline import real_measure as real
+    from fakepipeline import state_executor
 
     def clean(record):
         latency = overhead_s + record.workload.weight_bytes / bytes_per_s
@@ -42,8 +46,12 @@ def scripted_sweep(monkeypatch, overhead_s=5e-6, bytes_per_s=10e9):
                     warnings=[], repetitions=None)
         return ResultRecord.model_validate(data).with_id()
 
-    measure, build = sweep_suite.measure_workload, sweep_rounds.build_record  # one size at a time; in rounds
-    monkeypatch.setattr(sweep_suite, "measure_workload", lambda *args, **kw: clean(measure(*args, **kw)))
+    def measure(engine, device, workload, options, progress=None, **kwargs):  # one size at a time
+        record = real(engine, device, workload, options, progress, **kwargs)
+        return clean(record) if options.suite in SWEEP_SUITES else record  # only the sweep's points
+
+    state_executor(monkeypatch, measure=measure)
+    build = sweep_rounds.build_record  # in interleaved rounds: the sweep builds each size's record itself
     monkeypatch.setattr(sweep_rounds, "build_record", lambda *args, **kw: clean(build(*args, **kw)))
 
 
@@ -67,7 +75,7 @@ def test_sweep_fits_and_plots(capsys, tmp_path, monkeypatch):
         assert "4x the last-level cache" in sweep["knee_rule"] and sweep["cache_bytes"] == 1024**2 // 4
         assert record["device_time"] and record["suite"] == "sweep"
     assert (
-        "sweep fit" in stderr and "overhead us" in stderr and "10.00" in stderr
+        "sweep fit" in stderr and "overhead µs" in stderr and "10.00" in stderr
     )  # tables: stderr under --json
     assert "fit: Theil-Sen" in stderr and "; fit failed" not in stderr
     assert_plots(tmp_path / "sweep.sweep")

@@ -132,7 +132,10 @@ def full_disk(base: Path) -> Iterator[Path | None]:
 @contextmanager
 def environment(kind: str, base: Path) -> Iterator[tuple[dict, Path, Path, list[str]] | None]:
     """(env vars, cwd, output folder, command prefix) of one hostile environment, or None if unavailable."""
-    env = {**os.environ, "PYTHONPATH": SRC, "XDG_DATA_HOME": str(base / "data"), "COLUMNS": "120"}
+    # No COLUMNS: the output is a log, where every message stays one line (at a stated width notes and
+    # errors wrap), so the classifier reads each error, and the path it names, whole.
+    env = {**{k: v for k, v in os.environ.items() if k != "COLUMNS"}, "PYTHONPATH": SRC,
+           "XDG_DATA_HOME": str(base / "data")}
     if kind == "LANG=C, ASCII output":
         out = base / "out"
         out.mkdir()

@@ -190,9 +190,9 @@ def test_limits_and_non_finite_numbers_are_refused_before_measuring(argv, phrase
 
 
 def test_ctrl_c_in_a_multi_step_run_keeps_the_finished_steps(tmp_path, capsys, monkeypatch):
-    from anebench.orchestration import campaign as run_module
+    from fakepipeline import real_measure as real
+    from fakepipeline import state_executor
 
-    real = run_module.measure_workload
     calls = []
 
     def second_is_interrupted(*args, **kwargs):
@@ -202,7 +202,7 @@ def test_ctrl_c_in_a_multi_step_run_keeps_the_finished_steps(tmp_path, capsys, m
             time.sleep(1)  # the handler runs before this returns
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(run_module, "measure_workload", second_is_interrupted)
+    state_executor(monkeypatch, measure=second_is_interrupted)
     out = tmp_path / "partial.json"
     code, _, err = run_cli(capsys, "run", "--engine", "numpy", "-w", "lm_head:256x4096:fp32",
                            "-w", "lm_head:512x4096:fp32", "--runs", "5", "--warmup", "0", "--out", str(out))
@@ -219,16 +219,16 @@ def test_an_interrupted_run_restores_the_cursor(tmp_path, capsys, monkeypatch):
 
     from rich.console import Console
 
-    from anebench.cli import common
-    from anebench.orchestration import campaign as run_module
+    from anebench.cli import console
+    from fakepipeline import state_executor
 
     terminal = io.StringIO()
-    monkeypatch.setattr(common, "err_console", Console(file=terminal, force_terminal=True, emoji=False))
+    monkeypatch.setattr(console, "err_console", Console(file=terminal, force_terminal=True, emoji=False))
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(run_module, "measure_workload", interrupted)
+    state_executor(monkeypatch, measure=interrupted)
     code, _, err = run_small(capsys)
     assert code == 130 and "interrupted: nothing was saved" in err
     shown = terminal.getvalue()

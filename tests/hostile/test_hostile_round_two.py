@@ -157,12 +157,12 @@ def test_a_read_only_output_folder_fails_in_one_line_for_every_writer(tmp_path):
 
 
 def test_an_unexpected_error_is_one_line_and_debug_shows_the_traceback(tmp_path, capsys, monkeypatch):
-    import anebench.cli.run as run_module
+    from fakepipeline import state_executor
 
     def broken(*args, **kwargs):
         raise RuntimeError("engine exploded\nsecond line")
 
-    monkeypatch.setattr(run_module, "run_campaign", broken)
+    state_executor(monkeypatch, measure=broken)
     code, _, err = run_cli(capsys, "run", *SMALL, "--no-save")
     assert code == 1
     line = one_line_error(err, "unexpected RuntimeError", "engine exploded", "--debug")
@@ -174,7 +174,7 @@ def test_an_unexpected_error_is_one_line_and_debug_shows_the_traceback(tmp_path,
 def test_memory_and_disk_errors_from_the_library_are_one_line(tmp_path, capsys, monkeypatch):
     import errno
 
-    import anebench.cli.run as run_module
+    from fakepipeline import state_executor
 
     for exc, phrase in (
         (MemoryError(), "out of memory"),
@@ -184,7 +184,7 @@ def test_memory_and_disk_errors_from_the_library_are_one_line(tmp_path, capsys, 
         def raising(*args, _exc=exc, **kwargs):
             raise _exc
 
-        monkeypatch.setattr(run_module, "run_campaign", raising)
+        state_executor(monkeypatch, measure=raising)
         code, _, err = run_cli(capsys, "run", *SMALL, "--no-save")
         assert code == 2, err
         one_line_error(err, phrase)

@@ -10,13 +10,12 @@ import threading
 import traceback
 
 import click
-from rich.markup import escape  # messages quote shapes like [vocab, hidden]
 
 from .. import __version__
 from ..errors import AnalysisFailed, MeasurementError, UserError
-from ..report.escape import clean_text
 from .boundary import cwd_missing, describe, error_text, safe_streams, silence_stdout
-from .common import NORMAL, QUIET, SAVED_SO_FAR, VERBOSE, err_console, flush_warnings, interrupted_line
+from .common import SAVED_SO_FAR, err_console, flush_warnings, interrupted_line
+from .console import error_line, set_verbosity
 
 
 class ClosedOutput(Exception):
@@ -66,9 +65,7 @@ def app(ctx: click.Context, quiet: bool, verbose: bool, debug: bool) -> None:
     """Measure how fast an accelerator streams LLM weights from memory."""
     global _debug
     _debug = _debug or debug
-    if quiet and verbose:
-        raise UserError("--quiet with --verbose: choose one")
-    ctx.meta["anebench.verbosity"] = QUIET if quiet else VERBOSE if verbose else NORMAL
+    set_verbosity(quiet, verbose)
     ctx.call_on_close(flush_warnings)  # whatever a command collected and did not print yet
     if ctx.invoked_subcommand is None:  # bare `anebench`: the help, and success
         click.echo(ctx.get_help())
@@ -120,8 +117,32 @@ def _help_when_bare(group: click.Group) -> None:
         command.callback = functools.update_wrapper(bare_is_help, callback) if callback else bare_is_help
 
 
+def _verbosity_after_subcommand(group: click.Group) -> None:
+    """-q/-v are accepted after the subcommand too (`anebench sweep -q ...`), with the same meaning."""
+
+    def remember(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
+        if value:
+            set_verbosity(param.name == "quiet", param.name == "verbose")
+        return value
+
+    for command in group.commands.values():
+        taken = {opt for param in command.params for opt in getattr(param, "opts", [])}
+        for short, long, name, text in (
+            ("-q", "--quiet", "quiet", "Print only results and errors (as `anebench -q`)."),
+            ("-v", "--verbose", "verbose", "Print more (as `anebench -v`)."),
+        ):
+            if short not in taken and long not in taken:
+                command.params.append(
+                    click.Option([short, long], name, is_flag=True, expose_value=False, callback=remember,
+                                 help=text)
+                )
+        if isinstance(command, click.Group):
+            _verbosity_after_subcommand(command)
+
+
 _register_commands()
 _help_when_bare(app)
+_verbosity_after_subcommand(app)
 
 
 _debug = bool(os.environ.get("ANEBENCH_DEBUG"))
@@ -167,8 +188,7 @@ def _ignore_interrupts() -> None:
 def _fail(message: str, code: int) -> None:
     """The one line for an error the library let through, on stderr if stderr still works."""
     try:
-        err_console.print(f"[red]error:[/red] {escape(clean_text(message, keep_newlines=False))}",
-                          highlight=False, soft_wrap=True)
+        error_line("error", message)
         if _debug:
             err_console.print(traceback.format_exc(), markup=False, highlight=False)
     except Exception:  # stderr itself is gone (closed, full): the exit code is all that is left
@@ -216,31 +236,19 @@ def _run(argv: list[str] | None) -> None:
         sys.exit(130)
     except click.UsageError as exc:
         command = exc.ctx.command_path if exc.ctx else "anebench"
-        err_console.print(
-            f"[red]error:[/red] {exc.format_message()} (see '{command} --help')",
-            highlight=False,
-            soft_wrap=True,
-        )
+        error_line("error", f"{exc.format_message()} (see '{command} --help')")
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
     except UserError as exc:
-        err_console.print(
-            f"[red]error:[/red] {escape(clean_text(error_text(exc)))}", highlight=False, soft_wrap=True
-        )
+        error_line("error", error_text(exc))
         sys.exit(UserError.exit_code)
     except AnalysisFailed as exc:  # the records are saved: only the analysis could not be made
-        err_console.print(
-            f"[red]analysis failed:[/red] {escape(clean_text(error_text(exc)))}", highlight=False,
-            soft_wrap=True,
-        )
+        error_line("analysis failed", error_text(exc))
         sys.exit(AnalysisFailed.exit_code)
     except MeasurementError as exc:
-        err_console.print(
-            f"[red]measurement refused:[/red] {escape(clean_text(error_text(exc)))}", highlight=False,
-            soft_wrap=True,
-        )
+        error_line("measurement refused", error_text(exc))
         sys.exit(MeasurementError.exit_code)
 
 

@@ -1,33 +1,20 @@
-"""What every measuring command shares: options, verbosity, warnings, progress, the results table,
-saving and the output formats."""
+"""What every measuring command shares: options, the results table, saving and the output formats
+(the console, verbosity, warnings and progress are cli/console.py's, re-exported here)."""
 
 from __future__ import annotations
 
-import errno
 import functools
 import inspect
 import os
-import re
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console, ConsoleDimensions
-from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
 from ..errors import NamesSettings, SettingError, UserError, name_settings, setting
 from ..measure.uncertainty import GbpsRange
@@ -40,123 +27,37 @@ from ..report.escape import clean_text
 from ..results.files import document_json, save_records
 from ..system.energy_figures import energy_line
 from ..system.host import host_label
-from ..util.outputs import check_target, write_new
+from ..util.outputs import atomic_write_text, check_target, write_new
 from ..workloads import Workload
 from .boundary import error_text
-from .tables import between_run_cell, records_csv, records_markdown, results_table
+from .console import (
+    NORMAL,
+    QUIET,
+    VERBOSE,
+    FollowingConsole,
+    WarningLog,
+    _meta,
+    err_console,
+    flush_warnings,
+    out_console,
+    progress_bar,
+    say,
+    verbosity,
+    warn,
+    warnings_log,
+)
+from .exports import EXPORT_FORMATS, export_text, format_for
+from .options import (
+    FORMATS,
+    force_option,
+    format_option,
+    json_option,
+    out_file_option,
+    remember_value,
+)
+from .tables import between_run_cell, results_table
 
-PIPED_WIDTH = 160  # a table written to a file or pipe, when COLUMNS does not say otherwise
-
-
-class FollowingConsole(Console):
-    """A console as wide as COLUMNS where it is set (piped or not), else the terminal, else PIPED_WIDTH:
-    stdout and stderr follow one rule, so the table on stderr under --json is as wide as on stdout."""
-
-    @property
-    def size(self) -> ConsoleDimensions:
-        dims = Console.size.fget(self)  # type: ignore[attr-defined]
-        if self._width is None and not self._environ.get("COLUMNS", "").isdigit() and not self.is_terminal:
-            return ConsoleDimensions(PIPED_WIDTH, dims.height)
-        return dims
-
-    @size.setter
-    def size(self, new_size: tuple[int, int]) -> None:
-        Console.size.fset(self, new_size)  # type: ignore[attr-defined]
-
-    def on_broken_pipe(self) -> None:
-        """Rich exits silently (SystemExit(1)) on a closed pipe; the CLI's boundary says it in one line."""
-        self.quiet = True
-        raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
-
-
-# emoji=False: names such as hf:m:lm_head.weight contain ":m:", which Rich would turn into an emoji.
-err_console = FollowingConsole(stderr=True, emoji=False)
-
-FORMATS = ("table", "json", "csv", "md")
-QUIET, NORMAL, VERBOSE = -1, 0, 1
-
-
-def out_console() -> Console:
-    """The console for stdout: no emoji codes, as wide as COLUMNS (or the terminal, else PIPED_WIDTH)."""
-    return FollowingConsole(emoji=False)
-
-
-def _remember(ctx: click.Context, param: click.Parameter, value: object) -> object:
-    ctx.meta[f"anebench.{param.name}"] = value
-    return value
-
-
-def _meta(key: str, default: object = None) -> Any:
-    ctx = click.get_current_context(silent=True)
-    return ctx.meta.get(f"anebench.{key}", default) if ctx is not None else default
-
-
-def verbosity() -> int:
-    return int(_meta("verbosity", NORMAL))
-
-
-def say(text: str, *, quiet_too: bool = False) -> None:
-    """A line for the user on stderr (not a result): dropped under -q unless ``quiet_too``."""
-    if quiet_too or verbosity() > QUIET:
-        err_console.print(text, markup=False, highlight=False, soft_wrap=True)
-
-
-@dataclass
-class WarningLog:
-    """The command's warnings, printed once each with a count: a sweep of 10 cache-resident sizes
-    prints one line, not ten. Texts that differ only in their figures are one warning."""
-
-    seen: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # kind -> [(subject, text)]
-    printed: set[str] = field(default_factory=set)  # kinds already said by this command
-
-    def add(self, text: str, subject: str = "") -> None:
-        kind = re.sub(r"[0-9][0-9.,]*", "#", text)
-        if (
-            kind not in self.printed
-        ):  # e.g. the busy-machine warning, said before measuring, is in the record too
-            self.seen.setdefault(kind, []).append((subject, text))
-
-    def lines(self, verbose: bool = False) -> list[str]:
-        out = []
-        for entries in self.seen.values():
-            subjects = list(dict.fromkeys(s for s, _ in entries if s))
-            if verbose or len(entries) == 1:
-                out += [f"warning: {s}: {t}" if s else f"warning: {t}" for s, t in dict.fromkeys(entries)]
-                continue
-            texts = list(dict.fromkeys(t for _, t in entries))
-            who = ", ".join(subjects[:3]) + (f" and {len(subjects) - 3} more" if len(subjects) > 3 else "")
-            if len(texts) == 1:
-                out.append(f"warning (x{len(entries)}): {texts[0]}" + (f" [{who}]" if who else ""))
-            else:
-                out.append(
-                    f"warning (x{len(entries)}): {texts[0]} (the first; the figures differ, -v shows "
-                    f"each) [{who}]"
-                )
-        self.printed.update(self.seen)
-        self.seen.clear()
-        return out
-
-
-def warnings_log() -> WarningLog:
-    ctx = click.get_current_context(silent=True)
-    if ctx is None:
-        return WarningLog()
-    return ctx.meta.setdefault("anebench.warnings", WarningLog())
-
-
-def warn(text: str, subject: str = "") -> None:
-    """Collect a warning; :func:`flush_warnings` prints each once (emit, and the end of every command)."""
-    warnings_log().add(clean_text(text), clean_text(subject))
-
-
-def flush_warnings() -> None:
-    log = warnings_log()
-    lines = log.lines(verbose=verbosity() >= VERBOSE)
-    if verbosity() > QUIET:
-        for line in lines:
-            err_console.print(
-                f"[yellow]warning[/yellow]{escape(line[len('warning') :])}", highlight=False, soft_wrap=True
-            )
+MEASURING_FORMATS = ("table", "json", "jsonl", "csv", "md")
 
 
 def add_input(path: Path) -> None:
@@ -199,23 +100,6 @@ def output_format(fmt: str | None, as_json: bool) -> str:
     return "json" if as_json else fmt or "table"
 
 
-def format_option(*choices: str) -> Callable[[Callable], Callable]:
-    """--format CHOICE for a command that prints results (default table); pair it with --json."""
-    allowed = choices or FORMATS
-    machine = ", ".join(c for c in allowed if c != "table")
-
-    def decorate(func: Callable) -> Callable:
-        return click.option(
-            "--format",
-            "fmt",
-            type=click.Choice(allowed),
-            default=None,
-            help=f"table (default) or {machine}: one document on stdout, tables on stderr.",
-        )(func)
-
-    return decorate
-
-
 def measuring_options(func: Callable) -> Callable:
     """--engine/--device/--workload/--out/--format (--json), the same for `run` and every suite.
 
@@ -229,13 +113,19 @@ def measuring_options(func: Callable) -> Callable:
         if kwargs.get("no_save") and kwargs.get("out") is not None:
             raise UserError(f"--no-save and --out {kwargs['out']}: give one (--out saves the results there)")
         kwargs["as_json"] = fmt != "table"
+        out = kwargs.get("out")
+        # an unknown extension: refused before anything runs, after the output policy's own refusals (a
+        # store's side file); an existing file may be one of the command's inputs, which the command's
+        # check_out_path (once it knows its inputs) names first
+        if out is not None and not os.path.lexists(out):
+            check_out_path(out)
         if takes_format:  # the suites print csv/md tables themselves: they get the one resolved format
             kwargs["fmt"] = fmt
         return func(*args, **kwargs)
 
     takes_format = "fmt" in inspect.signature(func).parameters
 
-    options = [
+    options: list[Callable[[Callable], Callable]] = [
         click.option(
             "--engine", "-e", "engines", multiple=True, help="Engine (repeatable); default: best here."
         ),
@@ -249,32 +139,29 @@ def measuring_options(func: Callable) -> Callable:
             multiple=True,
             help="Catalog name, lm_head:HIDDENxVOCAB[:DTYPE] or hf:PATH[:TENSOR] (repeatable).",
         ),
-        click.option(
-            "--out",
-            "-o",
-            type=click.Path(dir_okay=False, path_type=Path),
-            default=None,
-            help="Where to save the results (default: a file named after host and time).",
+        out_file_option(
+            "Where to save the results (default: a file named after host and time); the format follows "
+            "the extension: .json (default), .jsonl, .csv, .md, .txt (the table)."
         ),
         click.option("--no-save", is_flag=True, help="Do not save a results file."),
-        click.option(
-            "--force",
-            is_flag=True,
-            expose_value=False,
-            callback=_remember,
-            help="Replace a read-only --out file.",
+        force_option(remember=True),
+        format_option(
+            *MEASURING_FORMATS,
+            help="Results on stdout as table (default), json, jsonl, csv or md; tables go to stderr then.",
+            remember=True,
         ),
-        click.option(
-            "--format",
-            "fmt",
-            type=click.Choice(FORMATS),
-            default=None,
-            expose_value=False,
-            callback=_remember,
-            help="Results on stdout as table (default), json, csv or md; tables go to stderr then.",
-        ),
-        click.option(
-            "--json", "as_json", is_flag=True, help="Same as --format json: one JSON document on stdout."
+        json_option("Same as --format json: one JSON document on stdout."),
+        *(
+            click.option(
+                f"--export-{fmt}",
+                f"export_{fmt}",
+                type=click.Path(dir_okay=False, path_type=Path),
+                default=None,
+                expose_value=False,
+                callback=remember_value,
+                help=f"Also write the results as {fmt} to this file (any --export-* may be combined).",
+            )
+            for fmt in EXPORT_FORMATS
         ),
     ]
     wrapped: Callable = checked
@@ -310,9 +197,27 @@ def preflight(targets: list[Target], workloads: list[Workload]) -> None:
 
 
 def check_out_path(out: Path | None) -> None:
-    """Refuse, before anything is measured, an --out the output policy would refuse after."""
+    """Refuse, before anything is measured, an --out (or --export-FORMAT file) the output policy would
+    refuse after, or whose extension names no format."""
     if out is not None:
         check_target(out, "--out", bool(_meta("force")), protected_paths())
+        format_for(out)
+    for fmt, path in exports():
+        check_target(path, f"--export-{fmt}", bool(_meta("force")), protected_paths())
+
+
+def exports() -> list[tuple[str, Path]]:
+    """The --export-FORMAT files asked for: (format, path)."""
+    return [(fmt, Path(path)) for fmt in EXPORT_FORMATS if (path := _meta(f"export_{fmt}"))]
+
+
+def write_exports(records: list[ResultRecord], suite: str) -> None:
+    """Each --export-FORMAT file, in its format (after the results are saved: they come first)."""
+    for fmt, path in exports():
+        written = atomic_write_text(
+            path, export_text(fmt, records, suite), f"--export-{fmt}", bool(_meta("force")), protected_paths()
+        )
+        say(f"exported {len(records)} record(s) as {fmt} to {clean_text(str(written), keep_newlines=False)}")
 
 
 def default_out_stem(suite: str) -> str:
@@ -361,11 +266,19 @@ def where_default_goes() -> str:
         return "the current directory (it no longer exists)"
 
 
+def save_out(out: Path, records: list[ResultRecord], suite: str, force: bool) -> Path:
+    """--out in the format its extension names (the results document for .json)."""
+    fmt = format_for(out)
+    if fmt == "json":
+        return save_records(out, records, "--out", force, protected_paths())
+    return atomic_write_text(out, export_text(fmt, records, suite), "--out", force, protected_paths())
+
+
 def save_results(records: list[ResultRecord], suite: str, out: Path | None) -> Path:
     """Save under the output policy; if that fails, keep the records in a fallback file and say where."""
     try:
         if out is not None:
-            return save_records(out, records, "--out", bool(_meta("force")), protected_paths())
+            return save_out(out, records, suite, bool(_meta("force")))
         return write_new(Path.cwd(), default_out_stem(suite), ".json", document_json(records).encode())
     except (OSError, UserError) as exc:
         reason = error_text(exc) if isinstance(exc, UserError) else f"{exc.strerror or exc}"
@@ -399,9 +312,9 @@ class StepSaver:
             return
         try:
             if self.path is not None:
-                save_records(self.path, records, "--out", True, protected_paths())
+                save_out(self.path, records, self.suite, True)
             elif self.out is not None:
-                self.path = save_records(self.out, records, "--out", bool(_meta("force")), protected_paths())
+                self.path = save_out(self.out, records, self.suite, bool(_meta("force")))
             else:
                 data = document_json(records).encode()
                 self.path = write_new(Path.cwd(), default_out_stem(self.suite), ".json", data)
@@ -441,24 +354,6 @@ def hold_signals() -> None:
             signum = getattr(signal, name, None)
             if signum is not None:
                 signal.signal(signum, signal.SIG_IGN)
-
-
-@contextmanager
-def progress_bar() -> Iterator[Progress]:
-    """The command's progress on stderr (none under -q); its exit restores the cursor however it ends."""
-    progress = Progress(
-        TextColumn("{task.description}", markup=False),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("left"),
-        TimeRemainingColumn(),
-        console=err_console,
-        transient=False,
-        disable=verbosity() <= QUIET,
-    )
-    with progress:
-        yield progress
 
 
 def uncertainty_line(record: ResultRecord) -> str | None:
@@ -527,10 +422,29 @@ def emit(
     flush_warnings()
     if saved is not None:
         say(f"saved {len(records)} record(s) to {clean_text(str(saved), keep_newlines=False)}")
-    document = {"json": document_json, "csv": records_csv, "md": records_markdown}.get(fmt)
-    if document is not None:
-        sys.stdout.write(document(records))
+    write_exports(records, suite)
+    if fmt != "table":
+        sys.stdout.write(export_text(fmt, records, suite))
         sys.stdout.flush()
     if failure is not None:
         raise failure
     return saved
+
+
+__all__ = [
+    "NORMAL",
+    "QUIET",
+    "VERBOSE",
+    "FORMATS",
+    "FollowingConsole",
+    "WarningLog",
+    "err_console",
+    "flush_warnings",
+    "format_option",
+    "out_console",
+    "progress_bar",
+    "say",
+    "verbosity",
+    "warn",
+    "warnings_log",
+]

@@ -3,8 +3,6 @@ and device in A, by the ratio of their GB/s with its 95% CI from the between-run
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import sys
 from pathlib import Path
@@ -14,9 +12,11 @@ import click
 from ..errors import UserError
 from ..measure.uncertainty import gbps_cell, gbps_range
 from ..report.escape import clean_text, csv_cell, md_cell
+from ..report.format import csv_text as write_csv
 from ..results.pairing import FileComparison, Pair, Side, compare_files
 from ..results.validate import InvalidFile
-from .common import QUIET, err_console, format_option, out_console, output_format, say, verbosity
+from .common import QUIET, err_console, out_console, output_format, say, verbosity
+from .options import format_option, json_option
 from .tables import FittingTable, abbreviate, fmt_sig, markdown_table, time_unit
 
 VERDICTS = {
@@ -146,9 +146,7 @@ def document(result: FileComparison) -> dict:
 
 
 def csv_text(result: FileComparison) -> str:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(
+    header = (
         [
             "engine",
             "device",
@@ -165,9 +163,10 @@ def csv_text(result: FileComparison) -> str:
             "verdict",
         ]
     )
+    rows = []
     for p in result.pairs:
         a, b, c = p.a.record, p.b.record, p.comparison
-        writer.writerow(
+        rows.append(
             [csv_cell(clean_text(x)) for x in (a.engine.name, a.engine.device, a.workload.name)]
             + [
                 a.workload.fingerprint,
@@ -182,12 +181,12 @@ def csv_text(result: FileComparison) -> str:
                 c.verdict,
             ]
         )
-    return buffer.getvalue()
+    return write_csv(header, rows)
 
 
 @click.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
+@json_option()
 @format_option()
 @click.option(
     "--leaderboard",

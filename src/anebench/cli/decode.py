@@ -15,9 +15,10 @@ from ..errors import UserError
 from ..measure.warmup import WarmupPolicy
 from ..workloads.models import MAX_DEPTH, accounting, decode_workload, resolve_model
 from .common import measuring_options, resolve_targets
+from .latency import stored_sweeps
 from .run import power_option
 from .suite_output import finish, output_format, show_tables, stem_for, write_plot
-from .suites import stored_sweeps, suite_options, timing_options
+from .suite_scaffold import suite_options, timing_options
 from .terminal import progress, say
 
 MAX_DEPTHS = 16

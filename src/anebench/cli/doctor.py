@@ -15,6 +15,7 @@ from ..report.submission import DOCTOR_HEADER, DOCTOR_HOST_IDS, drop_host_identi
 from ..system.host import SYSTEM_HOST
 from ..util.outputs import atomic_write_text, check_target
 from .common import say
+from .console import result_line
 
 DEFAULT_OUT = Path("anebench-doctor.txt")
 
@@ -46,7 +47,7 @@ def doctor(out: Path | None, drop_host_ids: bool, force: bool) -> None:
     target = out or DEFAULT_OUT
     diagnosis = diagnose(SYSTEM_HOST, progress=lambda text: say(f"doctor: {text}"))
     for line in diagnosis.lines():
-        click.echo(clean_text(line))
+        result_line(line)  # wrapped to the width, as every command's output
     if not diagnosis.on_mac:
         return
     check_target(target, "--out", force)

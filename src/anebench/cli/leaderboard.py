@@ -14,6 +14,7 @@ import click
 from ..errors import UserError
 from ..report.escape import clean_text
 from .common import QUIET, err_console, out_console, say, verbosity
+from .console import wraps
 from .tables import FittingTable
 
 REPO = click.Path(file_okay=False, path_type=Path)
@@ -47,7 +48,7 @@ def build_command(repo: Path, check: bool) -> None:
                 f"check failed: {clean_text(line, keep_newlines=False)}",
                 markup=False,
                 highlight=False,
-                soft_wrap=True,
+                soft_wrap=not wraps(err_console),
             )
         if problems:
             sys.exit(1)
@@ -62,7 +63,7 @@ def build_command(repo: Path, check: bool) -> None:
             f"rejected {clean_text(x.path)}: {clean_text(x.reason, keep_newlines=False)}",
             markup=False,
             highlight=False,
-            soft_wrap=True,
+            soft_wrap=not wraps(err_console),
         )
     click.echo(
         f"built {repo / 'leaderboard'} and README.md: {len(built.repo.accepted)} submission(s) accepted, "

@@ -2,21 +2,28 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from ..engines import engines_with
-from ..errors import AnalysisFailed
 from ..measure.quant import INCONCLUSIVE
 from ..report.suite_terminal import capability_table
-from .common import check_out_path, measuring_options, resolve_workloads
-from .plans import bundle_only_target, dry_run_option, measuring_targets, show_plan
+from .common import measuring_options, resolve_workloads
+from .console import rule, say
+from .plans import bundle_only_target, dry_run_option, show_plan
 from .results import store_options
 from .run import power_option
-from .suite_output import finish, output_format, show_tables
-from .suites import suite_options, timing_options
-from .terminal import progress, say
+from .suite_output import output_format, show_tables
+from .suite_scaffold import fail_unless_analysed, finish_suite, measure_each, suite_setup, timing_options
+
+if TYPE_CHECKING:
+    from ..orchestration.campaign import Target
+    from ..orchestration.suites.bundle_plan import BundlePlan
+    from ..orchestration.suites.common import ProgressFactory
+    from ..orchestration.suites.quant import QuantResult
 
 
 @click.command()
@@ -50,9 +57,7 @@ def quant(
         for base in bases:
             show_plan(plan_quant(engine, device, base, list(VARIANTS), runs, time_budget), fmt == "json")
         return
-    targets = measuring_targets(engines, device, "quant")
-    check_out_path(out)
-    options = suite_options(runs, time_budget, warmup, "quant", power)
+    targets, options = suite_setup(engines, device, "quant", out, runs, time_budget, warmup, power)
     found, jobs = [], []
     for target in targets:
         for base in bases:
@@ -71,19 +76,22 @@ def quant(
             f"({' or '.join(e.title for e in able)} does, on a Mac: anebench quant -e {able[0].name})"
         )
         return
-    results = []
-    with progress() as factory:
-        for target, plan in jobs:
-            results.append((target, run_quant(target.engine, target.device, plan, options, factory)))
-    finish([r for _, res in results for r in res.records], "quant", out, no_save, fmt)
+
+    def job(target: Target, plan: BundlePlan) -> Callable[[ProgressFactory], tuple[Target, QuantResult]]:
+        return lambda factory: (target, run_quant(target.engine, target.device, plan, options, factory))
+
+    results = measure_each([job(target, plan) for target, plan in jobs])
+    finish_suite(results, lambda r: r[1].records, "quant", out, no_save, fmt)
     for target, result in results:
         say(f"{target.engine.name}:{target.device}: {result.inference.inference}")
-    if results:
-        say(f"rule: {results[0][1].inference.rule}")
-    failed = [f"{t.engine.name}:{t.device}: {res.inference.inference}" for t, res in results
-              if INCONCLUSIVE in res.inference.inference]
-    if failed:  # the records are saved; the rule could not tell what is streamed
-        raise AnalysisFailed("no streaming inference: " + "; ".join(failed))
+    for _, result in results:
+        rule(f"rule: {result.inference.rule}")
+    # the records are saved; the rule could not tell what is streamed
+    inconclusive = [(t, res) for t, res in results if INCONCLUSIVE in res.inference.inference]
+    fail_unless_analysed(
+        "no streaming inference",
+        [f"{t.engine.name}:{t.device}: {res.inference.inference}" for t, res in inconclusive],
+    )
 
 
 def register(app: click.Group) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import json
 import sys
 from dataclasses import asdict, astuple, fields
@@ -15,24 +14,27 @@ from rich.markup import escape
 from ..errors import UserError
 from ..model import ResultRecord
 from ..report.escape import clean_text
+from ..report.format import csv_text
 from ..results.ingest import DEFAULT_FORMAT, LOADERS, Loader, ingest_files
 from ..results.ingest import ingest as ingest_into_store
 from ..results.store import StoredRecord, open_store
 from ..results.validate import InvalidFile
 from ..util.outputs import check_target
+from . import options
 from .boundary import error_text
 from .common import (
     QUIET,
     err_console,
     flags,
     flush_warnings,
-    format_option,
     out_console,
     output_format,
     say,
     verbosity,
     warn,
 )
+from .console import error_line, result_line
+from .options import format_option
 from .tables import FittingTable, fmt_sig
 
 # Where `submit`'s issue body goes; the same placeholder as [tool.anebench] submit-url in pyproject.toml
@@ -40,21 +42,14 @@ from .tables import FittingTable, fmt_sig
 SUBMIT_URL = "https://github.com/anebench/anebench/issues/new?template=result.md"
 
 
-def db_option(func):
-    return click.option(
-        "--db",
-        "db",
-        type=click.Path(dir_okay=False, path_type=Path),
-        default=None,
-        help="Results database (default: results.sqlite in the user data dir).",
-    )(func)
+db_option = options.db_option()
 
 
 def _print_problems(error: UserError) -> None:
-    err_console.print(f"[red]error:[/red] {escape(clean_text(error_text(error)))}", highlight=False,
-                      soft_wrap=True)
+    """The error line, then each problem indented (errors: printed under -q too, wrapped to the width)."""
+    error_line("error", error_text(error))
     for line in getattr(error, "problems", [])[:200]:
-        err_console.print(f"  {clean_text(line)}", highlight=False, soft_wrap=True, markup=False)
+        say(f"  {line}", quiet_too=True)
 
 
 @click.command()
@@ -68,7 +63,7 @@ def _print_problems(error: UserError) -> None:
     help="Format of FILES: anebench, anemll-bench (its JSON, pasted or in its HTML report).",
 )
 @db_option
-@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
+@options.json_option()
 @format_option("table", "json")
 def ingest(
     files: tuple[Path, ...],
@@ -119,22 +114,9 @@ def ingest(
 
 
 @click.command()
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["md", "html", "csv", "json"]),
-    default="md",
-    show_default=True,
-    help="Output format.",
-)
-@click.option(
-    "--out",
-    "-o",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Write the report here (Markdown also writes its chart PNGs beside it).",
-)
-@click.option("--force", is_flag=True, help="Replace a read-only --out file.")
+@options.format_option("md", "html", "csv", "json", default="md", help="Output format.")
+@options.out_file_option("Write the report here (Markdown also writes its chart PNGs beside it).")
+@options.force_option()
 @db_option
 def report(fmt: str, out: Path | None, force: bool, db: Path | None) -> None:
     """Generate the results matrix by chip from the store (tiers, utilisation, verdicts, coverage)."""
@@ -174,14 +156,7 @@ def report(fmt: str, out: Path | None, force: bool, db: Path | None) -> None:
 
 @click.command()
 @click.argument("result", type=click.Path(path_type=Path))
-@click.option(
-    "--out",
-    "-o",
-    "out",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Directory for the submission file and the issue body [default: .].",
-)
+@options.out_dir_option("Directory for the submission file and the issue body [default: .].")
 @click.option(
     "--out-dir",
     "out_dir",
@@ -196,7 +171,7 @@ def report(fmt: str, out: Path | None, force: bool, db: Path | None) -> None:
     help="Remove the host fingerprint, machine model, host and login names, paths and private "
     "model folder names, everywhere (file names too).",
 )
-@click.option("--force", is_flag=True, help="Replace read-only output files.")
+@options.force_option("Replace read-only output files.")
 @click.option(
     "--doctor",
     "doctor_file",
@@ -249,11 +224,11 @@ def submit(result: Path, out: Path | None, out_dir: Path | None, drop_host_ids: 
     except InvalidFile as exc:
         _print_problems(exc)
         sys.exit(UserError.exit_code)
-    click.echo(f"submission: {clean_text(str(submission))}")
-    click.echo(f"issue body: {clean_text(str(body))}")
+    result_line(f"submission: {clean_text(str(submission))}")
+    result_line(f"issue body: {clean_text(str(body))}")
     if doctor_file is not None:
         attached = body.with_name(body.name.removesuffix(".issue.md") + ".doctor.txt")
-        click.echo(f"doctor file: {clean_text(str(attached))}")
+        result_line(f"doctor file: {clean_text(str(attached))}")
     say(
         f"to submit: open {SUBMIT_URL} (a placeholder until the project has a public tracker), paste the "
         "issue body and attach the submission file; nothing was sent"
@@ -268,7 +243,7 @@ def submit_into_repository(result: Path, into: Path, drop_host_ids: bool, log: P
     except InvalidFile as exc:
         _print_problems(exc)
         sys.exit(UserError.exit_code)
-    click.echo(f"submission: {clean_text(str(written))}")
+    result_line(f"submission: {clean_text(str(written))}")
     say(f"next: `anebench leaderboard build {into}`, then open a pull request with the new file and the "
         "regenerated ones; nothing was sent")
 
@@ -284,7 +259,7 @@ def store(ctx: click.Context) -> None:
 @store.command("list")
 @db_option
 @format_option("table", "json", "csv")
-@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
+@options.json_option()
 def store_list(db: Path | None, fmt: str | None, as_json: bool) -> None:
     """List the stored records: id, suite, workload, engine, host, date (oldest first)."""
     with open_store(db, create=False, readonly=True) as opened:
@@ -294,9 +269,7 @@ def store_list(db: Path | None, fmt: str | None, as_json: bool) -> None:
         click.echo(json.dumps({"db": str(path), "records": [asdict(r) for r in found]}, indent=1))
         return
     if machine == "csv":
-        writer = csv.writer(sys.stdout, lineterminator="\n")
-        writer.writerow([f.name for f in fields(StoredRecord)])
-        writer.writerows(astuple(r) for r in found)
+        click.echo(csv_text([f.name for f in fields(StoredRecord)], [astuple(r) for r in found]), nl=False)
         return
     rows = [
         [
@@ -326,7 +299,7 @@ def store_list(db: Path | None, fmt: str | None, as_json: bool) -> None:
 @click.argument("record_id")
 @db_option
 @format_option("table", "json")
-@click.option("--json", "as_json", is_flag=True, help="Same as --format json (the whole stored record).")
+@options.json_option("Same as --format json (the whole stored record).")
 def store_show(record_id: str, db: Path | None, fmt: str | None, as_json: bool) -> None:
     """Show one stored record (8+ leading hex digits of its id); --json prints it whole."""
     with open_store(db, create=False, readonly=True) as opened:
@@ -387,24 +360,15 @@ def store_options(func, db: bool = True):
     """`--store [--db PATH]` for `run` and every suite; the values wait in the click context for
     finish_run / suite_output.finish. ``db=False``: the command has its own --db (latency)."""
 
-    def remember(ctx: click.Context, param: click.Parameter, value):
-        ctx.meta[f"anebench.{param.name}"] = value
-        return value
-
     if db:
-        func = click.option(
-            "--db",
-            type=click.Path(dir_okay=False, path_type=Path),
-            default=None,
-            expose_value=False,
-            callback=remember,
-            help="Results database for --store (default: the user data dir).",
+        func = options.db_option(
+            "Results database for --store (default: the user data dir).", remember=True
         )(func)
     return click.option(
         "--store",
         is_flag=True,
         expose_value=False,
-        callback=remember,
+        callback=options.remember_value,
         help="Also store the measured records in the results database.",
     )(func)
 

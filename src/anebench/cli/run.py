@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from ..engines import ENGINE_FACTORIES, PUBLISHED_ANE_ENGINE
+from ..engines import PUBLISHED_ANE_ENGINE, active_engines
 from ..errors import UserError
 from ..measure.timing import DEFAULT_REPETITIONS, DEFAULT_RUNS, split_runs
 from ..measure.warmup import WarmupPolicy
@@ -55,6 +55,8 @@ from .common import (
     verbosity,
     warn,
 )
+from .console import wraps
+from .options import dry_run_option, json_option
 from .params import timing_flags
 from .results import finish_run, store_options
 from .tables import FittingTable, fmt_mb
@@ -197,9 +199,9 @@ def show_unrunnable(unrunnable: list[Unrunnable], planned: list[PlannedStep], as
         console.print(plan_table(planned, "anebench run on this host"))
     for item in unrunnable:
         console.print(f"dry run: engine {item.engine} cannot run on this host: {item.reason}", markup=False,
-                      highlight=False, soft_wrap=True)
+                      highlight=False, soft_wrap=not wraps(console))
         for note in item.notes:
-            console.print(f"  {note}", markup=False, highlight=False, soft_wrap=True)
+            console.print(f"  {note}", markup=False, highlight=False, soft_wrap=not wraps(console))
     console.print("nothing was built or measured", markup=False, highlight=False)
 
 
@@ -258,9 +260,7 @@ def plan_steps(
 @power_option
 @mitigation_options
 @interleave_options
-@click.option(
-    "--dry-run", is_flag=True, help="Print the plan (engine, device, workload, power) and measure nothing."
-)
+@dry_run_option("Print the plan (engine, device, workload, power) and measure nothing.")
 @click.option(
     "--plan-for",
     type=click.Choice(["mac"]),
@@ -395,11 +395,11 @@ def run(
 
 @click.command()
 @format_option("table", "json")
-@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
+@json_option()
 def engines(fmt: str | None, as_json: bool) -> None:
     """List engines, their devices, and why any are unavailable."""
     found: list[dict[str, Any]] = []
-    for name, factory in ENGINE_FACTORIES.items():
+    for name, factory in active_engines().items():
         engine = factory()
         availability = engine.available()
         found.append(
@@ -492,7 +492,7 @@ def source_detail(source) -> str:
 
 @click.command()
 @format_option("table", "json")
-@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
+@json_option()
 def info(fmt: str | None, as_json: bool) -> None:
     """Describe this host: OS, CPU, memory, caches, BLAS, power, and the energy sources --power can read."""
     host = SYSTEM_HOST.info()

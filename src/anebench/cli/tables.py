@@ -1,14 +1,12 @@
 """How results look in a terminal and in the machine formats: one unit system, tables that fit the
 width they are given (80 columns by default) and never wrap a number.
 
-Units, stated once: MB = 1e6 bytes, GB = 1e9 bytes; a time column is in the one unit (s, ms, µs, ns)
-in which its smallest value is at least 1, with at least 3 significant digits.
+Units and digits: report/format.py's rules (MB = 1e6 bytes, GB = 1e9 bytes; a time column in the one
+unit in which its smallest value is at least 1; 3 significant digits).
 """
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Iterable, Iterator
 
 from rich import box
@@ -20,9 +18,11 @@ from rich.text import Text
 
 from ..measure.uncertainty import fmt_gbps, range_cell
 from ..model import ResultRecord
+from ..report import format as format_rules
 from ..report.escape import clean_text, csv_cell, md_cell
+from ..report.format import csv_text
+from ..report.term_table import TermTable
 
-TIME_UNITS = (("s", 1.0), ("ms", 1e3), ("µs", 1e6), ("ns", 1e9))
 WORKLOAD_WIDTH = 24  # longer workload names are abbreviated by ABBREVIATION_RULE
 HEAD, TAIL = 9, WORKLOAD_WIDTH - 10
 ABBREVIATION_RULE = (
@@ -34,36 +34,21 @@ HEADLINE_CAPTION = (
     "'unreliable': it reaches over 10% from the figure); "
     "within-run CI, device time and warnings below"
 )
-UNITS_NOTE = "MB = 1e6 bytes, GB = 1e9 bytes"
+UNITS_NOTE = format_rules.UNITS_NOTE
 
 
 def time_unit(values_s: Iterable[float | None]) -> tuple[str, float]:
-    """(unit, scale) for a column of times: the largest unit in which the smallest value is >= 1."""
-    positive = [v for v in values_s if v is not None and v > 0]
-    smallest = min(positive) if positive else 1.0
-    for unit, scale in TIME_UNITS:
-        if smallest * scale >= 1:
-            return unit, scale
-    return TIME_UNITS[-1]
+    """(unit, factor) for a column of times (report/format.py's one rule): seconds x factor = the figure."""
+    unit, _ = format_rules.time_unit(values_s)
+    return unit, format_rules.PER_SECOND[unit]
 
 
 def fmt_sig(value: float) -> str:
-    """At least 3 significant digits, never in exponent form below 1e6: 1.23, 12.3, 123, 1234, 0.123."""
-    if value >= 100:
-        return f"{value:.0f}"
-    if value >= 10:
-        return f"{value:.1f}"
-    if value >= 1:
-        return f"{value:.2f}"
-    return f"{value:.3g}" if value > 0 else "0"
+    """3 significant digits, never an exponent: 1.23, 12.3, 123, 1234, 0.123 (report/format.py)."""
+    return format_rules.sig(value) if value > 0 else "0"
 
 
-def fmt_time(seconds: float | None) -> str:
-    """One time in the unit that gives 3 significant digits: '5.12 ms', '12.3 µs' (never '0.00')."""
-    if seconds is None:
-        return "-"
-    unit, scale = time_unit([seconds])
-    return f"{fmt_sig(seconds * scale)} {unit}"
+fmt_time = format_rules.fmt_time
 
 
 def fmt_mb(n_bytes: float) -> str:
@@ -106,6 +91,14 @@ def result_rows(records: list[ResultRecord], full_names: bool = False) -> tuple[
     return with_threads(records, header, rows)
 
 
+RESULT_NUMERIC = (False, False, False, True, True, True, True)  # the results table's figures: MB onwards
+
+
+def result_numeric(header: list[str]) -> list[bool]:
+    """The results table's numeric flags, with `thr` (a figure) after engine:dev where it is shown."""
+    return [*RESULT_NUMERIC[:1], True, *RESULT_NUMERIC[1:]] if "thr" in header else list(RESULT_NUMERIC)
+
+
 def with_threads(
     records: list[ResultRecord], header: list[str], rows: list[list[str]]
 ) -> tuple[list[str], list[list[str]]]:
@@ -117,7 +110,7 @@ def with_threads(
 
 
 NUMERIC = frozenset({"MB", "95% range", "GB/s", "ratio", "95% CI", "thr"})
-UNIT_SUFFIXES = tuple(f" {unit}" for unit, _ in TIME_UNITS) + ("GB/s", " MB")
+UNIT_SUFFIXES = tuple(f" {unit}" for unit, _ in format_rules.TIME_UNITS) + ("GB/s", " MB")
 
 
 def is_numeric(column: str) -> bool:
@@ -126,7 +119,10 @@ def is_numeric(column: str) -> bool:
 
 class FittingTable:
     """A table that keeps every cell on one line: as columns where they fit the width it is given,
-    else one block per row ("stacked"), so a narrow terminal never wraps a number."""
+    else one block per row ("stacked"), so a narrow terminal never wraps a number.
+
+    ``numeric``: which columns hold figures (right-aligned, never wrapped), stated by the caller as a
+    suite's TermTable states them; where a caller gives none, the header's units say (``is_numeric``)."""
 
     def __init__(
         self,
@@ -135,9 +131,18 @@ class FittingTable:
         title: str = "",
         caption: str = "",
         wrap: Iterable[str] = (),
+        numeric: Iterable[bool] | None = None,
     ):
         self.header, self.rows, self.title, self.caption = header, rows, title, caption
         self.wrap = frozenset(wrap)  # prose columns that may wrap between words (never a number)
+        self.numeric = list(numeric) if numeric is not None else [is_numeric(c) for c in header]
+        if len(self.numeric) != len(header):
+            raise ValueError(f"{len(self.numeric)} numeric flags for {len(header)} columns")
+
+    @classmethod
+    def of(cls, table: TermTable, caption: str = "") -> FittingTable:
+        """A suite's table (its numeric flags as stated), laid out to fit."""
+        return cls(table.columns, table.rows, table.title, caption, numeric=table.numeric)
 
     def table(self, rows: list[list[str]] | None = None) -> Table:
         table = Table(
@@ -147,10 +152,8 @@ class FittingTable:
             pad_edge=False,
             padding=(0, 1, 0, 0),
         )
-        for column in self.header:
-            table.add_column(
-                column, justify="right" if is_numeric(column) else "left", no_wrap=column not in self.wrap
-            )
+        for column, numeric in zip(self.header, self.numeric):
+            table.add_column(column, justify="right" if numeric else "left", no_wrap=column not in self.wrap)
         for row in self.rows if rows is None else rows:
             # Plain text, never markup: an install hint such as 'anebench[mlx]' must print as written.
             table.add_row(*(Text(cell) if isinstance(cell, str) else cell for cell in row))
@@ -164,7 +167,7 @@ class FittingTable:
 
         rows = [[narrowest(c, cell) for c, cell in zip(self.header, row)] for row in self.rows]
         header = [narrowest(c, c) for c in self.header]
-        narrow = FittingTable(header, rows).table()
+        narrow = FittingTable(header, rows, numeric=self.numeric).table()
         return Measurement.get(console, options.update_width(10_000), narrow).maximum
 
     def stacked(self) -> Iterator[Text]:
@@ -190,20 +193,22 @@ def results_table(
 ) -> FittingTable:
     """One row per record; the full warnings, the within-run CI and device time follow the table."""
     header, rows = result_rows(records, full_names)
+    numeric = result_numeric(header)
     caption = HEADLINE_CAPTION + f"; {UNITS_NOTE}"
     if any(len(r.workload.name) > WORKLOAD_WIDTH for r in records) and not full_names:
         caption += f"; {ABBREVIATION_RULE}"
     # the range may fold its "unreliable" mark onto a second line; its numbers stay on the row's line
-    return FittingTable(header, rows, title, caption, wrap={"95% range"})
+    return FittingTable(header, rows, title, caption, wrap={"95% range"}, numeric=numeric)
 
 
-def markdown_table(header: list[str], rows: list[list[str]]) -> str:
+def markdown_table(header: list[str], rows: list[list[str]], numeric: Iterable[bool] | None = None) -> str:
     def cell(text: str) -> str:  # a contributor's name: no link, image, raw HTML, mention or row break
         return md_cell(text)
 
+    flags = list(numeric) if numeric is not None else [is_numeric(c) for c in header]
     lines = [
         "| " + " | ".join(map(cell, header)) + " |",
-        "|" + "|".join("---:" if is_numeric(c) else "---" for c in header) + "|",
+        "|" + "|".join("---:" if n else "---" for n in flags) + "|",
     ]
     lines += ["| " + " | ".join(map(cell, row)) + " |" for row in rows]
     return "\n".join(lines) + "\n"
@@ -227,12 +232,10 @@ CSV_COLUMNS = (
 
 def records_csv(records: list[ResultRecord]) -> str:
     """Machine form: units in the column names, the same units as the JSON record (seconds, bytes)."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(CSV_COLUMNS)
+    rows = []
     for r in records:
         interval = r.between_run()
-        writer.writerow(
+        rows.append(
             [
                 *(
                     csv_cell(clean_text(text))
@@ -248,7 +251,7 @@ def records_csv(records: list[ResultRecord]) -> str:
                 r.method.threads or "",
             ]
         )
-    return buffer.getvalue()
+    return csv_text(CSV_COLUMNS, rows)
 
 
 def _num(value: float | None) -> str:
@@ -257,7 +260,7 @@ def _num(value: float | None) -> str:
 
 def records_markdown(records: list[ResultRecord]) -> str:
     header, rows = result_rows(records, full_names=True)
-    return markdown_table(header, rows) + f"\n{HEADLINE_CAPTION}; {UNITS_NOTE}\n"
+    return markdown_table(header, rows, result_numeric(header)) + f"\n{HEADLINE_CAPTION}; {UNITS_NOTE}\n"
 
 
 __all__ = [

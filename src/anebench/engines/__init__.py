@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 
 from ..errors import UserError
 from ..util.names import did_you_mean, match_name
@@ -49,6 +50,8 @@ ENGINE_FACTORIES: dict[str, Callable[[], Engine]] = {
     "numpy": _numpy,
 }
 CPU_DEVICES = {"cpu"}
+Registry = Mapping[str, Callable[[], Engine]]
+_stated: Registry | None = None  # the registry a test states (use_engines); None: ENGINE_FACTORIES
 # The engine the published Neural Engine figures were measured with (anemll-bench, the published
 # bundles): the Mac campaign runs the published heads on it, and imported published results name it.
 PUBLISHED_ANE_ENGINE = "coreml"
@@ -62,34 +65,54 @@ def published_compute_units() -> dict[str, str]:
     return dict(COMPUTE_UNITS)
 
 
-def get_engine(name: str) -> Engine:
+def active_engines() -> Registry:
+    """The engines looked up where no registry is passed: ENGINE_FACTORIES, or the one stated with
+    ``use_engines``."""
+    return _stated if _stated is not None else ENGINE_FACTORIES
+
+
+@contextmanager
+def use_engines(registry: Registry) -> Iterator[Registry]:
+    """Look engines up in ``registry`` (a stand-in engine, one removed) wherever none is passed, the CLI
+    included, while the block runs: tests state engines here instead of patching ENGINE_FACTORIES."""
+    global _stated
+    before, _stated = _stated, registry
+    try:
+        yield registry
+    finally:
+        _stated = before
+
+
+def get_engine(name: str, registry: Registry | None = None) -> Engine:
     """The engine of that name, matched ignoring case; an unknown name gets the nearest valid one."""
-    known = match_name(name, ENGINE_FACTORIES)
+    factories = active_engines() if registry is None else registry
+    known = match_name(name, factories)
     if known is None:
         raise UserError(
-            f"unknown engine {name!r}; {did_you_mean(name, ENGINE_FACTORIES)}"
-            f"valid: {', '.join(ENGINE_FACTORIES)}"
+            f"unknown engine {name!r}; {did_you_mean(name, factories)}"
+            f"valid: {', '.join(factories)}"
         )
-    return ENGINE_FACTORIES[known]()
+    return factories[known]()
 
 
-def engines_with(capability: Callable[[Engine], bool]) -> list[Engine]:
+def engines_with(capability: Callable[[Engine], bool], registry: Registry | None = None) -> list[Engine]:
     """The engines that have a capability, in preference order, available here or not (for messages:
     what to give -e instead of an engine the suite cannot take that path on)."""
-    return [engine for engine in (factory() for factory in ENGINE_FACTORIES.values()) if capability(engine)]
+    factories = active_engines() if registry is None else registry
+    return [engine for engine in (factory() for factory in factories.values()) if capability(engine)]
 
 
-def usable_engine(name: str) -> Engine:
-    engine = get_engine(name)
+def usable_engine(name: str, registry: Registry | None = None) -> Engine:
+    engine = get_engine(name, registry)
     availability = engine.available()
     if not availability:
         raise UserError(f"engine {name!r} is not available: {availability.reason}")
     return engine
 
 
-def available_engine(name: str) -> Engine | None:
+def available_engine(name: str, registry: Registry | None = None) -> Engine | None:
     """The engine if it can run here, else None (for plans that skip what this host lacks)."""
-    engine = get_engine(name)
+    engine = get_engine(name, registry)
     return engine if engine.available() else None
 
 
@@ -106,9 +129,10 @@ def resolve_device(engine: Engine, device: str | None) -> str:
     return known
 
 
-def best_engine() -> tuple[Engine, str]:
+def best_engine(registry: Registry | None = None) -> tuple[Engine, str]:
     """The first engine (in preference order) with an accelerator, else the first usable CPU engine."""
-    usable = [e for e in map(available_engine, ENGINE_FACTORIES) if e is not None]
+    factories = active_engines() if registry is None else registry
+    usable = [e for e in (available_engine(name, factories) for name in factories) if e is not None]
     for engine in usable:
         device = engine.default_device()
         if device not in CPU_DEVICES:
@@ -125,10 +149,13 @@ __all__ = [
     "DtypeChoice",
     "Engine",
     "Prepared",
+    "Registry",
+    "active_engines",
     "best_engine",
     "engines_with",
     "get_engine",
     "published_compute_units",
     "resolve_device",
     "usable_engine",
+    "use_engines",
 ]

@@ -203,9 +203,9 @@ class Engine(ABC):
     def cache_bytes(self, device: str) -> int | None:
         """The largest cache in front of the device's memory (for the 4x rule); None where unknown."""
         if device == "cpu":
-            from ..system.host import describe_host
+            from ..system.host import SYSTEM_HOST
 
-            return describe_host().llc_bytes
+            return SYSTEM_HOST.info().llc_bytes
         return None
 
     def streams_quantized(self, quant: str, device: str) -> bool:

@@ -22,13 +22,14 @@ from ..errors import UserError
 from ..system import preflight
 from ..workloads.models import DecodeWorkload
 from .base import Prepared
-from .coreml_engine import COMPUTE_UNITS, CoreMLEngine, load_model
+from .coreml_engine import COMPUTE_UNITS, CoreMLEngine
+from .coreml_runtime import active_binding
 from .decode_step import TOLERANCE_16BIT, reference_head_input
 
 
 def load_chunk(package: Path, compute_units: str, warnings_out: list[str]) -> Any:
     """The loaded model of one chunk (macOS); tests stand in a float64 executor of the same bundle."""
-    return load_model(package, compute_units, warnings_out)
+    return active_binding().load_model(package, compute_units, warnings_out)
 
 
 def platform_problem(device: str) -> str | None:

@@ -63,9 +63,10 @@ def requirement_problem(macos: str, installed: dict[str, str | None]) -> str | N
 def check_placement(package, unit: str) -> Check:
     name = f"MLComputePlan {unit}"
     units = COMPUTE_UNITS[unit]
+    binding = coreml_runtime.active_binding()
     try:
-        model = coreml_runtime.load_model(package, units)
-        ops = coreml_runtime.query_placement(model, units)
+        model = binding.load_model(package, units)
+        ops = binding.query_placement(model, units)
     except UserError as exc:
         return Check(name, "FAIL", str(exc))
     except (ImportError, AttributeError, RuntimeError, TypeError) as exc:

@@ -28,7 +28,7 @@ from .coreml_placement import (
     placement_unavailable,
     summarize_placement,
 )
-from .coreml_runtime import load_model, prediction_failed, query_placement
+from .coreml_runtime import CoreMLBinding, active_binding, prediction_failed
 
 DURATION_METHOD = "get_last_predict_duration_in_nano_seconds"  # on the proxy, coremltools 8.2+
 DURATION_NOTE = (
@@ -197,9 +197,13 @@ class CoreMLEngine(Engine):
     repeat: int = 1  # weight sets per call (the --repeat mitigation)
     cache_dir: Path | None = None
     lut_mode: str = "auto"
+    binding: CoreMLBinding | None = None  # None: the active one (the native coremltools unless stated)
 
     def __post_init__(self) -> None:
         self.name = "coreml"
+
+    def _binding(self) -> CoreMLBinding:
+        return self.binding if self.binding is not None else active_binding()
 
     def available(self) -> Availability:
         if importlib.util.find_spec("coremltools") is None:
@@ -213,9 +217,7 @@ class CoreMLEngine(Engine):
         return (["ane"] if preflight.ane_problem(self.label) is None else []) + ["gpu", "cpu", "all"]
 
     def version(self) -> str:
-        from ..artifacts._coremltools import coremltools
-
-        return coremltools().__version__
+        return self._binding().version()
 
     def streams_quantized(self, quant: str, device: str) -> bool:
         return True  # the bundle stores the quantized weights; Core ML reads them as stored
@@ -293,10 +295,11 @@ class CoreMLEngine(Engine):
         artifact = self.artifact(workload)
         units = COMPUTE_UNITS[device]
         load_warnings: list[str] = []
-        model = load_model(artifact.package, units, load_warnings)
+        binding = self._binding()
+        model = binding.load_model(artifact.package, units, load_warnings)
         placement, unavailable = None, None
         try:
-            placement = query_placement(model, units)
+            placement = binding.query_placement(model, units)
         except (ImportError, AttributeError, RuntimeError, TypeError) as exc:
             unavailable = placement_unavailable(exc, self.version())
         prepared = CoreMLPrepared(workload, device, artifact, model, self.repeat, placement)

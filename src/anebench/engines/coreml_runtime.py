@@ -1,10 +1,14 @@
-"""Loading a Core ML bundle and asking where its ops run: below both the engine (coreml_engine) and its
-doctor checks (coreml_doctor), which import it, so neither imports the other for it."""
+"""Loading a Core ML bundle and asking where its ops run, and the binding (``CoreMLBinding``,
+``use_binding``) that states a stand-in for them: below both the engine (coreml_engine) and its doctor
+checks (coreml_doctor), which import it, so neither imports the other for it."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..errors import UserError
 from .coreml_placement import COMPUTE_UNITS, DEVICE_NAMES, OpPlacement
@@ -90,3 +94,40 @@ def query_placement(model, compute_units: str) -> list[OpPlacement]:  # pragma: 
         device = DEVICE_CLASSES.get(type(usage.preferred_compute_device).__name__) if usage else None
         placements.append(OpPlacement(op.operator_name, device, cost.weight if cost else None))
     return placements
+
+
+def coremltools_version() -> str:
+    from ..artifacts._coremltools import coremltools
+
+    return coremltools().__version__
+
+
+@dataclass(frozen=True)
+class CoreMLBinding:
+    """The part of coremltools that only a Mac runs: loading a bundle (MLModel), asking where its ops run
+    (MLComputePlan), and the version that explains a missing plan. ``CoreMLEngine(binding=...)`` takes a
+    stand-in, and ``use_binding`` states one wherever none is passed (the CLI, doctor, decode), so tests
+    give one instead of patching this module's functions."""
+
+    load_model: Callable[..., Any] = load_model
+    query_placement: Callable[[Any, str], list[OpPlacement]] = query_placement
+    version: Callable[[], str] = coremltools_version
+
+
+NATIVE_BINDING = CoreMLBinding()
+_stated: CoreMLBinding | None = None  # the binding a test states (use_binding); None: the native one
+
+
+def active_binding() -> CoreMLBinding:
+    return _stated if _stated is not None else NATIVE_BINDING
+
+
+@contextmanager
+def use_binding(binding: CoreMLBinding) -> Iterator[CoreMLBinding]:
+    """Load and place with ``binding`` wherever no engine states its own, while the block runs."""
+    global _stated
+    before, _stated = _stated, binding
+    try:
+        yield binding
+    finally:
+        _stated = before

@@ -15,10 +15,10 @@ from ..measure.timing import ProgressCallback
 from ..model import ResultRecord
 from ..system.preflight import check_native_host
 from ..workloads import Workload, resolve_workload
+from .executor import Executor, active_executor
 from .fresh_processes import measure_in_fresh_processes
-from .preflight import preflight_memory
 from .runplan import Mitigations, Step, check_ane_reachable, is_default_run, published_campaign
-from .session import RunOptions, measure_workload
+from .session import RunOptions
 
 DEFAULT_WORKLOAD = "llama_lm_head"
 
@@ -106,10 +106,11 @@ def plan_run(
     return Plan([mitigations.apply(step) for step in steps], campaign is not None)
 
 
-def preflight_steps(steps: list[Step]) -> None:
+def preflight_steps(steps: list[Step], executor: Executor | None = None) -> None:
     """Every step's memory check before the first is measured: a late refusal would waste the others."""
+    executor = executor or active_executor()
     for step in steps:
-        preflight_memory(step.engine, step.device, step.workload)
+        executor.check_memory(step.engine, step.device, step.workload)
 
 
 def step_label(step: Step) -> str:
@@ -122,10 +123,13 @@ def run_campaign(
     mitigations: Mitigations,
     started: StepStarted | None = None,
     finished: Callable[[list[ResultRecord]], None] | None = None,
+    executor: Executor | None = None,
 ) -> CampaignResult:
     """Measure each step in turn (keep-awake around each); an interrupt after a finished step returns
     what finished with ``interrupted`` set, and one before any step finished propagates. ``finished``
-    gets the records so far after each step (the CLI saves them: a SIGKILL loses only the running step)."""
+    gets the records so far after each step (the CLI saves them: a SIGKILL loses only the running step).
+    ``executor`` measures each step (default: the active one, see orchestration/executor.py)."""
+    measure = (executor or active_executor()).measure
     records: list[ResultRecord] = []
     try:
         for step in steps:
@@ -136,7 +140,7 @@ def run_campaign(
                     record = measure_in_fresh_processes(step.engine, step.device, step.workload, step_options,
                                                         advance)
                 else:
-                    record = measure_workload(
+                    record = measure(
                         step.engine,
                         step.device,
                         step.workload,

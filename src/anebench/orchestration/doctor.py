@@ -14,13 +14,14 @@ from __future__ import annotations
 import importlib.metadata
 import platform
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 
-from ..engines import ENGINE_FACTORIES, PUBLISHED_ANE_ENGINE, get_engine
+from ..engines import PUBLISHED_ANE_ENGINE, Registry, active_engines, get_engine
 from ..engines.base import Check, Engine
-from ..system import ioreport, power, preflight
+from ..system import ioreport, preflight
 from ..system.chips import lookup_chip
-from ..system.host import SYSTEM_HOST, Host
+from ..system.host import SYSTEM_HOST, Host, PlatformFacts, use_host
 from ..system.ioreport_parse import (
     ENERGY_GROUP,
     Channel,
@@ -38,9 +39,9 @@ IDLE_WINDOW_S, BUSY_WINDOW_S = 0.1, 1.0
 OTHER_PACKAGES = ("actop", "mlx", "torch", "numpy", "coreai-core")
 
 
-def ane_engine() -> Engine:
+def ane_engine(engines: Registry | None = None) -> Engine:
     """The engine whose paths the doctor checks: the one the published Neural Engine figures used."""
-    return get_engine(PUBLISHED_ANE_ENGINE)
+    return get_engine(PUBLISHED_ANE_ENGINE, engines)
 
 
 def versions(engine: Engine) -> tuple[str, ...]:
@@ -84,9 +85,9 @@ def _version(package: str) -> str | None:
         return None
 
 
-def check_versions(engine: Engine | None = None) -> Check:
+def check_versions(engine: Engine | None = None, facts: PlatformFacts | None = None) -> Check:
     engine = engine or ane_engine()
-    mac = preflight.macos_version_text() or "unknown"
+    mac = preflight.macos_version_text(facts) or "unknown"
     found = {name: _version(name) for name in versions(engine)}
     listed = ", ".join(f"{name} {version or 'not installed'}" for name, version in found.items())
     text = f"macOS {mac}, Python {platform.python_version()}, {listed}"
@@ -107,10 +108,10 @@ def check_chip(host: Host) -> Check:
     return Check("chip", "ok", f"{chip} (catalog {entry.key})")
 
 
-def check_rosetta() -> Check:
-    if preflight.under_rosetta():
+def check_rosetta(facts: PlatformFacts | None = None) -> Check:
+    if preflight.under_rosetta(facts):
         return Check("Rosetta", "FAIL", preflight.ROSETTA_MESSAGE)
-    return Check("Rosetta", "ok", f"native {preflight.machine()}")
+    return Check("Rosetta", "ok", f"native {preflight.machine(facts)}")
 
 
 def _moved(channel: Channel) -> str:
@@ -126,12 +127,13 @@ def _energy_channels(channels: list[Channel]) -> dict[str, Channel]:
 
 
 def check_ioreport(busy: Callable[[], None] | None) -> list[Check]:
-    problem = power.ioreport_problem()
+    binding = ioreport.active_ioreport()
+    problem = binding.problem()
     if problem is not None:
         return [Check("IOReport", "FAIL", problem)]
     try:
-        idle = ioreport.probe_channels(IDLE_WINDOW_S)
-        worked = ioreport.probe_channels(BUSY_WINDOW_S, busy)
+        idle = binding.probe_channels(IDLE_WINDOW_S)
+        worked = binding.probe_channels(BUSY_WINDOW_S, busy)
     except Exception as exc:  # noqa: BLE001 - a private library: say what failed, never crash
         return [Check("IOReport", "FAIL", f"subscription failed: {type(exc).__name__}: {exc}")]
     checks = []
@@ -157,33 +159,39 @@ def check_ioreport(busy: Callable[[], None] | None) -> list[Check]:
     return checks
 
 
-def check_coreai() -> Check:
+def check_coreai(facts: PlatformFacts | None = None, engines: Registry | None = None) -> Check:
     """Core AI through the engine registry: ok where it runs; skip where the OS is too old for it (as
     expected before macOS 27); FAIL where the OS is right and the engine still cannot run."""
-    if "coreai" not in ENGINE_FACTORIES:
+    engines = active_engines() if engines is None else engines
+    if "coreai" not in engines:
         return Check("Core AI", "skip", "no coreai engine in this anebench")
-    availability = get_engine("coreai").available()
+    availability = get_engine("coreai", engines).available()
     if availability:
         return Check("Core AI", "ok", f"available (coreai-core {_version('coreai-core') or 'unknown'})")
-    if preflight.coreai_problem() is not None:
+    if preflight.coreai_problem(facts=facts) is not None:
         return Check("Core AI", "skip", availability.reason)
     return Check("Core AI", "FAIL", availability.reason)
 
 
-def diagnose(host: Host | None = None, progress: Callable[[str], None] | None = None) -> Diagnosis:
-    """Every check, in order; off a Mac none (the Diagnosis lists what would be checked)."""
-    if not preflight.on_macos():
-        return Diagnosis(False, [])
+def diagnose(host: Host | None = None, progress: Callable[[str], None] | None = None,
+             engines: Registry | None = None) -> Diagnosis:
+    """Every check, in order, of ``host`` (its platform facts decide what runs); off a Mac none (the
+    Diagnosis lists what would be checked). ``engines``: the registry the engines are looked up in."""
     host = host or SYSTEM_HOST
+    facts = host.platform()
+    if not preflight.on_macos(facts):
+        return Diagnosis(False, [])
     say = progress or (lambda text: None)
-    engine = ane_engine()
-    checks = [check_versions(engine), check_chip(host), check_rosetta()]
-    with engine.self_check(DOCTOR_HEAD, say) as (found, busy):
-        checks += found
-        if busy is not None:
-            say("IOReport channels, idle and under ANE work")
-        checks += check_ioreport(busy)
-    checks.append(check_coreai())
+    engine = ane_engine(engines)
+    checks = [check_versions(engine, facts), check_chip(host), check_rosetta(facts)]
+    # the engine's own checks ask the active host: a host passed in is made the active one meanwhile
+    with use_host(host) if host is not SYSTEM_HOST else nullcontext(host):
+        with engine.self_check(DOCTOR_HEAD, say) as (found, busy):
+            checks += found
+            if busy is not None:
+                say("IOReport channels, idle and under ANE work")
+            checks += check_ioreport(busy)
+    checks.append(check_coreai(facts, engines))
     return Diagnosis(True, checks)
 
 

@@ -7,14 +7,13 @@ Both name a figure's unit in its column or key, and use the same unit for the sa
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from dataclasses import asdict
 
 from ..results.aggregate import Aggregate, MatrixRow
 from ..results.suite_groups import SuiteGroup
 from .escape import csv_cell
+from .format import csv_text
 
 CSV_COLUMNS = [
     "section",
@@ -99,12 +98,10 @@ def _suite_rows(group: SuiteGroup) -> list[list]:
 
 def render_csv(agg: Aggregate) -> str:
     verdicts = {(c.chip, c.fingerprint, c.engine, c.device): c.verdict for c in agg.concurrency}
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(CSV_COLUMNS)
+    rows: list[list] = []
     for r in agg.rows:
         low, high = r.utilisation or (None, None)
-        writer.writerow(
+        rows.append(
             _row(
                 section="matrix",
                 chip=r.chip,
@@ -138,9 +135,9 @@ def render_csv(agg: Aggregate) -> str:
             )
         )
     for group in agg.suites:
-        writer.writerows(_suite_rows(group))
+        rows.extend(_suite_rows(group))
     for chip in agg.missing_chips:
-        writer.writerow(
+        rows.append(
             _row(
                 section="coverage",
                 chip=chip.key,
@@ -152,7 +149,7 @@ def render_csv(agg: Aggregate) -> str:
                 flags="no data",
             )
         )
-    return buffer.getvalue()
+    return csv_text(CSV_COLUMNS, rows)
 
 
 def _group_json(group: SuiteGroup) -> dict:

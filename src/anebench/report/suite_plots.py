@@ -144,7 +144,11 @@ def roofline_title(records: list[ResultRecord]) -> str:
 
 def concurrency_title(records: list[ResultRecord]) -> str:
     first = records[0]
-    copies = len({r.concurrency.copy for r in records if r.concurrency is not None}) or len(records)
+    # the copies the run stated, else its distinct copy numbers (``copy_``: ``copy`` is pydantic's method,
+    # a different bound object per record, which once titled 2 copies "4 copies")
+    stated = first.concurrency.copies if first.concurrency is not None else None
+    numbered = {r.concurrency.copy_ for r in records if r.concurrency is not None}
+    copies = stated or len(numbered) or len(records)
     mode = first.concurrency.mode if first.concurrency is not None else ""
     return (
         f"concurrency {_where(records)}: {copies} copies{f' ({mode})' if mode else ''} of "

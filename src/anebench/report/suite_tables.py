@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from ..results.aggregate import Aggregate
 from ..results.suite_groups import SUITE_TITLES, SuiteGroup, SuitePoint
-from .tables import Section, natural_key, sig3, time_unit
+from .format import time_unit
+from .tables import Section, natural_key, sig3
 
 
 def _num(value: float | None, spec: str, scale: float = 1.0) -> str:

@@ -5,7 +5,7 @@ Rules every table follows, so it fits 80 columns without a wrapped number:
   figures that mean something for the suite (no GB/s on compute or latency);
 - sizes in SI units (KB = 1e3, MB = 1e6 bytes) with 3 significant digits, rates in GB/s (1e9 bytes/s,
   two decimals as in every report) and FLOP/s;
-- times in one unit per column, the one that puts the column's median at 1-999 (ns, us, ms, s), each cell
+- times in one unit per column (report/format.py: the one in which its smallest value is >= 1), each cell
   with 3 significant digits (a small time is never printed as 0.00);
 - a workload `lm_head:HxV:DTYPE` shows as `HxV` where the table has a dtype column (the one abbreviation).
 """
@@ -13,29 +13,11 @@ Rules every table follows, so it fits 80 columns without a wrapped number:
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
-from statistics import median
 
 from ..measure.sweep import BELOW_RESOLUTION
 from ..model import ResultRecord
-from .term_table import TermTable, sig, target
-
-TIME_UNITS = (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9))
-
-
-def time_unit(seconds: Sequence[float | None]) -> tuple[str, float]:
-    """The unit that puts the median of ``seconds`` at 1 or more: (name, seconds per unit)."""
-    known = [s for s in seconds if s is not None and s > 0]
-    typical = median(known) if known else 1.0
-    for name, scale in TIME_UNITS:
-        if typical >= scale:
-            return name, scale
-    return TIME_UNITS[-1]
-
-
-def time_cells(seconds: Sequence[float | None]) -> tuple[str, list[str]]:
-    unit, scale = time_unit(seconds)
-    return unit, ["-" if s is None else sig(s / scale) for s in seconds]
+from .format import csv_text, sig, time_cells, time_unit
+from .term_table import TermTable, target
 
 
 def short_workload(name: str) -> str:
@@ -92,7 +74,7 @@ def sweep_fit_table(records: list[ResultRecord]) -> TermTable:
     """One row per sweep (engine, device, base head): the knee, the fit or why it failed."""
     table = TermTable(
         "sweep fit: latency = overhead + bytes / bandwidth",
-        ["engine:dev", "hidden", "knee MB", "points", "overhead us", "GB/s", "R²", "resid", "peak GB/s"],
+        ["engine:dev", "hidden", "knee MB", "points", "overhead µs", "GB/s", "R²", "resid", "peak GB/s"],
         [False, False, True, True, True, True, True, True, True],
     )
     for key, group in _sweeps(records).items():
@@ -209,7 +191,7 @@ def latency_table(records: list[ResultRecord]) -> TermTable:
     unit, scale = time_unit(medians)
     table = TermTable(
         "dispatch cost: the smallest workload the engine times",
-        ["engine:dev", "workload", "size KB", "threads", f"median {unit}", f"p95 {unit}", "overhead us"],
+        ["engine:dev", "workload", "size KB", "threads", f"median {unit}", f"p95 {unit}", "overhead µs"],
         [False, False, True, True, True, True, True],
     )
     for record, med, p95, over in zip(records, medians, p95s, overheads):
@@ -424,17 +406,7 @@ def suite_tables(suite: str, records: list[ResultRecord]) -> list[TermTable]:
 
 def as_csv(tables: list[TermTable]) -> str:
     """The tables as CSV (units in the column names), separated by a blank line when several."""
-    import csv
-    import io
-
-    parts = []
-    for table in tables:
-        buffer = io.StringIO()
-        writer = csv.writer(buffer, lineterminator="\n")
-        writer.writerow(table.columns)
-        writer.writerows(table.rows)
-        parts.append(buffer.getvalue())
-    return "\n".join(parts)
+    return "\n".join(csv_text(table.columns, table.rows) for table in tables)
 
 
 def as_markdown(tables: list[TermTable]) -> str:

@@ -1,10 +1,9 @@
-"""The terminal table type and the cell rules every suite's table shares (significant digits, the
-engine:device column), below both ``suite_terminal`` and ``decode_tables`` so neither imports the other
-for them."""
+"""The terminal table type and the engine:device cell every suite's table shares, below both
+``suite_terminal`` and ``decode_tables`` so neither imports the other for them (significant digits and
+time units: ``format``)."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 from ..model import ResultRecord
@@ -19,17 +18,6 @@ class TermTable:
     numeric: list[bool]
     rows: list[list[str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # printed after the table (rules, definitions)
-
-
-def sig(value: float, digits: int = 3) -> str:
-    """``value`` with ``digits`` significant digits (more integer digits where it is that large)."""
-    if value == 0 or not math.isfinite(value):
-        return "0" if value == 0 else str(value)
-    decimals = max(0, digits - 1 - math.floor(math.log10(abs(value))))
-    text = f"{value:.{decimals}f}"
-    if decimals and float(text) >= 10 ** (digits - decimals):  # rounding carried a digit (9.995 -> 10.00)
-        text = f"{value:.{decimals - 1}f}"
-    return text
 
 
 def target(record: ResultRecord) -> str:

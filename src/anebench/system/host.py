@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import ctypes
+import errno
 import hashlib
 import os
 import platform
 import re
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -26,14 +31,6 @@ def sysctl(name: str) -> str | None:
     except (OSError, subprocess.TimeoutExpired):
         return None
     return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else None
-
-
-def running_under_rosetta() -> bool | None:
-    """True when an x86_64 Python runs translated on Apple silicon (sysctl.proc_translated == 1)."""
-    if sys.platform != "darwin":
-        return None
-    value = sysctl("sysctl.proc_translated")
-    return value == "1" if value is not None else False
 
 
 def _linux_cpu_model() -> str:
@@ -121,7 +118,7 @@ def describe_host() -> HostInfo:
         memory_bytes=psutil.virtual_memory().total,
         llc_bytes=last_level_cache_bytes(),
         python=f"{platform.python_implementation()} {platform.python_version()}",
-        rosetta=running_under_rosetta(),
+        rosetta=translated_by_rosetta(sys.platform) if sys.platform == "darwin" else None,
         blas=blas_libraries(),
         power_source=source,
         low_power_mode=low_power,
@@ -170,6 +167,9 @@ class Host:
     def usable_cores(self) -> int:
         return usable_cores()
 
+    def platform(self) -> PlatformFacts:
+        return detect_platform()
+
     def state(self) -> HostState:
         try:
             load: float | None = os.getloadavg()[0]
@@ -191,7 +191,113 @@ class Host:
         )
 
 
-SYSTEM_HOST = Host()
+# --- Platform facts and the active host (the seam tests state a host through) ---------------------------
+
+
+@dataclass(frozen=True)
+class PlatformFacts:
+    """What this Python runs on, as preflight, power and the engines ask it: read once from the real
+    machine (``detect_platform``) or stated by a test (tests/fakehost.py)."""
+
+    system: str  # sys.platform: "darwin", "linux", "win32"
+    machine: str  # what this interpreter runs as: "arm64", "x86_64" (x86_64 too under Rosetta)
+    macos_version: tuple[int, ...] = ()  # (15, 5); () off macOS or where unknown
+    rosetta: bool = False  # an x86_64 Python translated on Apple silicon (sysctl.proc_translated = 1)
+    chip: str | None = None  # "Apple M4 Pro"; None where the CPU is not an Apple chip
+
+
+def _libc():
+    """The C library, for sysctlbyname (macOS's libSystem; elsewhere a libc without that function)."""
+    import ctypes.util
+
+    return ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+
+
+def proc_translated(libc=None) -> int | None:
+    """sysctl.proc_translated read in-process, as Apple documents it ("About the Rosetta translation
+    environment"): sysctlbyname with an int buffer. 1: translated, 0: native (ENOENT: a kernel without
+    Rosetta, an Intel Mac), None: could not be read here (no sysctlbyname, another error).
+    """
+    try:
+        function = (libc or _libc()).sysctlbyname
+    except (OSError, AttributeError):
+        return None
+    value, size = ctypes.c_int(0), ctypes.c_size_t(ctypes.sizeof(ctypes.c_int))
+    ctypes.set_errno(0)
+    try:
+        status = function(b"sysctl.proc_translated", ctypes.pointer(value), ctypes.pointer(size), None,
+                          ctypes.c_size_t(0))
+    except (OSError, ctypes.ArgumentError):
+        return None
+    if status == -1:
+        return 0 if ctypes.get_errno() == errno.ENOENT else None
+    return value.value
+
+
+def translated_by_rosetta(system: str, libc=None,
+                          sysctl_command: Callable[[str], str | None] = sysctl) -> bool:
+    """The in-process sysctlbyname first; where it cannot answer, the `sysctl` command (a child process).
+
+    The published tool compares two machine names that both read x86_64 under Rosetta and so never
+    notices translation; the kernel's own flag does, so that is what is asked."""
+    if system != "darwin":
+        return False
+    translated = proc_translated(libc)
+    if translated is None:
+        return sysctl_command("sysctl.proc_translated") == "1"
+    return translated == 1
+
+
+def _macos_version() -> tuple[int, ...]:
+    text = platform.mac_ver()[0]
+    return tuple(int(part) for part in text.split(".") if part.isdigit()) if text else ()
+
+
+@lru_cache(maxsize=1)
+def detect_platform() -> PlatformFacts:
+    """This machine's platform facts (read once: they do not change while the process runs)."""
+    system = sys.platform
+    return PlatformFacts(
+        system=system,
+        machine=platform.machine(),
+        macos_version=_macos_version() if system == "darwin" else (),
+        rosetta=translated_by_rosetta(system),
+        chip=describe_host().chip,
+    )
+
+
+NATIVE_HOST = Host()
+_stated: Host | None = None  # the host a test states (use_host); None: the native one
+
+
+def active_host() -> Host:
+    """The host this process measures on: the native machine, or the one stated with ``use_host``."""
+    return _stated if _stated is not None else NATIVE_HOST
+
+
+@contextmanager
+def use_host(host: Host) -> Iterator[Host]:
+    """Run with ``host``'s facts wherever the library asks ``SYSTEM_HOST`` (the CLI, preflight, power):
+    a test states a Mac, a Linux box or a busy machine here instead of patching what each module imported."""
+    global _stated
+    before, _stated = _stated, host
+    try:
+        yield host
+    finally:
+        _stated = before
+
+
+class ActiveHost(Host):
+    """``SYSTEM_HOST``: every public attribute is the active host's, so a default ``host=SYSTEM_HOST``
+    follows the host a test states without each caller taking one."""
+
+    def __getattribute__(self, name: str):
+        if name.startswith("_"):
+            return object.__getattribute__(self, name)
+        return getattr(active_host(), name)
+
+
+SYSTEM_HOST: Host = ActiveHost()
 
 
 def busy_warning(state: HostState, cores: int | None) -> str | None:
@@ -213,4 +319,4 @@ def catalog_chip(host: HostInfo | None = None):
     Only the chip name is used (e.g. "Apple M4 Pro"); a GPU's entry comes from the record's device."""
     from .chips import lookup_chip
 
-    return lookup_chip((host or describe_host()).chip)
+    return lookup_chip((host or SYSTEM_HOST.info()).chip)

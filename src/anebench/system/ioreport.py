@@ -13,7 +13,9 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from .ioreport_parse import (
@@ -124,6 +126,35 @@ def probe_channels(seconds: float = 0.1, during: Callable[[], None] | None = Non
         return counters.channels_between(start, counters.sample())
     finally:
         counters.close()
+
+
+@dataclass(frozen=True)
+class IOReportBinding:
+    """The native IOReport reader: why it cannot be read here, and the channels one sample delta holds.
+    ``use_ioreport`` states a stand-in wherever the library asks (power's sources and meter, doctor), so
+    tests give one instead of patching this module's functions."""
+
+    problem: Callable[[], str | None] = ioreport_problem
+    probe_channels: Callable[..., list[Channel]] = probe_channels
+
+
+NATIVE_IOREPORT = IOReportBinding()
+_stated: IOReportBinding | None = None  # the binding a test states (use_ioreport); None: the native one
+
+
+def active_ioreport() -> IOReportBinding:
+    return _stated if _stated is not None else NATIVE_IOREPORT
+
+
+@contextmanager
+def use_ioreport(binding: IOReportBinding) -> Iterator[IOReportBinding]:
+    """Read IOReport through ``binding`` wherever the library asks, while the block runs."""
+    global _stated
+    before, _stated = _stated, binding
+    try:
+        yield binding
+    finally:
+        _stated = before
 
 
 def record_sample(seconds: float = 1.0) -> dict:

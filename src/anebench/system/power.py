@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,7 +20,8 @@ from ..model.energy import Component, Energy
 from ..model.statistics import gbps
 from .energy_check import MAX_WINDOW_S, MIN_COUNTER_STEPS, OBSERVE_MAX_S, observe_counter_step
 from .energy_figures import Counted, energy_figures
-from .ioreport import IOReportCounters, ioreport_problem
+from .host import SYSTEM_HOST
+from .ioreport import IOReportCounters, active_ioreport
 
 POWERCAP_ROOT = Path("/sys/class/powercap")
 # Apple devices -> the IOReport component that does their work
@@ -135,8 +135,8 @@ def nvml_meter(device: str, cuda_uuid: str | None = None) -> NvmlMeter | Unavail
 
 
 def current_platform() -> str:
-    """sys.platform, behind a function so tests can state the host's platform."""
-    return sys.platform
+    """The active host's platform (sys.platform unless a test states a host with host.use_host)."""
+    return SYSTEM_HOST.platform().system
 
 
 def counter_key(device: str) -> str:
@@ -203,7 +203,7 @@ class IOReportMeter:
 
 
 def ioreport_meter() -> IOReportMeter | Unavailable:
-    problem = ioreport_problem()
+    problem = active_ioreport().problem()
     if problem:
         return Unavailable(f"IOReport: {problem}")
     try:
@@ -334,7 +334,6 @@ class SourceStatus:
 def ioreport_sources() -> list[SourceStatus]:
     """The IOReport sources by the channels a short sample actually holds: actop subscribes to a missing
     group silently, so a subscription that succeeds proves only that one group exists."""
-    from . import ioreport
     from .ioreport_parse import sources_found
 
     covers = {
@@ -344,10 +343,11 @@ def ioreport_sources() -> list[SourceStatus]:
         "IOReport PMP ANE RD/WR": "the Neural Engine's own DRAM traffic (its view where the Energy Model's "
                                   "ANE channel reads 0)",
     }
-    problem = ioreport_problem()
+    binding = active_ioreport()
+    problem = binding.problem()
     if problem is None:
         try:
-            found = sources_found(ioreport.probe_channels(0.1))
+            found = sources_found(binding.probe_channels(0.1))
         except Exception as exc:  # noqa: BLE001 - a private library: any failure means "no source", said why
             problem = f"IOReport subscription failed: {type(exc).__name__}: {exc}"
     if problem is not None:

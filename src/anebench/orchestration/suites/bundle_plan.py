@@ -16,8 +16,9 @@ from ...errors import UserError
 from ...model import ResultRecord
 from ...system.host import available_memory_bytes
 from ...workloads import Workload
+from ..executor import active_executor
 from ..preflight import MEMORY_HEADROOM
-from ..session import RunOptions, measure_workload
+from ..session import RunOptions
 from .common import ProgressFactory
 
 DRY_RUN_HINT = "--dry-run lists the bundles it would build and the calls it would make"
@@ -91,4 +92,4 @@ def require_measurable(engine: Engine, device: str, suite: str) -> None:
 def measure_bundle(engine: Engine, device: str, bundle: PlannedBundle, options: RunOptions,
                    progress: ProgressFactory, suite: str) -> ResultRecord:
     label = f"{suite} {engine.name}:{device} {bundle.workload.name} {bundle.quant} {bundle.tokens} tokens"
-    return measure_workload(engine, device, bundle.workload, options, progress(label, options.runs))
+    return active_executor().measure(engine, device, bundle.workload, options, progress(label, options.runs))

@@ -22,7 +22,8 @@ from ...measure.sweep import CACHE_FACTOR, MiB
 from ...model import GB, ChunkTime, DecodeBytes, DecodePrediction, DecodeSection, ResultRecord
 from ...workloads import resolve_workload
 from ...workloads.models import DecodeWorkload, accounting
-from ..session import RunOptions, measure_workload
+from ..executor import active_executor
+from ..session import RunOptions
 from . import sweep as sweep_suite
 from .common import ProgressFactory, no_progress
 from .decode_plan import DEFAULT_CHUNK_BYTES, token_dispatches
@@ -277,7 +278,7 @@ def run_decode(
                 continue
             label = f"decode {target.engine.name}:{target.device} {workload.name}"
             loaded: list = []
-            record = measure_workload(
+            record = active_executor().measure(
                 DecodeEngine(target.engine, chunk_bytes), target.device, workload,
                 dc_replace(options, suite="decode"), progress(label, options.runs), on_prepared=loaded.append,
             )

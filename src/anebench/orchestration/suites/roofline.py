@@ -27,8 +27,9 @@ from ...model import RooflinePoint as RooflineSection
 from ...system.chips import figure_chip_name, host_config, memory_bound_gbps
 from ...system.host import SYSTEM_HOST, Host
 from ...workloads import DTYPE_BYTES, Workload
+from ..executor import active_executor
 from ..preflight import MEMORY_HEADROOM
-from ..session import RunOptions, measure_workload
+from ..session import RunOptions
 from .bundle_plan import BundlePlan, calls_text, fits_in_memory, measure_bundle, plan_bundle
 from .common import ProgressFactory, latency_of, no_progress, parametric, synthetic_only, with_dtype
 
@@ -130,7 +131,8 @@ def run_roofline(
         # "(i/N)" of the batches planned: the time-left estimate is an upper bound, as the suite stops
         # once clearly compute-bound
         label = f"roofline {engine.name}:{device} batch {batch} ({index}/{len(planned)})"
-        records.append(measure_workload(engine, device, workload, options, progress(label, options.runs)))
+        measure = active_executor().measure
+        records.append(measure(engine, device, workload, options, progress(label, options.runs)))
         batches.append(batch)
         if clearly_compute_bound(batches, [latency_of(r) for r in records]):
             break
@@ -207,14 +209,14 @@ def run_compute(
         )
     half_workload = workload.with_batch(workload.batch // 2)
     check_activations_fit(engine, device, workload, options.host)
-    half = measure_workload(
+    half = active_executor().measure(
         engine,
         device,
         half_workload,
         options,
         progress(f"compute {engine.name}:{device} batch {half_workload.batch}", options.runs),
     )
-    full = measure_workload(
+    full = active_executor().measure(
         engine,
         device,
         workload,
@@ -310,7 +312,7 @@ def run_token_roofline(engine: Engine, device: str, plan: BundlePlan, options: R
     for bundle in plan.bundles:
         label = f"roofline {engine.name}:{device} {bundle.tokens} tokens"
         records.append(
-            measure_workload(engine, device, bundle.workload, options, progress(label, options.runs))
+            active_executor().measure(engine, device, bundle.workload, options, progress(label, options.runs))
         )
         counts.append(bundle.tokens)
         if clearly_compute_bound(counts, [latency_of(r) for r in records]):
@@ -393,7 +395,7 @@ def run_latency(
     refused: list[str] = []
     for candidate in candidates:
         try:
-            record = measure_workload(
+            record = active_executor().measure(
                 engine,
                 device,
                 candidate,

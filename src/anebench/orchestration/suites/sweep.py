@@ -12,8 +12,8 @@ from ...model import GB, LineFitInfo, ResultRecord, SweepPoint
 from ...system.chips import figure_chip_name, host_config, memory_bound_gbps
 from ...system.host import SYSTEM_HOST, Host
 from ...workloads import Workload
-from ..preflight import preflight_memory
-from ..session import RunOptions, measure_workload
+from ..executor import Executor, active_executor
+from ..session import RunOptions
 from .bundle_plan import BundlePlan, calls_text, plan_bundle
 from .common import ProgressFactory, latency_of, no_progress, resized, synthetic_only
 from .sweep_rounds import measure_in_rounds, rounds_of, sequential_reason
@@ -137,7 +137,8 @@ def plan_sweep_bundles(engine: Engine, device: str, base: Workload, plan: SweepP
 
 
 def sweep_workloads(
-    engine: Engine, device: str, base: Workload, plan: SweepPlan, host: Host = SYSTEM_HOST
+    engine: Engine, device: str, base: Workload, plan: SweepPlan, host: Host = SYSTEM_HOST,
+    executor: Executor | None = None,
 ) -> list[Workload]:
     """The sweep's workloads, refused up front when the base cannot be resized or the largest won't fit."""
     synthetic_only(base, "sweep")
@@ -148,7 +149,7 @@ def sweep_workloads(
         )
     run_dtype = engine.dtype_for(base, device).run_dtype
     workloads = [resized(base, size, run_dtype) for size in plan.sizes]
-    preflight_memory(engine, device, workloads[-1], host)
+    (executor or active_executor()).check_memory(engine, device, workloads[-1], host)
     return workloads
 
 
@@ -160,11 +161,13 @@ def run_sweep(
     options: RunOptions,
     progress: ProgressFactory = no_progress,
     finished: Callable[[list[ResultRecord]], None] | None = None,
+    executor: Executor | None = None,
 ) -> SweepResult:
     """Measure every point (in interleaved rounds where it can: sweep_rounds), then fit; ``finished`` gets
     the points so far after each repetition (the CLI saves them, so an interrupted sweep keeps what it
-    measured)."""
-    workloads = sweep_workloads(engine, device, base, plan, options.host)
+    measured). ``executor``: see orchestration/executor.py."""
+    executor = executor or active_executor()
+    workloads = sweep_workloads(engine, device, base, plan, options.host, executor)
     options = replace(options, repetitions=min(max(options.repetitions, REPETITIONS), options.runs))
     sequential = sequential_reason(engine, device, workloads, options)
     if sequential is None:
@@ -179,7 +182,7 @@ def run_sweep(
                 f"sweep {engine.name}:{device} {engine.bytes_for(workload, device) / 1e6:.3g} MB "
                 f"({i + 1}/{len(workloads)})"
             )
-            records.append(measure_workload(engine, device, workload, options, progress(label, options.runs)))
+            records.append(executor.measure(engine, device, workload, options, progress(label, options.runs)))
             if finished is not None:
                 finished(list(records))
     return finish_sweep(records, plan.cache_bytes, how)

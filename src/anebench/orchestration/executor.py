@@ -1,0 +1,52 @@
+"""The measurement executor: how a plan's steps are checked and measured.
+
+The real executor checks each step's memory (``session.preflight_memory``) and measures it
+(``session.measure_workload``). ``run_campaign`` and the suites take one (``executor=``) and default to
+the active one, so a test substitutes a fake (hyperfine's ``MockExecutor``) with ``use_executor``, also
+under the CLI, instead of patching the functions each module imported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from ..engines.base import Engine
+from ..model import ResultRecord
+from ..system.host import SYSTEM_HOST, Host
+from ..workloads import Workload
+from .preflight import preflight_memory
+from .session import measure_workload
+
+
+def _check_memory(engine: Engine, device: str, workload: Workload, host: Host = SYSTEM_HOST) -> None:
+    preflight_memory(engine, device, workload, host)
+
+
+@dataclass(frozen=True)
+class Executor:
+    """``check_memory`` refuses a step before anything is allocated; ``measure`` makes its record."""
+
+    measure: Callable[..., ResultRecord] = measure_workload
+    check_memory: Callable[..., None] = _check_memory
+
+
+SESSION_EXECUTOR = Executor()
+_stated: Executor | None = None  # the executor a test states (use_executor); None: the session's
+
+
+def active_executor() -> Executor:
+    """The executor runs use where none is passed: the session's, or the one stated with use_executor."""
+    return _stated if _stated is not None else SESSION_EXECUTOR
+
+
+@contextmanager
+def use_executor(executor: Executor) -> Iterator[Executor]:
+    """Measure with ``executor`` wherever none is passed (the CLI's run and suites) while the block runs."""
+    global _stated
+    before, _stated = _stated, executor
+    try:
+        yield executor
+    finally:
+        _stated = before

@@ -1,6 +1,6 @@
 """The measurement executor: how a plan's steps are checked and measured.
 
-The real executor checks each step's memory (``session.preflight_memory``) and measures it
+The real executor checks each step's memory (``preflight.preflight_memory``) and measures it
 (``session.measure_workload``). ``run_campaign`` and the suites take one (``executor=``) and default to
 the active one, so a test substitutes a fake (hyperfine's ``MockExecutor``) with ``use_executor``, also
 under the CLI, instead of patching the functions each module imported.

@@ -30,6 +30,9 @@ class FakeHost(Host):
     def available_memory_bytes(self) -> int:
         return self.available_bytes
 
+    def usable_cores(self) -> int:
+        return self.cores
+
     def state(self) -> HostState:
         return HostState(load_average_1m=self.load, busy=self.load > busy_threshold(self.cores))
 

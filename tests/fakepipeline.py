@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from anebench import engines as engines_module
-from anebench.engines import ENGINE_FACTORIES, Engine, Registry, coreml_engine
-from anebench.engines.coreml_engine import CoreMLBinding
+from anebench.engines import ENGINE_FACTORIES, Engine, Registry, coreml_runtime
+from anebench.engines.coreml_runtime import CoreMLBinding
 from anebench.orchestration import executor as executor_module
 from anebench.orchestration.executor import SESSION_EXECUTOR, Executor
 
@@ -46,10 +46,10 @@ def state_coreml(monkeypatch, load_model: Callable | None = None, query_placemen
                  version: Callable[[], str] | None = None) -> CoreMLBinding:
     """Make Core ML load bundles with ``load_model`` and place ops with ``query_placement`` (each the native
     coremltools' where not given) wherever no engine states its own binding, until the test ends:
-    coreml_engine.use_binding's seam. Prediction runs on what ``load_model`` returns."""
-    native = coreml_engine.NATIVE_BINDING
+    coreml_runtime.use_binding's seam. Prediction runs on what ``load_model`` returns."""
+    native = coreml_runtime.NATIVE_BINDING
     stated = CoreMLBinding(load_model=load_model or native.load_model,
                            query_placement=query_placement or native.query_placement,
                            version=version or native.version)
-    monkeypatch.setattr(coreml_engine, "_stated", stated)
+    monkeypatch.setattr(coreml_runtime, "_stated", stated)
     return stated

@@ -220,7 +220,7 @@ def test_every_bare_group_prints_its_help_and_succeeds(capsys):
 def test_a_results_file_saved_before_the_later_fields_still_loads(tmp_path):
     """A file written by an earlier anebench (no method.threads, no decode key) keeps its id and loads."""
     from anebench.model import ResultRecord
-    from anebench.results.files import load_records
+    from anebench.results.files import load_result_file
     from anebench.results.published import published_records
 
     record = published_records()[0].model_copy(update={"provenance": "imported"}).with_id()
@@ -229,12 +229,12 @@ def test_a_results_file_saved_before_the_later_fields_still_loads(tmp_path):
     assert ResultRecord.model_validate(body).content_id() == body["id"]
     saved = tmp_path / "old.json"
     saved.write_text(json.dumps({"schema": "anebench.results/2", "results": [body]}))
-    assert [r.id for r in load_records(saved)] == [body["id"]]
+    assert [r.id for r in load_result_file(saved)] == [body["id"]]
 
 
 def test_a_measured_file_from_before_the_later_fields_still_loads(capsys, tmp_path):
     """A run saved before method.threads, decode and repetitions.interleave existed keeps its id."""
-    from anebench.results.files import load_records
+    from anebench.results.files import load_result_file
 
     code, out, err = run_cli(capsys, "run", "-e", "numpy", *SMALL, "--json", "--no-save")
     assert code == 0, err
@@ -243,4 +243,4 @@ def test_a_measured_file_from_before_the_later_fields_still_loads(capsys, tmp_pa
     del body["method"]["threads"], body["decode"], body["repetitions"]["interleave"]
     saved = tmp_path / "earlier.json"
     saved.write_text(json.dumps(document))
-    assert [r.id for r in load_records(saved)] == [body["id"]]
+    assert [r.id for r in load_result_file(saved)] == [body["id"]]

@@ -184,13 +184,13 @@ def test_suite_records_aggregate_into_one_verdict_per_workload():
 def test_the_copies_preflight_counts_a_quantized_head_as_stored():
     from anebench.engines.coreml_engine import CoreMLEngine, stored_bytes
     from anebench.errors import UserError
-    from anebench.orchestration import session
+    from anebench.orchestration import preflight
     from anebench.orchestration.concurrency_plan import plan_concurrent
     from anebench.workloads import resolve_workload
     from fakehost import FakeHost
 
     lut6 = resolve_workload("llama_lm_head_lut6")
-    two_copies = 2 * stored_bytes(lut6) * session.MEMORY_HEADROOM
+    two_copies = 2 * stored_bytes(lut6) * preflight.MEMORY_HEADROOM
     host = FakeHost(available_bytes=int(two_copies * 1.05))
     plan_concurrent(CoreMLEngine(), "ane", lut6, 2, host=host)  # fits: 6-bit copies, not fp16 ones
     with pytest.raises(UserError, match="3 copies of llama_lm_head_lut6"):

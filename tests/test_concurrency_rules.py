@@ -11,13 +11,13 @@ from anebench.errors import MeasurementError, UserError
 from anebench.measure.concurrency import checked_window
 from anebench.measure.timing import LoopState, UntilAllDone
 from anebench.measure.warmup import WarmupPolicy
-from anebench.orchestration import concurrency_plan
 from anebench.orchestration.concurrency import SummedMeter, run_copies
 from anebench.orchestration.concurrency_plan import describe_plan, plan_concurrent
 from anebench.orchestration.session import RunOptions
 from anebench.orchestration.suites.concurrent import run_concurrent
 from anebench.workloads import Workload
 from clitools import run_cli
+from fakehost import FakeHost
 from gil_engine import FakeMultiDevice, GilHoldingEngine
 
 SMALL = Workload("t", 8, 16, "fp32")
@@ -131,7 +131,7 @@ def test_threads_serialise_a_gil_holding_call_and_processes_do_not():
 def test_a_gil_holding_engine_runs_its_copies_as_processes_and_refuses_threads():
     plan = plan_concurrent(CoreMLEngine(), "ane", SMALL, 2)
     assert plan.mode == "processes" and "holds the Python GIL" in plan.why
-    with pytest.raises(UserError, match="^--threads: coreml's call holds the Python GIL") as info:
+    with pytest.raises(UserError, match="^threads: coreml's call holds the Python GIL") as info:
         plan_concurrent(CoreMLEngine(), "ane", SMALL, 2, mode="threads")
     assert "\n" not in str(info.value)
     assert plan_concurrent(GilHoldingEngine(), "cpu", SMALL, 2).mode == "processes"
@@ -148,15 +148,14 @@ def test_the_run_plan_hint_prints_the_command_concurrent_will_run_as_processes()
     assert "--processes" in hint and "--copies 2" in hint and "GIL" in hint
 
 
-def test_cpu_copies_get_cores_over_copies_threads_each(monkeypatch):
-    monkeypatch.setattr(concurrency_plan, "usable_cores", lambda: 8)
-    assert plan_concurrent(NumpyEngine(), "cpu", SMALL, 2).threads_per_copy == 4
-    assert plan_concurrent(NumpyEngine(), "cpu", SMALL, 3).threads_per_copy == 2
-    monkeypatch.setattr(concurrency_plan, "usable_cores", lambda: 2)
-    assert plan_concurrent(NumpyEngine(), "cpu", SMALL, 4).threads_per_copy == 1  # at least one
+def test_cpu_copies_get_cores_over_copies_threads_each():
+    eight, two = FakeHost(cores=8), FakeHost(cores=2)
+    assert plan_concurrent(NumpyEngine(), "cpu", SMALL, 2, host=eight).threads_per_copy == 4
+    assert plan_concurrent(NumpyEngine(), "cpu", SMALL, 3, host=eight).threads_per_copy == 2
+    assert plan_concurrent(NumpyEngine(), "cpu", SMALL, 4, host=two).threads_per_copy == 1  # at least one
     assert plan_concurrent(NumpyEngine(), "cpu", SMALL, 2, threads_per_copy=3).threads_per_copy == 3
     assert plan_concurrent(MlxEngine(), "cpu", SMALL, 2).threads_per_copy is None  # no such setting
-    with pytest.raises(UserError, match="--threads-per-copy: mlx has no setting"):
+    with pytest.raises(UserError, match="threads_per_copy: mlx has no setting"):
         plan_concurrent(MlxEngine(), "cpu", SMALL, 2, threads_per_copy=1)
 
 
@@ -174,9 +173,9 @@ def test_several_devices_plan_one_process_per_device_and_check_each_devices_memo
     lines = describe_plan(plan)
     assert "copy 1: fake:2, its own process, seed + 1" in lines
     assert any(line.startswith("memory on fake:2: 1 copies need") for line in lines)
-    with pytest.raises(UserError, match="--threads: with --devices"):
+    with pytest.raises(UserError, match="threads: with devices"):
         plan_concurrent(engine, "cpu", SMALL, None, mode="threads", devices="all")
-    with pytest.raises(UserError, match="--copies 3: --devices places one copy on each of 2 devices"):
+    with pytest.raises(UserError, match="copies 3: devices places one copy on each of 2 devices"):
         plan_concurrent(engine, "cpu", SMALL, 3, devices="fake:0,fake:1")
     big = Workload("big", 10_000, 100_000, "fp32")  # 4 GB per copy: fits one device, not two on one
     plan_concurrent(engine, "cpu", big, None, devices="fake:0,fake:1")

@@ -16,14 +16,9 @@ import numpy as np
 import pytest
 
 from anebench.artifacts import BuildSpec, build_or_reuse
-from anebench.engines import coreml_engine, get_engine
-from anebench.engines.coreml_engine import (
-    CoreMLBinding,
-    CoreMLEngine,
-    CoreMLPrepared,
-    OpPlacement,
-    summarize_placement,
-)
+from anebench.engines import coreml_engine, coreml_runtime, get_engine
+from anebench.engines.coreml_engine import CoreMLEngine, CoreMLPrepared, OpPlacement, summarize_placement
+from anebench.engines.coreml_runtime import CoreMLBinding
 from anebench.errors import MeasurementError, UserError
 from anebench.measure.check import check_output
 from anebench.measure.warmup import WarmupPolicy
@@ -217,7 +212,7 @@ class UnloadedModel:
 def test_a_loaded_model_passes_the_check(tmp_path):
     loaded = UnloadedModel()
     loaded.__proxy__ = object()
-    coreml_engine.check_loaded(loaded, tmp_path / "head.mlpackage", ["some warning"])
+    coreml_runtime.check_loaded(loaded, tmp_path / "head.mlpackage", ["some warning"])
 
 
 @pytest.mark.parametrize(
@@ -250,7 +245,7 @@ def test_a_model_that_did_not_load_is_one_line_naming_the_bundle(tmp_path, capsy
                                                                     reason):
     package = tmp_path / "tiny_head-fp16.mlpackage"
     with pytest.raises(UserError) as error:
-        coreml_engine.check_loaded(model, package, [m.replace("\\n", "\n") for m in messages], imported)
+        coreml_runtime.check_loaded(model, package, [m.replace("\\n", "\n") for m in messages], imported)
     text = str(error.value)
     assert "\n" not in text and text.startswith(f"Core ML could not load the bundle {package}: ")
     assert " ".join(reason.replace("\\n", " ").split()) in text
@@ -260,7 +255,7 @@ def test_a_specification_newer_than_core_ml_is_named_in_the_reason(tmp_path):
     model = UnloadedModel()
     model._spec = types.SimpleNamespace(specificationVersion=9)
     with pytest.raises(UserError, match=r"no reason given\); the bundle is specification version 9"):
-        coreml_engine.check_loaded(model, tmp_path / "head.mlpackage", [])
+        coreml_runtime.check_loaded(model, tmp_path / "head.mlpackage", [])
 
 
 def test_prepare_of_a_bundle_that_does_not_load_exits_2_with_one_line(tmp_path, monkeypatch, capsys):
@@ -269,7 +264,7 @@ def test_prepare_of_a_bundle_that_does_not_load_exits_2_with_one_line(tmp_path, 
 
     def load(package, units, warnings_out=None):  # load_model's own check, on what MLModel would return
         model = UnloadedModel(RuntimeError("Error in declaring network."))
-        coreml_engine.check_loaded(model, package, ["You will not be able to run predict()"])
+        coreml_runtime.check_loaded(model, package, ["You will not be able to run predict()"])
         return model
 
     state_coreml(monkeypatch, load_model=load)
@@ -290,7 +285,7 @@ def test_loading_a_bundle_where_coremltools_has_no_core_ml_is_one_line(cache):
         pytest.skip(reason="on macOS the bundle loads")
     artifact = build_or_reuse(BuildSpec.for_workload(TINY, max_split_rows=SPLIT), cache)
     with pytest.raises(UserError) as error:
-        coreml_engine.load_model(artifact.package, "CPU_ONLY", [])
+        coreml_runtime.load_model(artifact.package, "CPU_ONLY", [])
     assert str(error.value).startswith(f"Core ML could not load the bundle {artifact.package}: coremltools "
                                        "cannot reach Core ML from this Python (Failed to load _MLModelProxy")
 
@@ -300,7 +295,7 @@ def test_a_bundle_coremltools_cannot_read_is_one_line(tmp_path):
     broken.mkdir()
     (broken / "Manifest.json").write_text("{ not json")
     with pytest.raises(UserError) as error:
-        coreml_engine.load_model(broken, "CPU_ONLY", [])
+        coreml_runtime.load_model(broken, "CPU_ONLY", [])
     assert str(error.value).startswith(f"Core ML could not load the bundle {broken}: ")
     assert "\n" not in str(error.value)
 
@@ -559,8 +554,8 @@ def test_macos_placement_query_names_devices(tmp_path, device):
     engine = CoreMLEngine(cache_dir=tmp_path)
     artifact = engine.artifact(Workload("tiny_plan", 256, 4096, "fp16", seed=1))
     units = coreml_engine.COMPUTE_UNITS[device]
-    model = coreml_engine.load_model(artifact.package, units)
-    placements = coreml_engine.query_placement(model, units)
+    model = coreml_runtime.load_model(artifact.package, units)
+    placements = coreml_runtime.query_placement(model, units)
     convs = [p for p in placements if p.op_type == "conv"]
     assert len(convs) == 1 and all(p.device in ("ane", "gpu", "cpu") for p in convs)
     details, warnings = summarize_placement(placements, device)

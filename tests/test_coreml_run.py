@@ -111,9 +111,9 @@ def test_mitigations_change_only_core_ml_steps_and_say_so():
 
 def test_batch_or_repeat_without_core_ml_is_refused():
     _, numpy_step = steps()
-    with pytest.raises(UserError, match="--predicts-per-call is a Core ML mitigation"):
+    with pytest.raises(UserError, match="predicts_per_call is a Core ML mitigation"):
         Mitigations(predicts=2).check([numpy_step], explicit_engines=True)
-    with pytest.raises(UserError, match="--repeat is a Core ML mitigation"):
+    with pytest.raises(UserError, match="repeat is a Core ML mitigation"):
         Mitigations(repeat=2).check([numpy_step], explicit_engines=True)
     Mitigations(keep_awake=True).check([numpy_step], explicit_engines=True)
 
@@ -209,13 +209,13 @@ def test_predicts_per_call_flag_and_its_hidden_deprecated_alias(capsys):
 
 def test_keep_awake_on_a_cpu_engine_leaves_the_spinner_a_core_and_says_so():
     from anebench.engines.numpy_engine import NumpyEngine
-    from anebench.orchestration.concurrency_plan import usable_cores
     from anebench.orchestration.runplan import Mitigations, Step
+    from anebench.system.host import SYSTEM_HOST
     from anebench.workloads import resolve_workload
 
     step = Step(NumpyEngine(), "cpu", resolve_workload("lm_head:64x1024:fp32"))
     mitigations = Mitigations(keep_awake=True)
-    expected = max(usable_cores() - 1, 1)
+    expected = max(SYSTEM_HOST.usable_cores() - 1, 1)
     assert mitigations.spinner_threads(step) == expected
     assert any(f"ran {expected} thread(s)" in m for m in mitigations.describe(step))
     from threadpoolctl import threadpool_info

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from anebench.results.files import load_records
+from anebench.results.files import load_result_file
 from clitools import run_cli
 from fakehost import pretend_linux_host
 
@@ -56,7 +56,7 @@ def test_decode_measures_each_depth_and_stores_the_accounting(tiny, tmp_path, ca
     assert code == 0, stderr
     assert "tok/s" in stdout and "not a full model" in stdout
     assert "kv cache" in stdout and "2x2x2x32x32" in stdout  # the accounting at the deepest depth
-    records = load_records(out)
+    records = load_result_file(out)
     assert [r.decode.depth for r in records] == [0, 32]
     assert all(r.suite == "decode" and r.method.output_check.passed for r in records)
     deep = records[1]
@@ -166,7 +166,7 @@ def test_a_checkpoint_folder_streams_its_own_tensors(tmp_path, capsys):
     )
     assert code == 0, stderr
     assert "weights: checkpoint" in stderr
-    record = load_records(out)[0]
+    record = load_result_file(out)[0]
     rows = {r.kind: r for r in record.decode.accounting}
     kinds = ("q", "k", "v", "o", "gate", "up", "down", "lm_head")
     assert sum(rows[k].stored_bytes for k in kinds) == 2 * linears  # the config's arithmetic = the model's
@@ -197,7 +197,7 @@ def test_power_records_energy_and_the_table_gives_joules_per_token_per_component
     out = tmp_path / "p.json"
     code, _, stderr = run_cli(capsys, "decode", str(tiny), "-e", "numpy", *FAST, "--power", "-o", str(out))
     assert code == 0, stderr
-    record = load_records(out)[0]
+    record = load_result_file(out)[0]
     assert record.energy is not None and (record.energy.available or record.energy.reason)
     energy = Energy(
         available=True,

@@ -12,9 +12,8 @@ from anebench.report.build import render_report
 from anebench.report.energy import energy_sections, record_energy
 from anebench.results.published import published_records
 from anebench.results.store import open_store
-from anebench.system.energy_figures import energy_figures
+from anebench.system.energy_figures import Counted, energy_figures
 from anebench.system.ioreport_parse import channels_from_json, dram_bandwidth, energy_by_component
-from anebench.system.power import Counted
 from test_store import make_record
 
 DATA = Path(__file__).parent / "data" / "ioreport"

@@ -130,7 +130,7 @@ def test_torch_cuda_streams_the_workload_dtype_with_device_time():
 
 def test_memory_preflight_uses_the_devices_own_free_memory():
     from anebench.engines.numpy_engine import NumpyEngine
-    from anebench.orchestration.session import preflight_memory
+    from anebench.orchestration.preflight import preflight_memory
 
     class FullGpu(NumpyEngine):
         def free_memory(self, device):

@@ -17,7 +17,7 @@ from anebench.measure.warmup import WarmupPolicy
 from anebench.model import Energy, ResultRecord
 from anebench.orchestration.session import timed_window
 from anebench.system import ioreport, power
-from anebench.system.energy_figures import energy_figures, energy_line, energy_warnings
+from anebench.system.energy_figures import Counted, energy_figures, energy_line, energy_warnings
 from anebench.system.ioreport_parse import (
     Channel,
     bucket_edge_gbps,
@@ -25,7 +25,7 @@ from anebench.system.ioreport_parse import (
     dram_bandwidth,
     energy_by_component,
 )
-from anebench.system.power import Counted, EnergyWindow
+from anebench.system.power import EnergyWindow
 from fakehost import pretend_linux_host, pretend_macos
 
 DATA = Path(__file__).parent / "data" / "ioreport"

@@ -170,7 +170,7 @@ def test_init_writes_the_skeleton_and_never_replaces_a_file(tmp_path, capsys):
     with pytest.raises(UserError, match="without the leaderboard markers"):
         init(plain)
     assert sorted(p.name for p in plain.iterdir()) == [README]
-    with pytest.raises(UserError, match="--install"):
+    with pytest.raises(UserError, match="^install 'anebench"):
         init(tmp_path / "x", install='anebench"; rm -rf /')
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from anebench.engines.coreml_engine import OpPlacement
-from anebench.system import power
+from anebench.system import energy_figures, power
 from anebench.system.ioreport_parse import channels_from_json, dram_bandwidth, energy_by_component
 from clitools import run_cli
 from fake_coreml import FakeMLModel
@@ -31,7 +31,7 @@ class RecordedIOReport(power.ScalarMeter):
     def between(self, start, end):
         channels = channels_from_json(json.loads(M5_SAMPLE.read_text()))
         reading = energy_by_component(channels)
-        return power.Counted(reading.components["package"].joules, reading, dram_bandwidth(channels))
+        return energy_figures.Counted(reading.components["package"].joules, reading, dram_bandwidth(channels))
 
 
 @pytest.fixture

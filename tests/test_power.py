@@ -3,12 +3,12 @@ import sys
 import pytest
 
 from anebench.system import power
+from anebench.system.energy_figures import energy_line
 from anebench.system.power import (
     EnergyWindow,
     RaplMeter,
     ScalarMeter,
     Unavailable,
-    energy_line,
     energy_meter,
     energy_sources,
     planned_source,

@@ -8,7 +8,7 @@ from anebench.errors import UserError
 from anebench.measure.warmup import WarmupPolicy
 from anebench.model import SCHEMA_VERSION, ResultRecord
 from anebench.orchestration.session import RunOptions, measure_workload
-from anebench.results.files import load_records, save_records
+from anebench.results.files import load_result_file, save_records
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +27,7 @@ def test_record_round_trips_through_a_file(record, tmp_path):
     document = json.loads(path.read_text())
     assert document["schema"] == "anebench.results/2"
     assert document["results"][0]["schema"] == SCHEMA_VERSION
-    loaded = load_records(path)
+    loaded = load_result_file(path)
     assert loaded == [record]
     assert loaded[0].content_id() == record.id
     assert not list(tmp_path.glob(".*.tmp"))  # the atomic write left no temporary file
@@ -75,19 +75,19 @@ def test_loading_a_broken_file_names_the_file(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     with pytest.raises(UserError, match="bad.json: not valid JSON"):
-        load_records(bad)
+        load_result_file(bad)
     bad.write_text(json.dumps({"schema": "anebench.results/2", "results": [{"gbps": 1}]}))
     with pytest.raises(UserError, match="bad.json: invalid result at results.0"):
-        load_records(bad)
+        load_result_file(bad)
 
 
 def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path, monkeypatch):
     import os
 
-    from anebench.results import files
+    from anebench.util import outputs
 
     path = tmp_path / "chart.png"
-    files.atomic_write_bytes(path, b"old")
+    outputs.atomic_write_bytes(path, b"old")
     assert path.read_bytes() == b"old" and path.stat().st_mode & 0o044  # shared like any result file
 
     def broken_replace(src, dst):
@@ -97,7 +97,7 @@ def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path, mon
     from anebench.errors import UserError
 
     with pytest.raises(UserError, match="chart.png: cannot be written .*the disk is full"):
-        files.atomic_write_bytes(path, b"new")  # one line naming the target, not the temporary
+        outputs.atomic_write_bytes(path, b"new")  # one line naming the target, not the temporary
     assert path.read_bytes() == b"old" and [p.name for p in tmp_path.iterdir()] == ["chart.png"]
 
 

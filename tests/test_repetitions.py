@@ -7,6 +7,7 @@ import itertools
 import json
 import math
 import os
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -21,7 +22,11 @@ from anebench.measure.timing import split_runs, time_repetitions
 from anebench.measure.uncertainty import gbps_range
 from anebench.measure.warmup import WarmupPolicy
 from anebench.model import ResultRecord, t975
-from anebench.orchestration.fresh_processes import RepetitionJob, in_fresh_process
+from anebench.orchestration.fresh_processes import (
+    RepetitionJob,
+    in_fresh_process,
+    measure_in_fresh_processes,
+)
 from anebench.orchestration.session import RunOptions, measure_workload
 from anebench.workloads import Workload
 from clitools import run_cli
@@ -39,7 +44,7 @@ def test_t_quantiles_match_the_tables():
 
 def test_runs_split_evenly_and_too_few_runs_are_refused():
     assert split_runs(300, 3) == [100, 100, 100] and split_runs(10, 3) == [4, 3, 3]
-    with pytest.raises(UserError, match="--runs 2 is fewer than --repetitions 3"):
+    with pytest.raises(UserError, match="runs 2 is fewer than repetitions 3"):
         split_runs(2, 3)
 
 
@@ -136,9 +141,24 @@ def test_fresh_processes_run_each_repetition_in_a_new_process():
 def test_fresh_process_repetitions_make_one_record():
     workload = Workload("fresh", hidden=64, vocab=512, dtype="fp32", seed=3)
     options = RunOptions(runs=6, repetitions=2, fresh_processes=True, warmup=WarmupPolicy(fixed=1))
-    record = measure_workload(get_engine("numpy"), "cpu", workload, options)
+    record = measure_in_fresh_processes(get_engine("numpy"), "cpu", workload, options)
     assert record.repetitions.fresh_processes and [r.runs for r in record.repetitions.runs] == [3, 3]
     assert record.method.warmup_runs == 2 and record.method.output_check.passed
+
+
+def test_keep_awake_reaches_fresh_processes_as_a_value_not_as_the_records_sentence():
+    from anebench.orchestration.runplan import Mitigations, Step
+
+    workload = Workload("fresh", hidden=64, vocab=512, dtype="fp32", seed=3)
+    step = Step(get_engine("numpy"), "cpu", workload)
+    base = RunOptions(runs=4, repetitions=2, fresh_processes=True, warmup=WarmupPolicy(fixed=1))
+    assert not Mitigations().options(base, step).keep_awake
+    options = Mitigations(keep_awake=True).options(base, step)
+    assert options.keep_awake and options.mitigations  # the record still says what was done
+    record = measure_in_fresh_processes(step.engine, "cpu", workload, options)
+    assert record.keep_awake is not None  # each repetition's process ran its own spinner
+    unsaid = measure_in_fresh_processes(step.engine, "cpu", workload, replace(options, mitigations=[]))
+    assert unsaid.keep_awake is not None  # no longer looked up in the text
 
 
 def test_run_saves_three_repetitions_by_default_with_the_headline_interval(capsys, tmp_path):

@@ -24,7 +24,7 @@ from anebench.report.escape import csv_cell, md_text
 from anebench.report.plots import ENGINE_COLOURS, bar_chart, engine_colour
 from anebench.report.tables import natural_key, sig3, time_unit
 from anebench.results.aggregate import aggregate
-from anebench.results.files import load_records
+from anebench.results.files import load_result_file
 from anebench.results.published import published_records
 from test_report import CHROMIUM, HOSTILE_CHIP, SCRIPT
 from test_store import make_record
@@ -44,7 +44,7 @@ def records():
     suites = [
         r
         for name in ("sweep", "roofline", "compute", "concurrent")
-        for r in load_records(V1 / f"{name}.json")
+        for r in load_result_file(V1 / f"{name}.json")
     ]
     return published_records() + [hostile, *named, *suites]
 

@@ -7,8 +7,7 @@ import json
 import pytest
 
 from anebench.cli import main
-from anebench.results.files import save_records
-from anebench.results.validate import load_result_file
+from anebench.results.files import load_result_file, save_records
 from anebench.system.host import catalog_chip
 from test_store import make_record
 
@@ -21,7 +20,7 @@ def test_submit_writes_a_valid_document_and_issue_body(tmp_path, capsys):
     save_records(result, [record])
     main(["submit", str(result), "--out-dir", str(tmp_path)])
     assert "issue body" in capsys.readouterr().out
-    (submitted,) = load_result_file(tmp_path / "run.submission.json")
+    (submitted,) = load_result_file(tmp_path / "run.submission.json", strict=True)
     assert submitted.id == record.id and submitted.host.machine_model == "Mac16,1"
     body = (tmp_path / "run.issue.md").read_text()
     row = ("| Apple M4 Pro | M4 Pro | mlx:gpu | llama\\_lm\\_head | "
@@ -43,7 +42,7 @@ def test_drop_host_ids_removes_identifiers_and_keeps_the_record_valid(tmp_path):
     raw = json.loads(submission.read_text())["results"][0]
     assert raw["host"]["fingerprint"] == "" and raw["host"]["machine_model"] is None
     assert raw["host"]["chip"] == "Apple M4 Pro"
-    (reloaded,) = load_result_file(submission)  # id matches the new content
+    (reloaded,) = load_result_file(submission, strict=True)  # id matches the new content
     assert reloaded.id != record.id and submission.name.startswith(f"anebench-submission-{reloaded.id[:12]}")
     assert "host identifiers: dropped" in body.read_text()
 

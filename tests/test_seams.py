@@ -9,13 +9,8 @@ import sys
 import pytest
 
 from anebench.engines import ENGINE_FACTORIES, active_engines, get_engine, use_engines
-from anebench.engines.coreml_engine import (
-    NATIVE_BINDING,
-    CoreMLBinding,
-    CoreMLEngine,
-    active_binding,
-    use_binding,
-)
+from anebench.engines.coreml_engine import CoreMLEngine
+from anebench.engines.coreml_runtime import NATIVE_BINDING, CoreMLBinding, active_binding, use_binding
 from anebench.engines.numpy_engine import NumpyEngine
 from anebench.errors import UserError
 from anebench.orchestration.executor import SESSION_EXECUTOR, Executor, active_executor, use_executor

@@ -20,9 +20,9 @@ from anebench.model import (
     WorkloadInfo,
     utc_now,
 )
-from anebench.results.files import save_records
+from anebench.results.files import load_result_file, save_records
 from anebench.results.store import open_store
-from anebench.results.validate import InvalidFile, load_result_file
+from anebench.results.validate import InvalidFile
 from anebench.workloads import resolve_workload
 
 
@@ -52,8 +52,8 @@ def test_ingest_stores_valid_records_and_duplicates_are_no_ops(tmp_path):
     path = tmp_path / "r.json"
     save_records(path, [make_record(gbps=100), make_record(gbps=120, chip="Apple M5")])
     with open_store(tmp_path / "db.sqlite") as store:
-        first = store.ingest(load_result_file(path), str(path))
-        again = store.ingest(load_result_file(path), str(path))
+        first = store.ingest(load_result_file(path, strict=True), str(path))
+        again = store.ingest(load_result_file(path, strict=True), str(path))
         assert (first.added, first.duplicates) == (2, 0)
         assert (again.added, again.duplicates) == (0, 2)
         stored = store.records()
@@ -68,7 +68,7 @@ def test_a_file_with_one_bad_record_stores_nothing_and_names_every_problem(tmp_p
     path = tmp_path / "mixed.json"
     path.write_text(json.dumps({"schema": "anebench.results/1", "results": [good, bad_nan, bad_negative]}))
     with pytest.raises(InvalidFile) as info:
-        load_result_file(path)
+        load_result_file(path, strict=True)
     assert len(info.value.problems) == 2
     assert all("gbps" in p and str(path) in p for p in info.value.problems)
     assert "record 2" in info.value.problems[0] and "record 3" in info.value.problems[1]
@@ -87,7 +87,7 @@ def test_plausibility_checks_beyond_the_schema(tmp_path):
         json.loads(r.model_dump_json(by_alias=True)) for r in (inconsistent, unsourced, tampered)
     ] + [long_note]}))
     with pytest.raises(InvalidFile) as info:
-        load_result_file(path)
+        load_result_file(path, strict=True)
     problems = "\n".join(info.value.problems)
     assert "disagrees with weight_bytes / latency" in problems
     assert "provenance_note: required for published" in problems
@@ -136,9 +136,9 @@ def test_published_import_is_idempotent(tmp_path):
 def test_bad_inputs_are_one_line_user_errors(tmp_path):
     (tmp_path / "notjson.json").write_text("{nope")
     with pytest.raises(UserError, match="not valid JSON"):
-        load_result_file(tmp_path / "notjson.json")
+        load_result_file(tmp_path / "notjson.json", strict=True)
     with pytest.raises(UserError, match="no such file"):
-        load_result_file(tmp_path / "missing.json")
+        load_result_file(tmp_path / "missing.json", strict=True)
     (tmp_path / "garbage.sqlite").write_bytes(b"this is not sqlite at all" * 100)
     with pytest.raises(UserError, match="not an anebench results database"):
         open_store(tmp_path / "garbage.sqlite")
@@ -152,7 +152,7 @@ def test_an_unreadable_path_is_one_line_for_ingest_and_submit(tmp_path, capsys):
     not_a_dir.write_text("{}")
     bad = not_a_dir / "b.json"  # below a file: NotADirectoryError, an OSError no other clause names
     with pytest.raises(UserError, match="b.json: cannot be read"):
-        load_result_file(bad)
+        load_result_file(bad, strict=True)
     for argv in (["ingest", str(bad), "--db", str(tmp_path / "db.sqlite")], ["submit", str(bad)]):
         with pytest.raises(SystemExit) as info:
             main(argv)

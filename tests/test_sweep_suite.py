@@ -32,7 +32,7 @@ def test_default_plan_never_takes_more_than_a_quarter_of_free_memory():
     host = FakeHost(available_bytes=4 * 1024 * MiB)
     plan = plan_sweep(NumpyEngine(), "cpu", None, None, 12, cache_bytes=None, host=host)
     assert plan.sizes[-1] == 1024 * MiB and plan.cache_bytes is None
-    with pytest.raises(UserError, match="raise --max-mb"):
+    with pytest.raises(UserError, match="raise max_mb"):
         plan_sweep(NumpyEngine(), "cpu", None, None, 12, cache_bytes=1024 * MiB, host=host)
 
 

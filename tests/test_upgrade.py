@@ -11,9 +11,8 @@ import pytest
 from pydantic import ValidationError
 
 from anebench.model import SCHEMA_VERSION, ResultRecord
-from anebench.results.files import load_records
+from anebench.results.files import load_result_file
 from anebench.results.store import open_store
-from anebench.results.validate import load_result_file
 from clitools import run_cli
 
 V1 = Path(__file__).parent / "data" / "v1"
@@ -26,7 +25,7 @@ def test_a_v1_file_loads_into_typed_sections(name):
     assert raw["schema"] == "anebench.results/1" and all(
         r["schema"] == "anebench.result/1" for r in raw["results"]
     )
-    records = load_records(V1 / name)
+    records = load_result_file(V1 / name)
     assert len(records) == len(raw["results"]) and all(r.schema_ == SCHEMA_VERSION for r in records)
     for record, old in zip(records, raw["results"]):
         assert record.samples_s == old["samples_s"] and record.summary.median == pytest.approx(
@@ -34,19 +33,19 @@ def test_a_v1_file_loads_into_typed_sections(name):
         )
         for key in old["extras"]:  # every extras key of a /1 file lands in a typed section
             assert getattr(record, key) is not None
-    assert load_result_file(V1 / name)  # the importer's full validation accepts it too
+    assert load_result_file(V1 / name, strict=True)  # the importer's full validation accepts it too
 
 
 def test_v1_sections_keep_their_meaning():
-    (sweep,) = [r for r in load_records(V1 / "sweep.json") if r.sweep and r.sweep.fit][:1]
+    (sweep,) = [r for r in load_result_file(V1 / "sweep.json") if r.sweep and r.sweep.fit][:1]
     old = json.loads((V1 / "sweep.json").read_text())["results"][0]["extras"]["sweep"]
     assert sweep.sweep.fit.bandwidth_gbps == pytest.approx(old["bandwidth_gbps"])
     assert sweep.sweep.fit.overhead_s * 1e6 == pytest.approx(old["overhead_us"])
-    roof = load_records(V1 / "roofline.json")
+    roof = load_result_file(V1 / "roofline.json")
     assert [r.roofline.batch for r in roof] == [r.workload.batch for r in roof]
-    (compute,) = load_records(V1 / "compute.json")
+    (compute,) = load_result_file(V1 / "compute.json")
     assert compute.compute.tflop_per_s > 0 and compute.suite == "compute"
-    assert {r.suite for r in load_records(V1 / "concurrent.json")} == {"concurrency"}
+    assert {r.suite for r in load_result_file(V1 / "concurrent.json")} == {"concurrency"}
 
 
 def test_a_v1_store_loads_ingests_and_reports(tmp_path, capsys):
@@ -64,7 +63,7 @@ def test_a_v1_store_loads_ingests_and_reports(tmp_path, capsys):
 
 
 def test_a_measured_summary_that_contradicts_its_samples_is_refused():
-    (record,) = load_records(V1 / "run.json")
+    (record,) = load_result_file(V1 / "run.json")
     data = record.model_dump(mode="json", by_alias=True)
     data["summary"]["median"] *= 0.5
     with pytest.raises(ValidationError, match="contradicts the samples"):

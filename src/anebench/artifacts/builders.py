@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import UserError
+from ..errors import UserError, setting
 from ..workloads import Workload
 
 Progress = Callable[[int, int], None]
@@ -130,8 +130,8 @@ class AssetBuilder(Builder):
 
     def check(self, request: BuildRequest) -> None:
         if request.repeat != 1:
-            raise UserError(f"--repeat {request.repeat}: weight sets per predict are a Core ML bundle "
-                            "option; a Core AI asset holds one")
+            raise UserError(f"{setting('repeat')} {request.repeat}: weight sets per predict are a Core ML "
+                            "bundle option; a Core AI asset holds one")
 
     def ready(self, request: BuildRequest) -> str:
         from ._coreai import authoring

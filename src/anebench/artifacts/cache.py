@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..errors import UserError
+from ..errors import UserError, setting
 from ..util.hashing import file_sha256
 from ..util.paths import CACHE_ENV, cache_root
 from .coreml import BuildSpec, SplitProgress, build_bundle
@@ -184,7 +184,7 @@ def build_or_reuse(spec: BuildSpec, cache_dir: Path | None = None,
     except OSError as exc:
         raise UserError(
             f"bundle cache {cache_dir}: cannot write there ({exc.strerror or exc}); "
-            f"choose another with ${CACHE_ENV} or `anebench build --cache-dir`"
+            f"choose another with ${CACHE_ENV} or the build's {setting('cache_dir')}"
         ) from None
     try:
         started = time.perf_counter()

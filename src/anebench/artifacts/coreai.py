@@ -36,7 +36,7 @@ from typing import Annotated, Any
 
 import numpy as np
 
-from ..errors import UserError
+from ..errors import UserError, setting
 from ..util.hashing import stream_sha256
 from ..workloads import Workload
 from . import _coreai
@@ -62,9 +62,10 @@ SplitProgress = Callable[[int, int], None]  # (splits encoded, total)
 def check_storable(quant: str) -> None:
     if quant in NOT_STORED:
         raise UserError(f"quant {quant!r} cannot be built as a Core AI asset: {NOT_STORED[quant]}; "
-                        f"valid for --engine coreai: {', '.join(QUANTS)}")
+                        f"valid for {setting('engine')} coreai: {', '.join(QUANTS)}")
     if quant not in QUANTS:
-        raise UserError(f"quant {quant!r} is not supported; valid for --engine coreai: {', '.join(QUANTS)}")
+        raise UserError(f"quant {quant!r} is not supported; valid for {setting('engine')} coreai: "
+                        f"{', '.join(QUANTS)}")
 
 
 @dataclass(frozen=True)

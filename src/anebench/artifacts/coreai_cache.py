@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ..errors import UserError
+from ..errors import UserError, setting
 from ..util.hashing import file_sha256
 from ..util.paths import CACHE_ENV
 from . import _coreai
@@ -141,7 +141,7 @@ def build_or_reuse_asset(spec: AssetSpec, cache_dir: Path | None = None,
     except OSError as exc:
         raise UserError(
             f"asset cache {cache_dir}: cannot write there ({exc.strerror or exc}); "
-            f"choose another with ${CACHE_ENV} or `anebench build --cache-dir`"
+            f"choose another with ${CACHE_ENV} or the build's {setting('cache_dir')}"
         ) from None
     try:
         started = time.perf_counter()

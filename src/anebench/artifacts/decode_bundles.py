@@ -1,7 +1,7 @@
 """Core ML bundles of one decode token, partitioned as ANEMLL partitions a model: an embedding model, N chunks
 of whole layers (each at most ``chunk_bytes`` of weights) and the LM head split as the canonical head is.
 
-Each chunk computes exactly ``engines.decode.decode_step``'s layers (1x1 convolutions for the linears, tanh
+Each chunk computes exactly ``engines.decode_step``'s layers (1x1 convolutions for the linears, tanh
 between them, the attention read of a KV cache of the real shape held as a constant, so its bytes are read
 by every predict as ANEMLL's state is), in fp16, so the float64 reference executor (``reference.py``) runs
 the chained chunks and a test compares them with numpy. Bundles are written with reproducible bytes (no
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import UserError
+from ..errors import UserError, setting
 from ..workloads import DTYPE_BYTES
 from ..workloads.models import (
     RESIDUAL_SCALE,
@@ -86,7 +86,7 @@ def coreml_chunks(workload: DecodeWorkload, chunk_bytes: int = DEFAULT_CHUNK_BYT
     head: N + 2 predicts per token."""
     m, width = workload.facts, DTYPE_BYTES[COREML_DTYPE]
     if chunk_bytes < 1:
-        raise UserError(f"--chunk-mb: a chunk must hold at least one byte (got {chunk_bytes})")
+        raise UserError(f"{setting('chunk_mb')}: a chunk must hold at least one byte (got {chunk_bytes})")
     stored = [stored_layer_bytes(workload, i, COREML_DTYPE) for i in range(m.layers)]
     count = max(1, math.ceil(sum(stored) / chunk_bytes))
     while True:
@@ -226,7 +226,7 @@ def write_chunk(workload: DecodeWorkload, chunk: Chunk, package: Path) -> None:
     if workload.facts.moe:
         raise UserError(
             f"{workload.facts.name}: Core ML decode chunks of MoE models are planned, not built; "
-            "--dry-run and --predict show them"
+            f"{setting('dry_run')} and {setting('predict')} show them"
         )
     ct = import_coremltools()
     program = build_program(workload, chunk)

@@ -11,7 +11,7 @@ import shutil
 from dataclasses import replace
 from pathlib import Path
 
-from ..errors import UserError
+from ..errors import UserError, setting
 from ..system.host import available_memory_bytes
 from ..workloads import Workload
 
@@ -60,7 +60,8 @@ def check_build_resources(workload: Workload, quant: str | None, repeat: int, ca
         if needed > free_disk:
             raise UserError(
                 f"build {workload.name[:80]}: needs {needed / 1e9:.2f} GB of disk in {where}, but "
-                f"only {free_disk / 1e9:.2f} GB is free; free space or choose --cache-dir / --out"
+                f"only {free_disk / 1e9:.2f} GB is free; free space or choose {setting('cache_dir')} / "
+                f"{setting('out')}"
             )
 
 

@@ -13,7 +13,7 @@ import click
 
 from .. import __version__
 from ..errors import AnalysisFailed, MeasurementError, UserError
-from .boundary import cwd_missing, describe, safe_streams, silence_stdout
+from .boundary import cwd_missing, describe, error_text, safe_streams, silence_stdout
 from .common import SAVED_SO_FAR, err_console, flush_warnings, interrupted_line
 from .console import error_line, set_verbosity
 
@@ -242,13 +242,13 @@ def _run(argv: list[str] | None) -> None:
         exc.show()
         sys.exit(exc.exit_code)
     except UserError as exc:
-        error_line("error", str(exc))
+        error_line("error", error_text(exc))
         sys.exit(UserError.exit_code)
     except AnalysisFailed as exc:  # the records are saved: only the analysis could not be made
-        error_line("analysis failed", str(exc))
+        error_line("analysis failed", error_text(exc))
         sys.exit(AnalysisFailed.exit_code)
     except MeasurementError as exc:
-        error_line("measurement refused", str(exc))
+        error_line("measurement refused", error_text(exc))
         sys.exit(MeasurementError.exit_code)
 
 

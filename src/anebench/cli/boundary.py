@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from ..errors import name_settings
+
 # The signs the tool prints itself; anything else a stream cannot encode is shown as a \\x escape.
 ASCII_FALLBACKS = str.maketrans(
     {"µ": "u", "±": "+/-", "×": "x", "…": "...", "–": "-", "—": "-", "≤": "<=", "≥": ">=", "→": "->",
@@ -164,3 +166,15 @@ def silence_stdout() -> None:
 
 
 __all__ = ["AsciiFallback", "cwd_missing", "describe", "describe_os_error", "safe_streams", "silence_stdout"]
+
+
+def default_flag(setting: str) -> str:
+    """The flag that sets a library setting: its name with dashes (``max_mb`` -> ``--max-mb``); a command
+    whose flag is spelt otherwise says so with ``common.flags``."""
+    return "--" + setting.replace("_", "-")
+
+
+def error_text(exc: BaseException) -> str:
+    """An error's message with the settings it names written as the flags that set them."""
+    template = getattr(exc, "template", None)
+    return name_settings(template, default_flag) if isinstance(template, str) else str(exc)

@@ -16,19 +16,20 @@ from typing import Any
 
 import click
 
-from ..errors import SettingError, UserError
+from ..errors import NamesSettings, SettingError, UserError, name_settings, setting
 from ..measure.uncertainty import GbpsRange
 from ..model import ResultRecord, gbps
 from ..orchestration.campaign import Target
 from ..orchestration.campaign import resolve_targets as _resolve_targets
 from ..orchestration.campaign import resolve_workloads as _resolve_workloads
-from ..orchestration.session import preflight_memory
+from ..orchestration.preflight import preflight_memory
 from ..report.escape import clean_text
-from ..results.files import atomic_write_text, document_json, save_records
+from ..results.files import document_json, save_records
+from ..system.energy_figures import energy_line
 from ..system.host import host_label
-from ..system.power import energy_line
-from ..util.outputs import check_target, write_new
+from ..util.outputs import atomic_write_text, check_target, write_new
 from ..workloads import Workload
+from .boundary import error_text
 from .console import (
     NORMAL,
     QUIET,
@@ -80,14 +81,16 @@ def protected_paths() -> list[tuple[Path, str]]:
 @contextmanager
 def flags(**mapping: str) -> Iterator[None]:
     """Library errors name settings, not flags: put the flag that set the value in front of the message
-    (``flags(out="--out")``: "--out x: is a file; give a directory")."""
+    (``flags(out="--out")``: "--out x: is a file; give a directory"), and write a setting the message
+    names as this command's flag for it where that is not the default (``boundary.default_flag``)."""
     try:
         yield
-    except SettingError as exc:
-        flag = mapping.get(exc.setting)
+    except NamesSettings as exc:
+        exc.template = name_settings(exc.template, lambda name: mapping.get(name) or setting(name))
+        flag = mapping.get(exc.setting) if isinstance(exc, SettingError) else None
         if flag is None:
             raise
-        raise UserError(f"{flag} {exc}") from None
+        raise UserError(f"{flag} {exc.template}") from None
 
 
 def output_format(fmt: str | None, as_json: bool) -> str:
@@ -278,7 +281,7 @@ def save_results(records: list[ResultRecord], suite: str, out: Path | None) -> P
             return save_out(out, records, suite, bool(_meta("force")))
         return write_new(Path.cwd(), default_out_stem(suite), ".json", document_json(records).encode())
     except (OSError, UserError) as exc:
-        reason = str(exc) if isinstance(exc, UserError) else f"{exc.strerror or exc}"
+        reason = error_text(exc) if isinstance(exc, UserError) else f"{exc.strerror or exc}"
         kept = keep_unsaved(records, suite)
         where = (
             f"they are kept in {kept}"

@@ -38,7 +38,7 @@ from rich.table import Table
 from ..measure.timing import ProgressCallback
 from ..orchestration.suites.common import ProgressFactory
 from ..report.escape import clean_text
-from ..report.suite_terminal import TermTable
+from ..report.term_table import TermTable
 
 PIPED_WIDTH = 160  # a table written to a file or pipe, when COLUMNS does not say otherwise
 QUIET, NORMAL, VERBOSE = -1, 0, 1

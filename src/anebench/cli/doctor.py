@@ -12,9 +12,8 @@ from ..model import utc_now
 from ..orchestration.doctor import diagnose
 from ..report.escape import clean_text
 from ..report.submission import DOCTOR_HEADER, DOCTOR_HOST_IDS, drop_host_identifiers_from_text
-from ..results.files import atomic_write_text
 from ..system.host import SYSTEM_HOST
-from ..util.outputs import check_target
+from ..util.outputs import atomic_write_text, check_target
 from .common import say
 from .console import result_line
 

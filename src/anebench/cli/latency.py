@@ -10,7 +10,7 @@ import click
 
 from ..errors import UserError
 from ..model import ResultRecord
-from ..results.files import load_records
+from ..results.files import load_result_file
 from .common import add_input, check_out_path, measuring_options, resolve_targets, resolve_workloads, warn
 from .console import say
 from .options import db_option
@@ -109,7 +109,7 @@ def stored_sweeps(db: Path | None) -> tuple[list[ResultRecord], str | None]:
 def load_saved_sweep(path: Path) -> list[ResultRecord]:
     """A saved sweep's records; a crafted or damaged file is one line naming the flag, not a traceback."""
     try:
-        return load_records(path)
+        return load_result_file(path)
     except UserError as exc:
         raise UserError(
             f"--sweep {path}: malformed sweep file; give one saved by `anebench sweep` ({exc})"

@@ -143,13 +143,13 @@ def serve_command(repo: Path, port: int) -> None:
 
 def show_placement(files: tuple[Path, ...], repo: Path, machine: str) -> None:
     """`compare mine.json --leaderboard REPO`."""
+    from ..results.files import load_result_file
     from ..results.leaderboard import scan
     from ..results.leaderboard_compare import place
-    from ..results.validate import load_result_file
 
     if len(files) != 1:
         raise UserError(f"--leaderboard {repo}: give one result file to place (got {len(files)})")
-    mine = load_result_file(files[0])
+    mine = load_result_file(files[0], strict=True)
     placed = place(mine, scan(repo))
     header = [
         "chip",

@@ -21,6 +21,7 @@ from ..results.store import StoredRecord, open_store
 from ..results.validate import InvalidFile
 from ..util.outputs import check_target
 from . import options
+from .boundary import error_text
 from .common import (
     QUIET,
     err_console,
@@ -46,7 +47,7 @@ db_option = options.db_option()
 
 def _print_problems(error: UserError) -> None:
     """The error line, then each problem indented (errors: printed under -q too, wrapped to the width)."""
-    error_line("error", str(error))
+    error_line("error", error_text(error))
     for line in getattr(error, "problems", [])[:200]:
         say(f"  {line}", quiet_too=True)
 
@@ -101,7 +102,7 @@ def ingest(
                         for r in outcome.reports
                     ],
                     "failed": [
-                        {"error": str(f), "problems": getattr(f, "problems", [str(f)])}
+                        {"error": error_text(f), "problems": getattr(f, "problems", [error_text(f)])}
                         for f in outcome.failures
                     ],
                 }

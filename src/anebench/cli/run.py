@@ -43,6 +43,7 @@ from .common import (
     check_out_path,
     emit,
     err_console,
+    flags,
     flush_warnings,
     format_option,
     hold_signals,
@@ -267,6 +268,7 @@ def plan_steps(
     help="With --dry-run: the plan `anebench run` with no options follows on that host (mac: the "
     "campaign with every engine, power on).",
 )
+@flags(batch="--predicts-per-call")  # a call too short to time: in `run`, K predicts per call lengthen it
 def run(
     engines,
     device,

@@ -57,7 +57,7 @@ def finish(records: list[ResultRecord], suite: str, out: Path | None, no_save: b
     warnings.print()
     for record in records:
         if record.energy is not None:
-            from ..system.power import energy_line
+            from ..system.energy_figures import energy_line
 
             say(f"{record.engine.name}:{record.engine.device} {record.workload.name}: energy "
                 f"{energy_line(record.energy)}")

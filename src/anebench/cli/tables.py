@@ -21,7 +21,7 @@ from ..model import ResultRecord
 from ..report import format as format_rules
 from ..report.escape import clean_text, csv_cell, md_cell
 from ..report.format import csv_text
-from ..report.suite_terminal import TermTable
+from ..report.term_table import TermTable
 
 WORKLOAD_WIDTH = 24  # longer workload names are abbreviated by ABBREVIATION_RULE
 HEAD, TAIL = 9, WORKLOAD_WIDTH - 10

@@ -14,7 +14,7 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from ..errors import UserError
+from ..errors import UserError, setting
 from ..workloads import Workload
 
 # Relative L2 error allowed in the output check for the dtype the weights were streamed in: an engine
@@ -275,5 +275,6 @@ def check_streams_as_stored(engine: Engine, workload: Workload, device: str) -> 
             f"{workload.stored_bytes / 1e6:.2f} MB); "
             f"it would read a dense {dense / 1e6:.2f} MB head instead: "
             f"measure the unquantized head (lm_head:{workload.hidden}x{workload.vocab}:{workload.dtype}"
-            f"{', e.g. llama_lm_head' if workload.name == 'llama_lm_head_lut6' else ''}) or use -e coreml"
+            f"{', e.g. llama_lm_head' if workload.name == 'llama_lm_head_lut6' else ''}) or use "
+            f"{setting('engine')} coreml"
         )

@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..errors import MeasurementError, UserError
+from ..errors import MeasurementError, UserError, setting
 from ..system import preflight
 from ..workloads import Workload
 from .base import TOLERANCE, Availability, DtypeChoice, Engine, Prepared
@@ -240,7 +240,7 @@ class CoreAIEngine(Engine):
         if workload.batch != 1:
             raise UserError(
                 f"engine coreai runs one input per call; {workload.name} asks for batch {workload.batch} "
-                "(for several vectors per weight read build the asset with --tokens)"
+                f"(for several vectors per weight read build the asset with {setting('tokens')})"
             )
         return AssetSpec.for_workload(workload)
 

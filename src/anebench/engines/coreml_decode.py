@@ -22,8 +22,9 @@ from ..errors import UserError
 from ..system import preflight
 from ..workloads.models import DecodeWorkload
 from .base import Prepared
-from .coreml_engine import COMPUTE_UNITS, CoreMLEngine, active_binding
-from .decode import TOLERANCE_16BIT, reference_head_input
+from .coreml_engine import COMPUTE_UNITS, CoreMLEngine
+from .coreml_runtime import active_binding
+from .decode_step import TOLERANCE_16BIT, reference_head_input
 
 
 def load_chunk(package: Path, compute_units: str, warnings_out: list[str]) -> Any:

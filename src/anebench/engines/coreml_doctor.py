@@ -8,13 +8,26 @@ import importlib.metadata
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any, Protocol
 
 from ..errors import MeasurementError, UserError
 from ..system import preflight
 from ..workloads import Workload
-from . import coreml_engine as coreml
+from . import coreml_runtime
 from .base import Check, Prepared
-from .coreml_placement import version_tuple
+from .coreml_placement import COMPUTE_UNITS, placement_unavailable, summarize_placement, version_tuple
+
+
+class BundleEngine(Protocol):
+    """The engine the checks run on (coreml_engine.CoreMLEngine), by what they use of it."""
+
+    @property
+    def label(self) -> str: ...
+
+    def artifact(self, workload: Workload, progress: Any = None) -> Any: ...
+
+    def prepare(self, workload: Workload, device: str) -> Prepared: ...
+
 
 DURATION_CALLS = 20
 DURATION_AGREEMENT = 0.5  # Core ML's duration of a predict must be within [0.5, 1] x its wall clock
@@ -49,16 +62,16 @@ def requirement_problem(macos: str, installed: dict[str, str | None]) -> str | N
 
 def check_placement(package, unit: str) -> Check:
     name = f"MLComputePlan {unit}"
-    units = coreml.COMPUTE_UNITS[unit]
-    binding = coreml.active_binding()
+    units = COMPUTE_UNITS[unit]
+    binding = coreml_runtime.active_binding()
     try:
         model = binding.load_model(package, units)
         ops = binding.query_placement(model, units)
     except UserError as exc:
         return Check(name, "FAIL", str(exc))
     except (ImportError, AttributeError, RuntimeError, TypeError) as exc:
-        return Check(name, "FAIL", coreml.placement_unavailable(exc, _version("coremltools") or "unknown"))
-    details, warnings = coreml.summarize_placement(ops, unit)
+        return Check(name, "FAIL", placement_unavailable(exc, _version("coremltools") or "unknown"))
+    details, warnings = summarize_placement(ops, unit)
     counts = f"{details[f'ops_on_{unit}']} ops on {unit}, {details['ops_unplaced']} unplaced"
     if warnings:
         return Check(name, "FAIL", f"{counts}; {'; '.join(warnings)}")
@@ -92,7 +105,7 @@ def check_duration(prepared: Prepared) -> Check:
 
 
 @contextmanager
-def self_check(engine: coreml.CoreMLEngine, head: Workload, say: Callable[[str], None]
+def self_check(engine: BundleEngine, head: Workload, say: Callable[[str], None]
                ) -> Iterator[tuple[list[Check], Callable[[], None] | None]]:
     """(checks, a call that keeps the Neural Engine busy, or None where none could be prepared)."""
     problem = preflight.ane_problem(engine.label)

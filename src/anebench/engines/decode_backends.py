@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from .base import Engine
-from .decode import FILL_ROWS, Backend
+from .decode_step import FILL_ROWS, Backend
 
 _NAMES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 
@@ -125,6 +125,7 @@ def backend_for(engine: Engine, device: str, run_dtype: str) -> Backend:
         return TorchBackend(getattr(engine, "torch_module", None) or __import__("torch"), device, run_dtype)
     if engine.name == "mlx":
         return MlxBackend(device, run_dtype)
-    from ..errors import UserError
+    from ..errors import UserError, setting
 
-    raise UserError(f"engine {engine.name}: decode runs as chunked bundles (see `anebench decode --dry-run`)")
+    raise UserError(f"engine {engine.name}: decode runs as chunked bundles (see decode's "
+                    f"{setting('dry_run')})")

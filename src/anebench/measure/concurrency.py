@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import MeasurementError
+from ..errors import MeasurementError, setting
 from ..model import ResultRecord, gbps
 from .verdicts import ConcurrencyVerdict, concurrency_verdict
 
@@ -43,7 +43,7 @@ def checked_window(bounds: list[int], origin_ns: int | None = None) -> tuple[int
         raise MeasurementError(
             "no common window: the copies never all ran at the same time (the OS kept one off the CPU?); "
             f"first call start - last call end from the common start: {describe_bounds(bounds, origin_ns)}; "
-            "use more --runs")
+            f"use more {setting('runs')}")
     return lo, hi
 
 
@@ -97,7 +97,7 @@ class ConcurrencyAnalysis:
 def combined_gbps(together: list[ResultRecord], window_s: float, calls: list[float] | None = None) -> float:
     if window_s <= 0:
         raise MeasurementError("no common window: the copies never ran at the same time (the OS kept one off "
-                               "the CPU?); use more --runs")
+                               f"the CPU?); use more {setting('runs')}")
     calls = calls if calls is not None else [len(r.samples_s) for r in together]
     moved = sum(r.workload.weight_bytes * n for r, n in zip(together, calls))
     return gbps(moved, window_s)

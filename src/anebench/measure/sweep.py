@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from ..errors import UserError
+from ..errors import UserError, setting
 from ..model import GB, MiB, gbps, median
 from ..system.bounds import CACHE_FACTOR
 
@@ -44,10 +44,10 @@ FIT_GATES = (
 def log_sizes(min_bytes: int, max_bytes: int, points: int) -> list[int]:
     """``points`` sizes evenly spaced in log space from ``min_bytes`` to ``max_bytes``, both included."""
     if points < 2:
-        raise UserError(f"--points {points}: a sweep needs at least 2 sizes")
+        raise UserError(f"{setting('points')} {points}: a sweep needs at least 2 sizes")
     if not 0 < min_bytes < max_bytes:
-        raise UserError(f"sweep sizes: --min-mb ({min_bytes / MiB:g}) must be positive and below --max-mb "
-                        f"({max_bytes / MiB:g})")
+        raise UserError(f"sweep sizes: {setting('min_mb')} ({min_bytes / MiB:g}) must be positive and below "
+                        f"{setting('max_mb')} ({max_bytes / MiB:g})")
     return sorted({round(s) for s in np.geomspace(min_bytes, max_bytes, points)})
 
 
@@ -143,14 +143,14 @@ def fit_latency(sizes_bytes: list[int], latencies_s: list[float]) -> LineFit:
     if len(sizes_bytes) < MIN_FIT_POINTS:
         raise UserError(
             f"the sweep has {len(sizes_bytes)} size(s) past the cache knee; the fit needs at least "
-            f"{MIN_FIT_POINTS}: raise --max-mb or --points"
+            f"{MIN_FIT_POINTS}: sweep up to a larger size or with more points"
         )
     x = np.asarray(sizes_bytes, dtype=float)
     y = np.asarray(latencies_s, dtype=float)
     intercept, slope = theil_sen(x, y)
     if slope <= 0:
         raise UserError("latency does not grow with size past the knee: the sweep cannot give a bandwidth "
-                        "(sizes too small for this device? raise --max-mb)")
+                        "(sizes too small for this device? sweep up to a larger size)")
     predicted = intercept + slope * x
     residual = y - predicted
     total = float(np.sum((y - y.mean()) ** 2))

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import cast
 
 from ..engines.base import Prepared
-from ..errors import MeasurementError, UserError
+from ..errors import MeasurementError, UserError, setting
 from ..model import Repetition, median
 from .clock import MIN_TICKS_PER_CALL, PERF_COUNTER, Clock
 from .warmup import WarmupPolicy
@@ -255,7 +255,8 @@ def refuse_too_short(ticks_ns: list[int], timer: str, resolution_s: float) -> No
     if typical < MIN_TICKS_PER_CALL * resolution_s:
         raise MeasurementError(
             f"a call takes {typical * 1e9:.0f} ns, shorter than {MIN_TICKS_PER_CALL} ticks of the "
-            f"{timer} timer ({resolution_s * 1e9:.0f} ns each); use a larger workload or --batch"
+            f"{timer} timer ({resolution_s * 1e9:.0f} ns each); use a larger workload or a larger "
+            f"{setting('batch')}"
         )
 
 
@@ -319,10 +320,11 @@ def time_calls(
 def split_runs(runs: int, repetitions: int) -> list[int]:
     """``runs`` timed calls over ``repetitions`` repetitions, sizes differing by at most one."""
     if repetitions < 1:
-        raise UserError(f"--repetitions {repetitions}: give at least 1")
+        raise UserError(f"{setting('repetitions')} {repetitions}: give at least 1")
     if runs < repetitions:
-        raise UserError(f"--runs {runs} is fewer than --repetitions {repetitions}: each repetition needs "
-                        f"at least one timed call (give --repetitions {runs} or more --runs)")
+        runs_, repetitions_ = setting("runs"), setting("repetitions")
+        raise UserError(f"{runs_} {runs} is fewer than {repetitions_} {repetitions}: each repetition needs "
+                        f"at least one timed call (give {repetitions_} {runs} or more {runs_})")
     base, extra = divmod(runs, repetitions)
     return [base + (1 if i < extra else 0) for i in range(repetitions)]
 

@@ -313,6 +313,16 @@ class ResultRecord(_Model):
         """What the record's source states beyond its figures (empty for our own measurements)."""
         return self.source or SourceFacts()
 
+    @property
+    def chip(self) -> str | None:
+        """The chip the figure belongs to: the GPU for a CUDA device (as the engine named it), else the
+        host's chip."""
+        if self.engine.device.startswith("cuda"):
+            gpu = self.engine.details.get("gpu")
+            if isinstance(gpu, str) and gpu:
+                return gpu
+        return self.host.chip
+
 
 def _check_derived(name: str, stored: Summary, derived: Summary) -> None:
     """Refuse a stored summary that contradicts the samples (a summary left unset is filled in)."""

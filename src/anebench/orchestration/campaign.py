@@ -16,6 +16,7 @@ from ..model import ResultRecord
 from ..system.preflight import check_native_host
 from ..workloads import Workload, resolve_workload
 from .executor import Executor, active_executor
+from .fresh_processes import measure_in_fresh_processes
 from .runplan import Mitigations, Step, check_ane_reachable, is_default_run, published_campaign
 from .session import RunOptions
 
@@ -134,16 +135,22 @@ def run_campaign(
         for step in steps:
             advance = started(step_label(step), options.runs) if started is not None else None
             with mitigations.awake(step) as awake:
-                record = measure(
-                    step.engine,
-                    step.device,
-                    step.workload,
-                    mitigations.options(options, step),
-                    advance,
-                    on_prepared=awake.on_prepared,
-                    phase=awake.phase,
-                    finish=awake.finish,
-                )
+                step_options = mitigations.options(options, step)
+                if step_options.fresh_processes:  # the campaign chooses how repetitions run
+                    # each process runs its own spinner (RunOptions.keep_awake): the measurement carries it
+                    record = measure_in_fresh_processes(step.engine, step.device, step.workload, step_options,
+                                                        advance).record()
+                else:
+                    record = measure(
+                        step.engine,
+                        step.device,
+                        step.workload,
+                        step_options,
+                        advance,
+                        on_prepared=awake.on_prepared,
+                        phase=awake.phase,
+                        finish=awake.finish,
+                    )
                 records.append(record)
             if finished is not None:
                 finished(list(records))

@@ -206,7 +206,7 @@ def _collect(workers, results) -> list[CopyOutcome]:
 
 @dataclass
 class PhaseEnergy:
-    counted: Any  # power.Counted: what the meter counted between the phase's two readings
+    counted: Any  # energy_figures.Counted: what the meter counted between the phase's two readings
     seconds: float
     meter: Any  # the EnergyMeter read: its source and scope go into the records
     problem: str | None = None  # why the window cannot stand for the phase's calls (then no figure)
@@ -238,7 +238,7 @@ class SummedMeter:
         counted = [m.between(a, b) for m, a, b in zip(self.meters, start, end)]
         if len(counted) == 1:
             return counted[0]
-        from ..system.power import Counted
+        from ..system.energy_figures import Counted
 
         joules = [c.joules for c in counted]
         return Counted(None if any(j is None for j in joules) else sum(joules))
@@ -360,7 +360,8 @@ def run_copies(engine: Engine, devices: list[str], workload: Workload, options: 
 def phase_energy(phase: PhaseEnergy, calls: int, weight_bytes: int, median_s: float, window: str,
                  device: str | None = None) -> Energy:
     """The same Energy section as a single run's window (power.energy_figures), for one phase."""
-    from ..system.power import energy_figures, work_component
+    from ..system.energy_figures import energy_figures
+    from ..system.power import work_component
 
     work = work_component(device) if device else None
     if phase.problem is not None:

@@ -9,15 +9,14 @@ host memory where the weights live there).
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from dataclasses import dataclass, replace
 
 from ..engines.base import Engine
-from ..errors import UserError
+from ..errors import UserError, setting
 from ..system.host import SYSTEM_HOST, Host
 from ..workloads import Workload
-from . import session
+from .preflight import MEMORY_HEADROOM, preflight_memory
 
 CPU_DEVICES = ("cpu",)
 HOST = "host memory"
@@ -46,33 +45,27 @@ class ConcurrencyPlan:
         return len(self.devices)
 
 
-def usable_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
-
-
 def resolve_devices(engine: Engine, devices: str) -> list[str]:
     """--devices cuda:0,cuda:1 or all (every device of the engine here but the CPU)."""
     here = engine.devices()
     if devices.strip() == "all":
         chosen = [d for d in here if d not in CPU_DEVICES]
         if not chosen:
-            raise UserError(f"--devices all: {engine.name} has no accelerator here (devices here: "
+            raise UserError(f"{setting('devices')} all: {engine.name} has no accelerator here (devices here: "
                             f"{', '.join(here) or 'none'})")
         return chosen
     chosen = [d.strip() for d in devices.split(",") if d.strip()]
     if not chosen:
-        raise UserError("--devices: give devices separated by commas (e.g. cuda:0,cuda:1) or all")
+        raise UserError(f"{setting('devices')}: give devices separated by commas (e.g. cuda:0,cuda:1) or all")
     for device in chosen:
         if device not in here:
-            raise UserError(f"--devices {device}: not a device of {engine.name} here (devices here: "
-                            f"{', '.join(here) or 'none'})")
+            raise UserError(f"{setting('devices')} {device}: not a device of {engine.name} here (devices "
+                            f"here: {', '.join(here) or 'none'})")
     repeated = sorted(d for d, n in Counter(chosen).items() if n > 1)
     if repeated:
         raise UserError(
-            f"--devices: {', '.join(repeated)} given twice; use --copies for copies on one device"
+            f"{setting('devices')}: {', '.join(repeated)} given twice; use {setting('copies')} for copies "
+            "on one device"
         )
     return chosen
 
@@ -83,32 +76,33 @@ def choose_mode(engine: Engine, requested: str | None, several_devices: bool) ->
         why = (f"{engine.name}'s call holds the Python GIL for the whole call, so copies in threads of one "
                "process would run one at a time")
         if requested == "threads":
-            raise UserError(f"--threads: {why}; its copies run as processes")
+            raise UserError(f"{setting('threads')}: {why}; its copies run as processes")
         return "processes", why
     if not engine.thread_safe:
         why = f"{engine.name} is not thread-safe"
         if requested == "threads":
-            raise UserError(f"--threads: {why}; its copies run as processes")
+            raise UserError(f"{setting('threads')}: {why}; its copies run as processes")
         return "processes", why
     if several_devices:
         why = "each device's copy runs in its own process"
         if requested == "threads":
-            raise UserError(f"--threads: with --devices {why}")
+            raise UserError(f"{setting('threads')}: with {setting('devices')} {why}")
         return "processes", why
     if requested == "processes":
         return "processes", "asked for (--processes)"
     return "threads", f"{engine.name}'s call releases the GIL, so threads overlap"
 
 
-def threads_for(engine: Engine, devices: list[str], requested: int | None) -> int | None:
+def threads_for(engine: Engine, devices: list[str], requested: int | None,
+                host: Host = SYSTEM_HOST) -> int | None:
     """--threads-per-copy, or cores / copies for CPU copies (at least 1); None where not set."""
     if requested is not None:
         if engine.thread_control is None:
-            raise UserError(f"--threads-per-copy: {engine.name} has no setting for its threads")
+            raise UserError(f"{setting('threads_per_copy')}: {engine.name} has no setting for its threads")
         return requested
     if engine.thread_control is None or any(d not in CPU_DEVICES for d in devices):
         return None
-    return max(usable_cores() // len(devices), 1)
+    return max(host.usable_cores() // len(devices), 1)
 
 
 def check_memory(engine: Engine, devices: list[str], workload: Workload,
@@ -122,14 +116,14 @@ def check_memory(engine: Engine, devices: list[str], workload: Workload,
     checks = []
     for pool, members in pools.items():
         copies = sum(n for _, n in members)
-        needed = sum(engine.bytes_for(workload, d) * n for d, n in members) * session.MEMORY_HEADROOM
+        needed = sum(engine.bytes_for(workload, d) * n for d, n in members) * MEMORY_HEADROOM
         free = engine.free_memory(pool) if pool != HOST else host.available_memory_bytes()
         checks.append(MemoryCheck(pool, copies, needed, free or 0))
         # The same head with every copy's rows: same dtype and quantization, so the same bytes per row.
         total = replace(workload, name=f"{copies} copies of {workload.name}", vocab=workload.vocab * copies,
                         source=None)
         if pool == HOST:
-            session.preflight_memory(engine, members[0][0], total, host)
+            preflight_memory(engine, members[0][0], total, host)
         else:
             _device_fits(engine, pool, total, needed, free or 0)
     return checks
@@ -148,15 +142,16 @@ def plan_concurrent(engine: Engine, device: str, workload: Workload, copies: int
     if devices is not None:
         placed = resolve_devices(engine, devices)
         if copies is not None and copies != len(placed):
-            raise UserError(f"--copies {copies}: --devices places one copy on each of {len(placed)} devices")
+            raise UserError(f"{setting('copies')} {copies}: {setting('devices')} places one copy on each of "
+                            f"{len(placed)} devices")
     else:
         copies = 2 if copies is None else copies
         placed = [device] * copies
     if len(placed) < 2:
-        raise UserError(f"--copies {len(placed)}: concurrency needs at least 2 copies"
+        raise UserError(f"{setting('copies')} {len(placed)}: concurrency needs at least 2 copies"
                         + (" (give at least 2 devices)" if devices is not None else ""))
     chosen, why = choose_mode(engine, mode, devices is not None)
-    threads = threads_for(engine, placed, threads_per_copy)
+    threads = threads_for(engine, placed, threads_per_copy, host)
     memory = check_memory(engine, placed, workload, host)
     return ConcurrencyPlan(engine, workload, placed, chosen, why, threads, memory)
 

@@ -1,6 +1,6 @@
 """The measurement executor: how a plan's steps are checked and measured.
 
-The real executor checks each step's memory (``session.preflight_memory``) and measures it: a whole
+The real executor checks each step's memory (``preflight.preflight_memory``) and measures it: a whole
 record (``measure``: ``session.measure_workload``, as the campaign needs) or its parts (``measure_parts``:
 ``session.measure``, a ``Measurement`` that a suite builds into its record once its analysis is done).
 ``run_campaign`` and the suites take one (``executor=``) and default to the active one, so a test
@@ -18,7 +18,8 @@ from ..engines.base import Engine
 from ..model import ResultRecord
 from ..system.host import SYSTEM_HOST, Host
 from ..workloads import Workload
-from .session import Measurement, measure_workload, preflight_memory
+from .preflight import preflight_memory
+from .session import Measurement, measure_workload
 from .session import measure as measure_parts_of_workload  # not `measure`: the field of that name shadows it
 
 

@@ -16,16 +16,15 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 
 from ..engines.base import Engine
-from ..errors import MeasurementError, UserError
+from ..errors import MeasurementError, UserError, setting
 from ..measure.clock import Clock
 from ..measure.timing import ProgressCallback, Timing, combine, split_runs, time_calls
 from ..measure.warmup import WarmupPolicy
 from ..model import KeepAwake, OutputCheck
 from ..util.lifeline import creator_info, die_with_parent
 from ..workloads import Workload
-from .keepawake import MITIGATION as KEEP_AWAKE
 from .keepawake import KeepAwakeProcess, measured, share_warning, spinner_threads
-from .session import Measurement, PreparedFacts, RunOptions, prepared_workload, verify_output
+from .session import Measurement, PreparedFacts, RunOptions, check_threads, prepared_workload, verify_output
 
 
 @dataclass(frozen=True)
@@ -85,12 +84,14 @@ def merge_facts(facts: list[PreparedFacts]) -> PreparedFacts:
 def measure_in_fresh_processes(engine: Engine, device: str, workload: Workload, options: RunOptions,
                                progress: ProgressCallback | None = None) -> Measurement:
     """``options.runs`` calls as ``options.repetitions`` repetitions, each in a new process."""
+    check_threads(engine, options.threads)
     if options.power:
-        raise UserError("--power with --fresh-processes: the energy counter is read in one process; "
-                        "measure energy without --fresh-processes")
+        fresh = setting("fresh_processes")
+        raise UserError(f"{setting('power')} with {fresh}: the energy counter is read in one process; "
+                        f"measure energy without {fresh}")
     sizes = split_runs(options.runs, options.repetitions)
     share = options.time_budget_s / options.repetitions if options.time_budget_s else None
-    keep_awake = KEEP_AWAKE in options.mitigations
+    keep_awake = options.keep_awake  # a value, not a sentence looked up in the record's text
     results = []
     for i, size in enumerate(sizes):
         job = RepetitionJob(engine, device, workload, size, options.warmup, options.clock, share, keep_awake,

@@ -17,7 +17,7 @@ from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass
 
 from ..engines.base import Engine, Prepared
-from ..errors import UserError
+from ..errors import UserError, setting
 from ..measure.timing import ProgressCallback, Timing, combine, split_runs, time_calls
 from ..model import Interleave, Repetitions, ResultRecord
 from ..workloads import Workload
@@ -39,17 +39,20 @@ class Configuration:
 def check_interleavable(configurations: list[Configuration], options: RunOptions) -> None:
     """Refuse, before any work, what an interleaved run cannot do (one line each)."""
     if len(configurations) < 2:
-        raise UserError("--interleave needs at least two configurations: give several --engine, --workload "
-                        "or --interleave-threads values (the same --engine twice compares it with itself)")
+        interleave, engine = setting("interleave"), setting("engine")
+        raise UserError(f"{interleave} needs at least two configurations: give several {engine}, "
+                        f"{setting('workload')} or {setting('interleave_threads')} values (the same {engine} "
+                        "twice compares it with itself)")
+    interleave = setting("interleave")
     if options.repetitions < 2:
-        raise UserError(f"--interleave with --repetitions {options.repetitions}: the rounds are the "
-                        "repetitions; give at least 2 (3 by default)")
+        raise UserError(f"{interleave} with {setting('repetitions')} {options.repetitions}: the rounds are "
+                        "the repetitions; give at least 2 (3 by default)")
     if options.fresh_processes:
-        raise UserError("--interleave with --fresh-processes: the configurations alternate in one process; "
-                        "drop one of them")
+        raise UserError(f"{interleave} with {setting('fresh_processes')}: the configurations alternate in "
+                        "one process; drop one of them")
     if options.power:
-        raise UserError("--interleave with --power: one energy window cannot be split between alternating "
-                        "configurations; drop one of them")
+        raise UserError(f"{interleave} with {setting('power')}: one energy window cannot be split between "
+                        "alternating configurations; drop one of them")
 
 
 def _limit(configuration: Configuration):

@@ -18,8 +18,8 @@ import psutil
 
 from ..engines.base import Engine
 from ..model import KEEP_AWAKE_MIN_SHARE, KeepAwake
+from ..system.host import SYSTEM_HOST, Host
 from ..util.lifeline import creator_info, die_with_parent
-from .concurrency_plan import usable_cores
 
 MITIGATION = "keep-awake: a separate process kept one CPU core busy during warmup and timing"
 START_TIMEOUT_S = 60.0
@@ -35,12 +35,12 @@ def spin(flag: Any, ready: Any, parent: tuple[int, bool] | None = None) -> None:
             pass
 
 
-def spinner_threads(engine: Engine, device: str) -> int | None:
+def spinner_threads(engine: Engine, device: str, host: Host = SYSTEM_HOST) -> int | None:
     """A CPU engine's threads beside the spinner: one core fewer, so the spinner has a core of its own
     (sharing one leaves it well below its share: 0.67 measured with numpy on 2 cores). None: no limit."""
     if device != "cpu" or engine.thread_control is None:
         return None
-    return max(usable_cores() - 1, 1)
+    return max(host.usable_cores() - 1, 1)
 
 
 def share_warning(section: KeepAwake) -> str | None:

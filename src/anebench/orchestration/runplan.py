@@ -18,7 +18,7 @@ from typing import Any
 
 from ..engines import PUBLISHED_ANE_ENGINE, available_engine, engines_with, get_engine
 from ..engines.base import Engine, Prepared
-from ..errors import UserError
+from ..errors import UserError, setting
 from ..system import preflight
 from ..workloads import PUBLISHED_HEADS, Workload, resolve_workload
 from .keepawake import MITIGATION as KEEP_AWAKE
@@ -134,11 +134,11 @@ class Mitigations:
 
     def check(self, steps: list[Step], explicit_engines: bool) -> None:
         if (self.predicts > 1 or self.repeat > 1) and not any(s.engine.call_mitigations for s in steps):
-            flag = "--predicts-per-call" if self.predicts > 1 else "--repeat"
+            named = setting("predicts_per_call") if self.predicts > 1 else setting("repeat")
             able = engines_with(lambda e: e.call_mitigations)
             message = (
-                f"{flag} is a {' or '.join(e.title for e in able)} mitigation (K predicts / R weight sets "
-                f"per call); add --engine {able[0].name}"
+                f"{named} is a {' or '.join(e.title for e in able)} mitigation (K predicts / R weight sets "
+                f"per call); add {setting('engine')} {able[0].name}"
             )
             raise UserError(message if explicit_engines else f"{message} on a Mac")
 
@@ -176,7 +176,8 @@ class Mitigations:
         timing = base.timing
         if step.engine.call_mitigations and self.predicts > 1:
             timing = f"wall clock per call of {self.predicts} predicts"
-        return replace(base, mitigations=[*base.mitigations, *used], timing=timing)
+        return replace(base, mitigations=[*base.mitigations, *used], timing=timing,
+                       keep_awake=base.keep_awake or self.keep_awake)
 
     @contextmanager
     def awake(self, step: Step | None = None) -> Iterator[AwakeHooks]:

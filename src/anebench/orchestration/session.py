@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 
 from .. import __version__
-from ..engines.base import Engine, Prepared, check_streams_as_stored
-from ..errors import MeasurementError, UserError
+from ..engines.base import Engine, Prepared
+from ..errors import MeasurementError, UserError, setting
 from ..measure.check import check_output
 from ..measure.clock import PERF_COUNTER, Clock
 from ..measure.gpu import DEVICE_TIME, PER_CALL, GpuRun, gpu_warnings
@@ -51,8 +51,8 @@ from ..model import median as median_of
 from ..system.bounds import Bound, check_plausible, plausibility_bound
 from ..system.host import SYSTEM_HOST, Host, busy_warning
 from ..workloads import Workload
+from .preflight import preflight_memory
 
-MEMORY_HEADROOM = 1.15  # weights plus the engine's own buffers and the generator's block
 DEVICE_GAP_LIMIT = 0.10
 WINDOW = "the timed calls (warmup excluded)"
 
@@ -65,7 +65,8 @@ class RunOptions:
     time_budget_s: float | None = None
     warmup: WarmupPolicy = field(default_factory=WarmupPolicy)
     clock: Clock = PERF_COUNTER
-    mitigations: list[str] = field(default_factory=list)
+    mitigations: list[str] = field(default_factory=list)  # what the record says was done (text)
+    keep_awake: bool = False  # a spinner process keeps a core busy (fresh processes start their own)
     suite: str = "run"
     timing: str = "wall clock per call"
     power: bool = False  # read an energy counter around the timed calls (record.energy)
@@ -73,26 +74,12 @@ class RunOptions:
     host: Host = field(default_factory=lambda: SYSTEM_HOST)
 
 
-def preflight_memory(engine: Engine, device: str, workload: Workload, host: Host = SYSTEM_HOST) -> None:
-    """Refuse, before allocating anything, a workload the engine cannot stream as stored or one larger
-    than the memory free for it."""
-    check_streams_as_stored(engine, workload, device)
-    needed = engine.bytes_for(workload, device) * MEMORY_HEADROOM
-    free = engine.free_memory(device)
-    if free is None:  # the weights live in host memory (0 free on a GPU is an answer, not "unknown")
-        free = host.available_memory_bytes()
-    if needed > free:
-        raise UserError(
-            f"workload {workload.name!r} needs {needed / 1e9:.2f} GB for its weights on "
-            f"{engine.name}:{device}, but only {free / 1e9:.2f} GB is free; choose a smaller workload"
-        )
-
-
 def check_tokens(engine: Engine, workload: Workload) -> None:
     if workload.tokens > 1 and not engine.token_batched:
         raise UserError(
             f"workload {workload.name!r} takes {workload.tokens} tokens per call, a "
-            f"token-batched bundle; {engine.name} multiplies several vectors with --batch instead"
+            f"token-batched bundle; {engine.name} multiplies several vectors per call (a matmul batch) "
+            "instead"
         )
 
 
@@ -234,10 +221,8 @@ def measure(
 ) -> Measurement:
     options = options or RunOptions()
     check_threads(engine, options.threads)
-    if options.fresh_processes:
-        from .fresh_processes import measure_in_fresh_processes
-
-        return measure_in_fresh_processes(engine, device, workload, options, progress)
+    if options.fresh_processes:  # the caller chooses: fresh processes sit above this module, not below it
+        raise ValueError("fresh-process repetitions: call fresh_processes.measure_in_fresh_processes")
     with thread_limit(engine, options.threads), \
             prepared_workload(engine, device, workload, options.host) as prepared:
         if on_prepared is not None:
@@ -274,8 +259,9 @@ def check_threads(engine: Engine, threads: int | None) -> None:
     """Refuse, before any work, --threads for an engine that has no setting for its threads."""
     if threads is not None and engine.thread_control is None:
         raise UserError(
-            f"--threads {threads}: {engine.name} has no setting for its CPU threads (numpy: BLAS threads via "
-            "threadpoolctl; torch: torch.set_num_threads); drop --threads for this engine"
+            f"{setting('threads')} {threads}: {engine.name} has no setting for its CPU threads (numpy: BLAS "
+            f"threads via threadpoolctl; torch: torch.set_num_threads); drop {setting('threads')} for this "
+            "engine"
         )
 
 

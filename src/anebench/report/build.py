@@ -6,11 +6,10 @@ import os
 from pathlib import Path
 from urllib.parse import quote
 
-from ..errors import UserError
+from ..errors import UserError, setting
 from ..model import ResultRecord, utc_now
 from ..results.aggregate import Aggregate, aggregate
-from ..results.files import atomic_write_bytes, atomic_write_text
-from ..util.outputs import Protected, check_target
+from ..util.outputs import Protected, atomic_write_bytes, atomic_write_text, check_target
 from .csvjson import render_csv, render_json
 from .energy import energy_sections
 from .html import render_html
@@ -83,15 +82,15 @@ def _write_markdown_figures(
     """Every target checked under the output policy before the first byte is written; then the PNGs.
     Returns each chart's link, relative to the report."""
     protected = list(protected)
-    check_target(out, "--out", force, protected)
+    check_target(out, setting("out"), force, protected)
     folder = figures_folder(out)
     if os.path.lexists(folder) and not folder.is_dir():  # a file, a device, a dangling link
-        raise UserError(f"--out {out}: the figures' folder {folder} exists and is not a directory")
+        raise UserError(f"{setting('out')} {out}: the figures' folder {folder} exists and is not a directory")
     names = _chart_files(list(pngs))
     for name in names.values():
-        check_target(folder / name, "--out figure", force, protected, need_parent=False)
+        check_target(folder / name, f"{setting('out')} figure", force, protected, need_parent=False)
     for key, name in names.items():
-        atomic_write_bytes(folder / name, pngs[key], "--out figure", force, protected)
+        atomic_write_bytes(folder / name, pngs[key], f"{setting('out')} figure", force, protected)
     return {key: quote(f"{folder.name}/{name}") for key, name in names.items()}
 
 
@@ -130,7 +129,7 @@ def render_report(
     """The report text; with ``out``, also writes it (Markdown: and its charts in ``STEM_files/``
     beside it)."""
     if fmt not in FORMATS:
-        raise UserError(f"--format {fmt!r} is not supported; valid: {', '.join(FORMATS)}")
+        raise UserError(f"{setting('format')} {fmt!r} is not supported; valid: {', '.join(FORMATS)}")
     protected = list(protected)  # read more than once
     agg = aggregate(records)
     header = _header(agg, source)
@@ -151,5 +150,5 @@ def render_report(
             )
         text = render_markdown(header, all_sections(agg, records), links)
     if out is not None:
-        atomic_write_text(out, text, "--out", force, protected)
+        atomic_write_text(out, text, setting("out"), force, protected)
     return text

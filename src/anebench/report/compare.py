@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from ..measure.comparison import Comparison, compare_results, relative_halfwidth
 from ..model import MeasurementKey, ResultRecord
 from ..results.published import published_records
-from ..results.store import record_chip
 from ..system.chips import lookup_chip
 
 
@@ -51,7 +50,7 @@ def family_comparison(
     published = published_records() if published is None else published
     rows, notes = [], []
     for record in records:
-        name = record_chip(record)
+        name = record.chip
         chip = lookup_chip(name)
         if chip is None:
             notes.append(

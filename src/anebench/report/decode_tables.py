@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..model import DecodeBytes, DecodePrediction, ResultRecord
-from .suite_terminal import TermTable, sig, target
+from .format import sig
+from .term_table import TermTable, target
 
 
 def accounting_table(title: str, rows: Sequence[DecodeBytes], stored_dtype: str, run_dtype: str) -> TermTable:

@@ -13,7 +13,6 @@ from collections import defaultdict
 from statistics import median
 
 from ..model import Energy, ResultRecord
-from ..results.store import record_chip
 from .tables import Section, natural_key
 
 COLUMNS = [
@@ -109,7 +108,7 @@ def energy_sections(records: list[ResultRecord]) -> list[Section]:
         if record.suite != "run" or energy is None or record.gbps is None:
             continue
         key = (record.engine.name, record.engine.device, record.workload.fingerprint, energy.available)
-        by_chip[record_chip(record) or "unknown chip"][key].append((record, energy))
+        by_chip[record.chip or "unknown chip"][key].append((record, energy))
     sections = []
     for chip in sorted(by_chip, key=natural_key):
         groups = by_chip[chip]

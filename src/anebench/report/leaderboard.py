@@ -16,10 +16,10 @@ from pathlib import Path
 from ..errors import UserError
 from ..model import ResultRecord
 from ..results.aggregate import Aggregate, aggregate
-from ..results.files import atomic_write_bytes
 from ..results.leaderboard import SUBMISSIONS, Repository, scan
 from ..results.leaderboard_store import dump, write_store
 from ..util.inputs import read_input_bytes
+from ..util.outputs import atomic_write_bytes
 from .build import all_sections
 from .csvjson import render_csv, render_json
 from .escape import html_text, md_cell, md_text

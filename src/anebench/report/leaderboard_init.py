@@ -9,7 +9,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..engines import MAC_EXTRAS
-from ..errors import UserError
+from ..errors import UserError, setting
 from ..util.outputs import atomic_write_bytes
 from .leaderboard import CONFIG, END, README, START, Settings
 
@@ -105,7 +105,8 @@ To compare your run with everyone's: `anebench compare mine.json --leaderboard .
 
 def skeleton(title: str, install: str) -> dict[str, str]:
     if not _SPEC.match(install):
-        raise UserError(f"--install {install[:80]!r}: give a pip requirement (a name, version, path or URL)")
+        raise UserError(f"{setting('install')} {install[:80]!r}: give a pip requirement (a name, version, "
+                        "path or URL)")
     return {
         README: README_TEXT.format(title=title, start=START, end=END),
         WORKFLOW: WORKFLOW_TEXT.format(spec=install),

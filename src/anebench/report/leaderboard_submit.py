@@ -8,7 +8,8 @@ from importlib import metadata
 from pathlib import Path
 
 from .. import __version__
-from ..errors import UserError
+from ..errors import UserError, setting
+from ..results.files import load_result_file
 from ..results.leaderboard import (
     SubmittingTool,
     duplicate_record,
@@ -16,7 +17,6 @@ from ..results.leaderboard import (
     relative_path,
     submission_json,
 )
-from ..results.validate import load_result_file
 from ..util.inputs import read_input_bytes
 from ..util.outputs import atomic_write_bytes
 from .submission import drop_host_identifiers, scrub_text
@@ -64,13 +64,14 @@ def submit_into(
     ``REPO/submissions/<chip>/<run-id>.json``; never replaces a file, refuses a record already submitted."""
     repo = Path(repo)
     if not repo.is_dir():
-        raise UserError(f"--into {repo}: no such directory; `anebench leaderboard init {repo}` makes one")
-    records = load_result_file(Path(result))
+        raise UserError(f"{setting('into')} {repo}: no such directory; `anebench leaderboard init {repo}` "
+                        "makes one")
+    records = load_result_file(Path(result), strict=True)
     if not records:
         raise UserError(f"{result}: the results document holds no records; nothing to submit")
     log_text = None
     if log is not None:
-        log_text = read_input_bytes(Path(log), "--log", 4_000_000).decode("utf-8", "replace")
+        log_text = read_input_bytes(Path(log), setting("log"), 4_000_000).decode("utf-8", "replace")
     if drop_host_ids:
         original = records[0]
         records = [drop_host_identifiers(r) for r in records]

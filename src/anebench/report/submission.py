@@ -8,15 +8,13 @@ import socket
 from pathlib import Path
 
 from ..engines import ENGINE_FACTORIES
-from ..errors import UserError
+from ..errors import UserError, setting
 from ..measure.uncertainty import CONVENTION, gbps_cell
 from ..model import ResultRecord
-from ..results.files import atomic_write_text, document_json
-from ..results.store import record_chip
-from ..results.validate import load_result_file
+from ..results.files import document_json, load_result_file
 from ..system.chips import lookup_chip
 from ..system.host import host_label
-from ..util.outputs import check_target
+from ..util.outputs import atomic_write_text, check_target
 from .escape import md_cell
 
 DROPPED = "<dropped>"
@@ -154,7 +152,7 @@ def issue_body(records: list[ResultRecord], submission_name: str, anonymized: bo
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in records:
-        name = record_chip(r)  # the GPU for a CUDA run, as the report files it
+        name = r.chip  # the GPU for a CUDA run, as the report files it
         chip = lookup_chip(name)
         latency = r.latency_s()
         lines.append(
@@ -212,17 +210,18 @@ def read_doctor_file(path: Path) -> str:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"--doctor {path}: cannot be read ({exc.__class__.__name__}: {exc})") from exc
+        raise UserError(f"{setting('doctor')} {path}: cannot be read ({exc.__class__.__name__}: "
+                        f"{exc})") from exc
     if not text.startswith(DOCTOR_HEADER):
-        raise UserError(f"--doctor {path}: not a file written by `anebench doctor` (it starts with "
-                        f"{DOCTOR_HEADER!r})")
+        raise UserError(f"{setting('doctor')} {path}: not a file written by `anebench doctor` (it starts "
+                        f"with {DOCTOR_HEADER!r})")
     return text
 
 
 def write_submission(result: Path, out_dir: Path, anonymize: bool, force: bool = False,
                      doctor: Path | None = None) -> tuple[Path, Path]:
     doctor_text = read_doctor_file(doctor) if doctor is not None else None
-    records = load_result_file(result)
+    records = load_result_file(result, strict=True)
     if not records:
         raise UserError(f"{result}: the results document holds no records; nothing to submit")
     if anonymize:

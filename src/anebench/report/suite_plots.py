@@ -26,8 +26,7 @@ from matplotlib.transforms import Bbox
 
 from ..measure.uncertainty import gbps_range
 from ..model import ResultRecord
-from ..results.files import atomic_write_bytes
-from ..results.validate import record_chip
+from ..util.outputs import atomic_write_bytes
 from .plots import engine_colour, engine_in, plain, quiet_glyphs, tint
 from .tables import sig3
 
@@ -118,7 +117,7 @@ def _read(records: list[ResultRecord]) -> str:
 
 def _where(records: list[ResultRecord]) -> str:
     first = records[0]
-    chip = record_chip(first)
+    chip = first.chip
     return f"{first.engine.name}:{first.engine.device}" + (f", {chip}" if chip else "")
 
 

@@ -13,34 +13,17 @@ Rules every table follows, so it fits 80 columns without a wrapped number:
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
 
 from ..measure.sweep import BELOW_RESOLUTION
 from ..model import ResultRecord
 from .format import csv_text, sig, time_cells, time_unit
-
-
-@dataclass
-class TermTable:
-    """A table of text cells; ``numeric`` columns are right-aligned and never wrap."""
-
-    title: str
-    columns: list[str]
-    numeric: list[bool]
-    rows: list[list[str]] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)  # printed after the table (rules, definitions)
+from .term_table import TermTable, target
 
 
 def short_workload(name: str) -> str:
     """`lm_head:HxV:DTYPE` -> `HxV` (the table has a dtype column); any other name as it is."""
     parts = name.split(":")
     return parts[1] if len(parts) == 3 and parts[0] == "lm_head" else name
-
-
-def target(record: ResultRecord) -> str:
-    """engine:device, and ` t=N` where the run was limited to N CPU threads (`--threads`)."""
-    threads = f" t={record.method.threads}" if record.method.threads else ""
-    return f"{record.engine.name}:{record.engine.device}{threads}"
 
 
 def threads_of(record: ResultRecord) -> str:

@@ -23,7 +23,6 @@ from ..measure.verdicts import (
 from ..model import THREADS_OF_ONE_PROCESS, Concurrency, MeasurementKey, ResultRecord, median
 from ..system.chips import Chip, catalog, host_config, lookup_chip
 from .published import MAPPING_RULE, UNKNOWN_WORKLOAD
-from .store import record_chip
 from .suite_groups import Figures, SuiteGroup, suite_groups
 
 TIER_GAP = 0.15
@@ -138,7 +137,7 @@ class Aggregate:
 
 
 def _chip_of(record: ResultRecord) -> tuple[str, Chip | None]:
-    name = record_chip(record)
+    name = record.chip
     chip = lookup_chip(name)
     if chip:
         return chip.key, chip

@@ -1,4 +1,4 @@
-"""Reading and writing result files: atomic writes, one document schema, clear errors."""
+"""Result files: one document schema, written atomically, read by one loader with clear errors."""
 
 from __future__ import annotations
 
@@ -6,24 +6,12 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from ..errors import UserError
+from ..errors import UserError, setting
 from ..model import DOCUMENT_SCHEMA, OLD_DOCUMENT_SCHEMAS, ResultRecord, ResultsDocument
-from ..util import outputs
 from ..util.inputs import read_json
-from ..util.outputs import Protected
+from ..util.outputs import Protected, atomic_write_bytes
 from ..util.validation import error_lines
-
-
-def atomic_write_bytes(path: Path, data: bytes, what: str = "output", force: bool = False,
-                       protected: Protected = (), replaces_own_database: bool = False) -> Path:
-    """Write atomically under the output policy (see ``anebench.util.outputs``)."""
-    return outputs.atomic_write_bytes(Path(path), data, what, force, protected,
-                                      replaces_own_database=replaces_own_database)
-
-
-def atomic_write_text(path: Path, text: str, what: str = "output", force: bool = False,
-                      protected: Protected = ()) -> Path:
-    return atomic_write_bytes(path, text.encode("utf-8"), what, force, protected)
+from .validate import InvalidFile, validate_raw
 
 
 def document_json(records: list[ResultRecord]) -> str:
@@ -31,27 +19,45 @@ def document_json(records: list[ResultRecord]) -> str:
     return document.model_dump_json(by_alias=True, indent=1) + "\n"
 
 
-def save_records(path: Path, records: list[ResultRecord], what: str = "--out", force: bool = False,
+def save_records(path: Path, records: list[ResultRecord], what: str = setting("out"), force: bool = False,
                  protected: Protected = ()) -> Path:
-    return atomic_write_text(Path(path), document_json(records), what, force, protected)
+    return atomic_write_bytes(Path(path), document_json(records).encode("utf-8"), what, force, protected)
 
 
-def read_json_file(path: Path, what: str = ""):
-    """The parsed JSON of ``path`` (a bounded regular file, bounded nesting, finite numbers); a
-    UserError naming the file says why it cannot be read."""
-    return read_json(Path(path), what)
+def load_result_file(path: Path, strict: bool = False) -> list[ResultRecord]:
+    """The records of a results document (this schema or an older one) or of a single record.
 
-
-def load_records(path: Path) -> list[ResultRecord]:
-    """A results document, or a single record, that anebench wrote: strict schema, first problem named.
-
-    Files from others go through ``results.validate.load_result_file``, which reports every problem.
+    Not ``strict``: a file anebench wrote, read back (a saved sweep, a test's output): the schema only,
+    and the first problem is named with where it is. ``strict``: a file about to be stored, compared or
+    submitted (ingest, compare, submit): the schema and the cross-field plausibility checks, every
+    problem of every record reported (:class:`InvalidFile`) and no record kept.
     """
     path = Path(path)
-    data = read_json_file(path)
-    try:
-        if isinstance(data, dict) and data.get("schema") in (DOCUMENT_SCHEMA, *OLD_DOCUMENT_SCHEMAS):
-            return ResultsDocument.model_validate(data).results
-        return [ResultRecord.model_validate(data)]
-    except ValidationError as exc:
-        raise UserError(f"{path}: invalid result at {error_lines(exc)[0]}") from None
+    data = read_json(path)
+    document = isinstance(data, dict) and data.get("schema") in (DOCUMENT_SCHEMA, *OLD_DOCUMENT_SCHEMAS)
+    if not strict:
+        try:
+            if document:
+                return ResultsDocument.model_validate(data).results
+            return [ResultRecord.model_validate(data)]
+        except ValidationError as exc:
+            raise UserError(f"{path}: invalid result at {error_lines(exc)[0]}") from None
+    if document:
+        raw = data.get("results")
+        if not isinstance(raw, list):
+            raise InvalidFile(path, [f"{path}: results: must be a list of records"])
+        extra = sorted(set(data) - {"schema", "results"})
+        problems = [f"{path}: unexpected top-level field(s): {', '.join(extra)}"] if extra else []
+    elif isinstance(data, dict):
+        raw, problems = [data], []
+    else:
+        raise UserError(f"{path}: expected a results document ({DOCUMENT_SCHEMA}) or one result record")
+    records = []
+    for index, item in enumerate(raw, 1):
+        record, found = validate_raw(item, f"{path}: record {index}")
+        problems += found
+        if record is not None:
+            records.append(record)
+    if problems:
+        raise InvalidFile(path, problems)
+    return records

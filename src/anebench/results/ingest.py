@@ -5,18 +5,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from ..errors import SettingError, UserError
 from ..model import ResultRecord
+from .files import load_result_file
 from .importers import IMPORTERS
 from .store import IngestReport, Store, open_store
-from .validate import load_result_file
 
 # How a file becomes records, by format name. Each loader raises UserError (InvalidFile for a list of
 # problems) and returns only valid records; other formats register themselves here.
 Loader = Callable[[Path], list[ResultRecord]]
-LOADERS: dict[str, Loader] = {"anebench": load_result_file, **IMPORTERS}
+LOADERS: dict[str, Loader] = {"anebench": partial(load_result_file, strict=True), **IMPORTERS}
 DEFAULT_FORMAT = "anebench"
 
 

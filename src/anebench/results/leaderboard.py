@@ -22,13 +22,13 @@ from pathlib import Path
 
 from pydantic import Field, ValidationError
 
-from ..errors import UserError
+from ..errors import UserError, setting
 from ..model import ResultRecord
 from ..model.base import LongStr, ShortStr, StrictModel
 from ..system.chips import lookup_chip
+from ..util.inputs import read_json
 from ..util.validation import error_lines
-from .files import read_json_file
-from .validate import record_chip, validate_raw
+from .validate import validate_raw
 
 SUBMISSION_SCHEMA = "anebench.submission/1"
 SUBMISSIONS = "submissions"
@@ -75,7 +75,7 @@ class SubmissionEnvelope(StrictModel):
 def chip_folder(records: list[ResultRecord]) -> str:
     """The folder a run's submission goes in: its chip's catalog key as a file-safe slug (``M4 Pro``
     -> ``m4-pro``); a chip off the catalog keeps its stated name, slugged."""
-    name = record_chip(records[0]) or records[0].host.chip or records[0].host.cpu_model
+    name = records[0].chip or records[0].host.chip or records[0].host.cpu_model
     chip = lookup_chip(name)
     label = chip.key if chip else (name or "unknown")
     return re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-")[:60] or "unknown"
@@ -97,7 +97,7 @@ def environment(records: list[ResultRecord], host_ids: bool) -> Environment:
         os=host.os,
         os_version=host.os_version,
         arch=host.arch,
-        chip=record_chip(records[0]) if records[0].engine.device.startswith("cuda") else host.chip,
+        chip=records[0].chip if records[0].engine.device.startswith("cuda") else host.chip,
         machine_model=host.machine_model,
         python=host.python,
         power_source=host.power_source or (state.power_source if state else None),
@@ -114,7 +114,8 @@ def envelope(
     if len({r.host.fingerprint for r in records}) > 1 or len({r.host.chip for r in records}) > 1:
         raise UserError("the results come from more than one machine; submit each machine's file on its own")
     if log is not None and len(log) > MAX_LOG_CHARS:
-        raise UserError(f"--log: {len(log):,} characters; a submission keeps at most {MAX_LOG_CHARS:,}")
+        raise UserError(f"{setting('log')}: {len(log):,} characters; a submission keeps at most "
+                        f"{MAX_LOG_CHARS:,}")
     body = [r.model_dump(mode="json", by_alias=True) for r in records]
     return SubmissionEnvelope(
         schema=SUBMISSION_SCHEMA,
@@ -169,7 +170,7 @@ def measurement_key(record: ResultRecord) -> str:
     chip, engine and device (dropping host identifiers changes a record's id, not its samples)."""
     if not record.samples_s:
         return record.id or record.content_id()
-    what = [record_chip(record), record.workload.fingerprint, record.engine.name, record.engine.device,
+    what = [record.chip, record.workload.fingerprint, record.engine.name, record.engine.device,
             record.samples_s]
     return hashlib.sha256(json.dumps(what).encode()).hexdigest()
 
@@ -182,7 +183,7 @@ def one_line(problems: list[str]) -> str:
 def load_submission(path: Path, relative: str) -> Submission:
     """A submission whose every record passes ``ingest``'s validation and whose name, folder and run id
     agree with its records; else a UserError whose message is the one-line reason."""
-    data = read_json_file(path, "submission")
+    data = read_json(path, "submission")
     if not isinstance(data, dict) or data.get("schema") != SUBMISSION_SCHEMA:
         raise UserError(f"not an anebench submission (schema {SUBMISSION_SCHEMA} expected)")
     try:
@@ -266,7 +267,7 @@ def duplicate_record(root: Path, records: list[ResultRecord]) -> str | None:
     keys = {measurement_key(r) for r in records}
     for path, relative in submission_files(Path(root)):
         try:
-            data = read_json_file(path, "submission")
+            data = read_json(path, "submission")
         except UserError:
             continue
         raw = data.get("results") if isinstance(data, dict) else None

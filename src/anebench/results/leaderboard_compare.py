@@ -14,11 +14,10 @@ from dataclasses import dataclass, field
 from ..model import ResultRecord, median
 from ..system.chips import lookup_chip
 from .leaderboard import Repository, measurement_key
-from .validate import record_chip
 
 
 def chip_label(record: ResultRecord) -> str:
-    name = record_chip(record)
+    name = record.chip
     chip = lookup_chip(name)
     return chip.key if chip else (name or record.host.cpu_model or "unknown")
 

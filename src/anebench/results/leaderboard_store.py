@@ -19,7 +19,6 @@ from ..system.chips import chip_key
 from .aggregate import Aggregate
 from .leaderboard import Rejected, Repository
 from .store import _DDL, STORE_SCHEMA
-from .validate import record_chip
 
 PAGE_SIZE = 4096
 
@@ -89,7 +88,7 @@ def write_store(path: Path, repo: Repository, agg: Aggregate, submitters: dict[t
             db.execute("INSERT INTO meta (key, value) VALUES ('schema', ?)", (STORE_SCHEMA,))
             records = sorted(repo.records, key=lambda r: r.id or "")
             for r in records:
-                chip = record_chip(r)
+                chip = r.chip
                 created = r.created.isoformat()
                 db.execute(
                     "INSERT INTO records (id, provenance, tool, chip, chip_key, workload, fingerprint, "

@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import UserError
+from ..errors import UserError, setting
 from ..measure.comparison import COMPARISON_METHOD, Comparison, compare_results
 from ..model import MeasurementKey, ResultRecord
-from .validate import load_result_file
+from .files import load_result_file
 
 
 @dataclass(frozen=True)
@@ -58,8 +58,8 @@ def compare_interleaved(path: Path, records: list[ResultRecord]) -> FileComparis
             groups.setdefault(place.group, []).append(record)
     if not groups:
         raise UserError(f"compare {path}: give at least two result files (the first is the baseline); one "
-                        "file compares only the configurations of an interleaved run (`run --interleave`), "
-                        "and this one holds none")
+                        "file compares only the configurations of an interleaved run (run with "
+                        f"{setting('interleave')}), and this one holds none")
     result = FileComparison([path])
     for members in groups.values():
         members.sort(key=lambda r: r.repetitions.interleave.position)  # type: ignore[union-attr]
@@ -118,7 +118,7 @@ def compare_files(paths: list[Path]) -> FileComparison:
     """Load each file (every problem reported, InvalidFile) and compare its records with the first's."""
     if not paths:
         raise UserError("compare: give at least two result files (the first is the baseline)")
-    return compare_records([(Path(p), load_result_file(Path(p))) for p in paths])
+    return compare_records([(Path(p), load_result_file(Path(p), strict=True)) for p in paths])
 
 
 __all__ = ["FileComparison", "Pair", "Side", "compare_files", "compare_records", "key_of"]

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from ..errors import UserError
+from ..errors import UserError, setting
 from ..model import ResultRecord, utc_now
 from ..system.chips import chip_key
 from ..util.paths import data_dir
@@ -29,13 +29,14 @@ from .suite_results import (
     stored_json,
     upgrade_rows,
 )
-from .validate import InvalidFile, record_chip, validate_records
+from .validate import InvalidFile, validate_records
 
 T = TypeVar("T")
 STORE_SCHEMA = "anebench.store/2"
 # /1 kept every suite analysis in each point's row; opened writable, a /1 store is upgraded in place
 OLD_STORE_SCHEMAS = ("anebench.store/1",)
 DB_FILENAME = "results.sqlite"
+DB = setting("db")  # where the store is; the CLI writes the flag that set it
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -152,7 +153,7 @@ class Store:
                 if record.id in upgraded:  # already here as a /1 row
                     report.duplicates += 1
                     continue
-                chip = record_chip(record)
+                chip = record.chip
                 body, analyses = split(json.loads(record.model_dump_json(by_alias=True)))
                 self._db.executemany("INSERT OR IGNORE INTO suite_results (id, kind, body) VALUES (?, ?, ?)",
                                      analyses)
@@ -301,9 +302,10 @@ def recover_hot_journal(path: Path) -> None:
             connection.close()
     except sqlite3.Error as exc:
         raise UserError(
-            f"--db {path}: an interrupted write left a hot journal ({journal.name}) that must be rolled back "
+            f"{DB} {path}: an interrupted write left a hot journal ({journal.name}) that must be rolled back "
             f"before the store can be read, and this process cannot write there ({exc}); run any anebench "
-            "command that writes the store (e.g. `anebench ingest --published --db ...`) with write access"
+            f"command that writes the store (e.g. ingest with {setting('published')} and this {DB}) with "
+            "write access"
         ) from None
 
 
@@ -311,22 +313,22 @@ def describe_sqlite_error(exc: sqlite3.Error, path: Path) -> str:
     """One line naming what went wrong with the database at ``path``."""
     text = str(exc).lower()
     if "locked" in text or "busy" in text:
-        return (f"--db {path}: the database is locked by another process (waited {BUSY_TIMEOUT_S:.0f} s, "
+        return (f"{DB} {path}: the database is locked by another process (waited {BUSY_TIMEOUT_S:.0f} s, "
                 f"{RETRIES} attempts); try again when it has finished")
     if "readonly" in text or "read-only" in text:
-        return f"--db {path}: the database (or its folder) is read-only; give a writable --db"
+        return f"{DB} {path}: the database (or its folder) is read-only; give a writable {DB}"
     if "malformed" in text or "not a database" in text or "encrypted" in text:
         return (
-            f"--db {path}: not an anebench results database: not SQLite, or damaged ({exc}); "
-            "give another --db"
+            f"{DB} {path}: not an anebench results database: not SQLite, or damaged ({exc}); "
+            f"give another {DB}"
         )
     if "full" in text:
-        return f"--db {path}: the disk is full; nothing was stored"
+        return f"{DB} {path}: the disk is full; nothing was stored"
     if "unable to open" in text:
-        return f"--db {path}: cannot open the database file (missing folder or permissions)"
+        return f"{DB} {path}: cannot open the database file (missing folder or permissions)"
     if "disk i/o" in text:
-        return f"--db {path}: an I/O error while using the database ({exc})"
-    return f"--db {path}: database error ({exc})"
+        return f"{DB} {path}: an I/O error while using the database ({exc})"
+    return f"{DB} {path}: database error ({exc})"
 
 
 def with_retries(action: Callable[[], T], path: Path) -> T:
@@ -352,12 +354,12 @@ def open_store(path: Path | str | None = None, create: bool = True, readonly: bo
     """
     path = Path(path) if path is not None else default_db_path()
     if path.exists() and path.is_dir():
-        raise UserError(f"--db {path}: is a directory; give a database file name")
+        raise UserError(f"{DB} {path}: is a directory; give a database file name")
     if path.exists() and not path.is_file():
-        raise UserError(f"--db {path}: not a regular file (a device or FIFO); give a database file")
+        raise UserError(f"{DB} {path}: not a regular file (a device or FIFO); give a database file")
     if not create and not path.exists():
         raise UserError(
-            f"--db {path}: no such database; run `anebench ingest` first or give an existing --db"
+            f"{DB} {path}: no such database; run `anebench ingest` first or give an existing {DB}"
         )
 
     if readonly and not create:
@@ -382,7 +384,7 @@ def open_store(path: Path | str | None = None, create: bool = True, readonly: bo
     try:
         connection = with_retries(connect, path)
     except OSError as exc:
-        raise UserError(f"--db {path}: cannot create the database ({exc.strerror})") from None
+        raise UserError(f"{DB} {path}: cannot create the database ({exc.strerror})") from None
     return Store(connection, path)
 
 
@@ -400,14 +402,14 @@ def _prepare(connection: sqlite3.Connection, path: Path, create: bool = True) ->
         if "meta" in tables:
             found = connection.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
         if found is not None and found[0] not in (STORE_SCHEMA, *OLD_STORE_SCHEMAS):
-            raise UserError(f"--db {path}: store schema {found[0]!r}; this anebench reads {STORE_SCHEMA}")
+            raise UserError(f"{DB} {path}: store schema {found[0]!r}; this anebench reads {STORE_SCHEMA}")
         if tables and found is None:
             shown = ", ".join(sorted(tables)[:5])
-            raise UserError(f"--db {path}: a SQLite database of something else (tables {shown}); give a new "
+            raise UserError(f"{DB} {path}: a SQLite database of something else (tables {shown}); give a new "
                             "file or an anebench results database")
         if not create:
             if found is None:
-                raise UserError(f"--db {path}: an empty database, not an anebench results store")
+                raise UserError(f"{DB} {path}: an empty database, not an anebench results store")
             return
         for statement in _DDL.split(";"):
             if statement.strip():

@@ -13,13 +13,12 @@ from pydantic import ValidationError
 
 from ..errors import UserError
 from ..measure.clock import MIN_TICKS_PER_CALL
-from ..model import DOCUMENT_SCHEMA, OLD_DOCUMENT_SCHEMAS, ResultRecord, gbps
+from ..model import ResultRecord, gbps
 from ..model.statistics import median
 from ..system.bounds import stored_record_bound
 from ..system.chips import INVISIBLE
 from ..util.validation import error_lines
 from ..workloads import DTYPE_BYTES, QUANT_BITS, quantized_bytes, synthetic_fingerprint_matches
-from .files import read_json_file
 
 # A stated GB/s and a stated latency must agree with the stated bytes within this fraction; the
 # published figures are rounded to 2-3 digits, which is well inside it.
@@ -33,19 +32,10 @@ QUANT_TOLERANCE = 0.02  # a quantised bundle adds lookup tables, scales and blob
 PUBLISHED_SOURCES = ("anebench:",)  # source labels of the packaged data; nothing else may be "published"
 
 
-def record_chip(record: ResultRecord) -> str | None:
-    """The chip a figure belongs to: the GPU for CUDA devices, else the host's chip."""
-    if record.engine.device.startswith("cuda"):
-        gpu = record.engine.details.get("gpu")
-        if isinstance(gpu, str) and gpu:
-            return gpu
-    return record.host.chip
-
-
 def gbps_bound(record: ResultRecord) -> tuple[float, str]:
     """(the highest GB/s this record can honestly show, why): ``system.bounds.stored_record_bound``,
     from the catalog and the weight size only (never the record's own cache size or warnings)."""
-    bound = stored_record_bound(record_chip(record), record.workload.weight_bytes, record.engine.device)
+    bound = stored_record_bound(record.chip, record.workload.weight_bytes, record.engine.device)
     return bound.gbps, bound.source
 
 
@@ -245,28 +235,3 @@ def validate_records(records: list[ResultRecord], label: str) -> list[str]:
     for index, record in enumerate(records, 1):
         problems += [f"{label}: record {index}: {p}" for p in plausibility_problems(record)]
     return problems
-
-
-def load_result_file(path: Path) -> list[ResultRecord]:
-    """An anebench results document or a single record; every invalid record reported, none kept."""
-    path = Path(path)
-    data = read_json_file(path)
-    if isinstance(data, dict) and data.get("schema") in (DOCUMENT_SCHEMA, *OLD_DOCUMENT_SCHEMAS):
-        raw = data.get("results")
-        if not isinstance(raw, list):
-            raise InvalidFile(path, [f"{path}: results: must be a list of records"])
-        extra = sorted(set(data) - {"schema", "results"})
-        problems = [f"{path}: unexpected top-level field(s): {', '.join(extra)}"] if extra else []
-    elif isinstance(data, dict):
-        raw, problems = [data], []
-    else:
-        raise UserError(f"{path}: expected a results document ({DOCUMENT_SCHEMA}) or one result record")
-    records = []
-    for index, item in enumerate(raw, 1):
-        record, found = validate_raw(item, f"{path}: record {index}")
-        problems += found
-        if record is not None:
-            records.append(record)
-    if problems:
-        raise InvalidFile(path, problems)
-    return records

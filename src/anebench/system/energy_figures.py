@@ -7,6 +7,7 @@ own bytes over the same window.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..model.energy import COMPONENTS, Component, ComponentEnergy, DramTraffic, Energy
@@ -14,7 +15,6 @@ from ..model.statistics import GB, gbps
 
 if TYPE_CHECKING:
     from .ioreport_parse import DramReading, EnergyReading
-    from .power import Counted
 
 MAX_WATTS = 10_000.0  # above this a window's figure is a counter reset or a unit error, not power
 DID_NOT_MOVE = "counter did not move"
@@ -24,6 +24,15 @@ DID_NOT_MOVE = "counter did not move"
 DRIVEN = ("cpu", "dram")
 MAX_REASON = 2000
 DRAM_SOURCE = "IOReport PMP / DCS BW: the memory controllers' AMCC RD+WR histograms, one per die, summed"
+
+
+@dataclass
+class Counted:
+    """What a meter counted between two readings (a meter in power.py makes it; the figures here read it)."""
+
+    joules: float | None  # the meter's whole scope (IOReport: the package total)
+    energy: EnergyReading | None = None  # IOReport: by component
+    dram: DramReading | None = None  # IOReport: the memory controllers' view
 
 
 def _clip(text: str) -> str:

@@ -137,6 +137,15 @@ def cpu_governor(root: Path = Path("/sys/devices/system/cpu/cpu0/cpufreq")) -> s
         return None
 
 
+def usable_cores() -> int:
+    """The cores this process may run on: its CPU affinity where the OS has one (a container or taskset
+    may allow fewer than the machine has), else every logical core."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
 def busy_threshold(cores: int | None) -> float:
     """Load average above which a measurement is taken on a busy machine: half the logical cores."""
     return max(cores or 1, 1) / 2
@@ -154,6 +163,9 @@ class Host:
 
     def available_memory_bytes(self) -> int:
         return available_memory_bytes()
+
+    def usable_cores(self) -> int:
+        return usable_cores()
 
     def platform(self) -> PlatformFacts:
         return detect_platform()

@@ -19,23 +19,13 @@ from typing import Any, Protocol
 from ..model.energy import Component, Energy
 from ..model.statistics import gbps
 from .energy_check import MAX_WINDOW_S, MIN_COUNTER_STEPS, OBSERVE_MAX_S, observe_counter_step
-from .energy_figures import energy_figures, energy_line, energy_warnings
+from .energy_figures import Counted, energy_figures
 from .host import SYSTEM_HOST
 from .ioreport import IOReportCounters, active_ioreport
-from .ioreport_parse import DramReading, EnergyReading
 
 POWERCAP_ROOT = Path("/sys/class/powercap")
 # Apple devices -> the IOReport component that does their work
 WORK_COMPONENT: dict[str, Component] = {"ane": "ane", "gpu": "gpu", "mps": "gpu", "cpu": "cpu"}
-
-
-@dataclass
-class Counted:
-    """What a meter counted between two readings."""
-
-    joules: float | None  # the meter's whole scope (IOReport: the package total)
-    energy: EnergyReading | None = None  # IOReport: by component
-    dram: DramReading | None = None  # IOReport: the memory controllers' view
 
 
 class EnergyMeter(Protocol):
@@ -396,7 +386,6 @@ def planned_source(device: str, platform: str) -> str:
     return f"none known for {device} on {platform}"
 
 
-__all__ = ["Counted", "EnergyMeter", "EnergyWindow", "IOReportMeter", "NvmlMeter", "RaplMeter", "ScalarMeter",
+__all__ = ["EnergyMeter", "EnergyWindow", "IOReportMeter", "NvmlMeter", "RaplMeter", "ScalarMeter",
            "SourceStatus", "Unavailable", "counter_key", "current_platform",
-           "energy_figures", "energy_line", "energy_meter", "energy_sources",
-           "energy_warnings", "ioreport_meter", "planned_source", "work_component"]
+           "energy_meter", "energy_sources", "ioreport_meter", "planned_source", "work_component"]

@@ -21,7 +21,7 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..errors import UserError
+from ..errors import UserError, setting
 
 # (path, what it is to this command), e.g. (db, "the results store (--db)")
 Protected = Iterable[tuple[Path, str]]
@@ -52,6 +52,7 @@ def same_file(a: Path, b: Path) -> bool:
         return False
 
 
+OUT = setting("out")  # the default output a check or write names (the CLI: --out)
 SQLITE_MAGIC = b"SQLite format 3\x00"
 SQLITE_SIDE_FILES = ("-journal", "-wal", "-shm")
 
@@ -89,7 +90,7 @@ def _own_stream(info: os.stat_result) -> str | None:
     return None
 
 
-def check_target(path: Path, what: str = "--out", force: bool = False, protected: Protected = (),
+def check_target(path: Path, what: str = OUT, force: bool = False, protected: Protected = (),
                  need_parent: bool = True, replaces_own_database: bool = False) -> Path:
     """The path to write for ``path`` under the policy (a symlink resolved), or a UserError.
 
@@ -135,7 +136,7 @@ def check_target(path: Path, what: str = "--out", force: bool = False, protected
             raise UserError(f"{what} {path}: is an SQLite database (a results store?); writing there would "
                             "destroy it; give another name")
         if not force and (info.st_mode & 0o222 == 0 or not os.access(target, os.W_OK)):
-            raise UserError(f"{what} {path}: is read-only; give --force to replace it")
+            raise UserError(f"{what} {path}: is read-only; give {setting('force')} to replace it")
     if need_parent and not target.parent.is_dir():
         raise UserError(f"{what} {path}: directory {target.parent} does not exist")
     return target
@@ -201,6 +202,12 @@ def _cannot_write(what: str, path: Path, exc: OSError) -> UserError:
                      + "; nothing was written there")
 
 
+def atomic_write_text(path: Path, text: str, what: str = "output", force: bool = False,
+                      protected: Protected = ()) -> Path:
+    """``atomic_write_bytes`` of ``text`` in UTF-8."""
+    return atomic_write_bytes(Path(path), text.encode("utf-8"), what, force, protected)
+
+
 def write_new(directory: Path, stem: str, suffix: str, data: bytes) -> Path:
     """Write ``data`` under a name not yet taken in ``directory`` (STEM.SUFFIX, then STEM-2.SUFFIX, ...)."""
     for attempt in range(1, 1000):
@@ -212,4 +219,4 @@ def write_new(directory: Path, stem: str, suffix: str, data: bytes) -> Path:
     raise UserError(f"{directory}: no free file name for {stem}{suffix}")
 
 
-__all__ = ["Protected", "atomic_write_bytes", "check_target", "same_file", "write_new"]
+__all__ = ["Protected", "atomic_write_bytes", "atomic_write_text", "check_target", "same_file", "write_new"]

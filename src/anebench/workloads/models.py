@@ -23,9 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import UserError
-from . import DTYPE_BYTES, SyntheticWeights, WeightSource, Workload
+from ..errors import UserError, setting
 from .known_models import KNOWN_CONFIGS
+from .spec import DTYPE_BYTES, SyntheticWeights, WeightSource, Workload
 
 TILE_ROWS = 64  # distinct seeded rows per synthetic matrix; rows repeat past it (see TiledWeights)
 TILED_GENERATOR = "anebench-decode-tiled-v1"
@@ -360,7 +360,7 @@ class DecodeWorkload(Workload):
         if self.model is None:
             raise ValueError("a decode workload needs its model")
         if not 0 <= self.depth <= MAX_DEPTH:
-            raise UserError(f"--depth {self.depth}: give 0 to {MAX_DEPTH:,} tokens of context")
+            raise UserError(f"{setting('depth')} {self.depth}: give 0 to {MAX_DEPTH:,} tokens of context")
 
     @property
     def facts(self) -> ModelConfig:

@@ -16,7 +16,8 @@ from ...errors import UserError
 from ...system.host import available_memory_bytes
 from ...workloads import Workload
 from ..executor import active_executor
-from ..session import MEMORY_HEADROOM, Measurement, RunOptions
+from ..preflight import MEMORY_HEADROOM
+from ..session import Measurement, RunOptions
 from .common import ProgressFactory
 
 DRY_RUN_HINT = "--dry-run lists the bundles it would build and the calls it would make"

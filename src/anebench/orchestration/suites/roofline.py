@@ -28,7 +28,8 @@ from ...system.chips import figure_chip_name, host_config, memory_bound_gbps
 from ...system.host import SYSTEM_HOST, Host
 from ...workloads import DTYPE_BYTES, Workload
 from ..executor import active_executor
-from ..session import MEMORY_HEADROOM, Measurement, RunOptions
+from ..preflight import MEMORY_HEADROOM
+from ..session import Measurement, RunOptions
 from .bundle_plan import BundlePlan, calls_text, fits_in_memory, measure_bundle, plan_bundle
 from .common import ProgressFactory, latency_of, no_progress, parametric, synthetic_only, with_dtype
 

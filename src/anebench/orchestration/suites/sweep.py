@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from ...engines.base import Engine
-from ...errors import UserError
+from ...errors import UserError, setting
 from ...measure.sweep import CACHE_FACTOR, MIN_FIT_POINTS, MiB, SweepAnalysis, analyse_sweep, sweep_sizes
 from ...model import GB, LineFitInfo, ResultRecord, SweepPoint
 from ...system.chips import figure_chip_name, host_config, memory_bound_gbps
@@ -88,8 +88,8 @@ def plan_sweep(
     if fit_from is not None and sum(s >= fit_from for s in sizes) < MIN_FIT_POINTS:
         raise UserError(
             f"sweep up to {max_bytes / MiB:.1f} MiB: the fit needs {MIN_FIT_POINTS} sizes past "
-            f"{CACHE_FACTOR}x the cache ({fit_from / MiB:.1f} MiB); raise --max-mb above that "
-            "or set --cache-mb (0: unknown, the knee is found from the data)"
+            f"{CACHE_FACTOR}x the cache ({fit_from / MiB:.1f} MiB); raise {setting('max_mb')} above that "
+            f"or set {setting('cache_mb')} (0: unknown, the knee is found from the data)"
         )
     return SweepPlan(sizes, cache, notes)
 
@@ -117,8 +117,8 @@ def plan_bundle_sweep(engine: Engine, base: Workload, min_bytes: int | None, max
     max_bytes = min(max_bytes or full, full)
     min_bytes = min_bytes or BUNDLE_MIN_BYTES
     if min_bytes >= max_bytes:
-        raise UserError(f"sweep -e {engine.name}: --min-mb ({min_bytes / MiB:.1f}) must be below the largest "
-                        f"size ({max_bytes / MiB:.1f} MiB, at most the full head)")
+        raise UserError(f"sweep on {engine.name}: {setting('min_mb')} ({min_bytes / MiB:.1f}) must be below "
+                        f"the largest size ({max_bytes / MiB:.1f} MiB, at most the full head)")
     return SweepPlan(sweep_sizes(min_bytes, max_bytes, points or BUNDLE_POINTS), None)
 
 

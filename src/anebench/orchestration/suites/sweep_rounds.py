@@ -23,8 +23,8 @@ from ...measure.timing import ProgressCallback, Timing, combine, split_runs, tim
 from ...model import Interleave, Repetitions, ResultRecord
 from ...system.host import Host
 from ...workloads import Workload
+from ..preflight import MEMORY_HEADROOM
 from ..session import (
-    MEMORY_HEADROOM,
     Measurement,
     PreparedFacts,
     RunOptions,

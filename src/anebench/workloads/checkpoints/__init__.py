@@ -8,7 +8,7 @@ its sha256 makes the workload fingerprint, so the same tensor has the same finge
 
 from __future__ import annotations
 
-from .. import Workload
+from ..spec import Workload
 from .choose import choose_tensor
 from .locate import Checkpoint, hub_cache_dir, open_checkpoint, split_spec
 from .safetensors_file import TensorEntry, read_header

@@ -141,7 +141,7 @@ def test_fresh_processes_run_each_repetition_in_a_new_process():
 def test_fresh_process_repetitions_make_one_record():
     workload = Workload("fresh", hidden=64, vocab=512, dtype="fp32", seed=3)
     options = RunOptions(runs=6, repetitions=2, fresh_processes=True, warmup=WarmupPolicy(fixed=1))
-    record = measure_in_fresh_processes(get_engine("numpy"), "cpu", workload, options)
+    record = measure_in_fresh_processes(get_engine("numpy"), "cpu", workload, options).record()
     assert record.repetitions.fresh_processes and [r.runs for r in record.repetitions.runs] == [3, 3]
     assert record.method.warmup_runs == 2 and record.method.output_check.passed
 
@@ -155,9 +155,9 @@ def test_keep_awake_reaches_fresh_processes_as_a_value_not_as_the_records_senten
     assert not Mitigations().options(base, step).keep_awake
     options = Mitigations(keep_awake=True).options(base, step)
     assert options.keep_awake and options.mitigations  # the record still says what was done
-    record = measure_in_fresh_processes(step.engine, "cpu", workload, options)
+    record = measure_in_fresh_processes(step.engine, "cpu", workload, options).record()
     assert record.keep_awake is not None  # each repetition's process ran its own spinner
-    unsaid = measure_in_fresh_processes(step.engine, "cpu", workload, replace(options, mitigations=[]))
+    unsaid = measure_in_fresh_processes(step.engine, "cpu", workload, replace(options, mitigations=[])).record()
     assert unsaid.keep_awake is not None  # no longer looked up in the text
 
 

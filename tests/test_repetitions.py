@@ -157,7 +157,8 @@ def test_keep_awake_reaches_fresh_processes_as_a_value_not_as_the_records_senten
     assert options.keep_awake and options.mitigations  # the record still says what was done
     record = measure_in_fresh_processes(step.engine, "cpu", workload, options).record()
     assert record.keep_awake is not None  # each repetition's process ran its own spinner
-    unsaid = measure_in_fresh_processes(step.engine, "cpu", workload, replace(options, mitigations=[])).record()
+    unsaid_options = replace(options, mitigations=[])
+    unsaid = measure_in_fresh_processes(step.engine, "cpu", workload, unsaid_options).record()
     assert unsaid.keep_awake is not None  # no longer looked up in the text
 
 

@@ -11,6 +11,7 @@ from anebench.engines import ENGINE_FACTORIES, Engine, Registry, coreml_runtime
 from anebench.engines.coreml_runtime import CoreMLBinding
 from anebench.orchestration import executor as executor_module
 from anebench.orchestration.executor import SESSION_EXECUTOR, Executor
+from anebench.system import power
 
 
 def no_memory_check(*args, **kwargs) -> None:
@@ -53,3 +54,9 @@ def state_coreml(monkeypatch, load_model: Callable | None = None, query_placemen
                            version=version or native.version)
     monkeypatch.setattr(coreml_runtime, "_stated", stated)
     return stated
+
+
+def state_meters(monkeypatch, factory: power.MeterFactory) -> power.MeterFactory:
+    """Open every device's energy counter with ``factory`` until the test ends: power.use_meters's seam."""
+    monkeypatch.setattr(power, "_stated_meters", factory)
+    return factory

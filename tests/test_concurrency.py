@@ -14,6 +14,7 @@ from anebench.orchestration.suites.concurrent import run_concurrent
 from anebench.system import power
 from anebench.workloads import Workload
 from fakehost import pretend_mac_host
+from fakepipeline import state_meters
 
 LLAMA_BYTES = 1_050_673_152  # llama_lm_head fp16, as anemll-bench reports it (1050.67 MB)
 FAST = RunOptions(runs=8, warmup=WarmupPolicy(fixed=2), suite="concurrency")
@@ -73,7 +74,7 @@ def test_threads_measure_each_copy_solo_then_together(monkeypatch):
     readings = iter(float(i) for i in range(100))
     fake_meter = type("M", (power.ScalarMeter,), {"source": "fake", "scope": "test",
                                                   "read_joules": lambda self: next(readings)})()
-    monkeypatch.setattr(power, "energy_meter", lambda device: fake_meter)
+    state_meters(monkeypatch, lambda device: fake_meter)
     options = RunOptions(runs=8, warmup=WarmupPolicy(fixed=2), suite="concurrency", power=True)
     result = run_concurrent(NumpyEngine(), "cpu", Workload("t", 128, 2048, "fp32"), 2, options)
     solo, together = result.records[:2], result.records[2:]
@@ -233,7 +234,7 @@ def test_devices_sharing_one_soc_counter_read_it_once_not_once_per_device(monkey
 
     opened = []
     pretend_mac_host(monkeypatch)
-    monkeypatch.setattr(power, "energy_meter", lambda device: opened.append(device) or SocMeter())
+    state_meters(monkeypatch, lambda device: opened.append(device) or SocMeter())
     assert power.counter_key("ane") == power.counter_key("gpu") == power.counter_key("cpu")
     assert power.counter_key("cuda:0") != power.counter_key("cuda:1")
     # A window of a third of a second or more: the check refuses reads past 10% of it, and on a
@@ -253,7 +254,7 @@ def test_a_slow_counter_read_at_the_common_start_leaves_the_together_energy_unav
     # takes 0.3 s: the copies finish inside it, and a timestamp taken after it would give the chip's
     # energy over a window of almost nothing (598 W on a Mac under load).
     meter = SocMeter(slow_reads={3: 0.3})
-    monkeypatch.setattr(power, "energy_meter", lambda device: meter)
+    state_meters(monkeypatch, lambda device: meter)
     options = RunOptions(runs=8, warmup=WarmupPolicy(fixed=2), suite="concurrency", power=True)
     result = run_concurrent(NumpyEngine(), "cpu", Workload("t", 128, 2048, "fp32"), 2, options)
     solo = [r for r in result.records if r.concurrency.phase == "solo"]

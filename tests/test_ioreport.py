@@ -27,6 +27,7 @@ from anebench.system.ioreport_parse import (
 )
 from anebench.system.power import EnergyWindow
 from fakehost import pretend_linux_host, pretend_macos
+from fakepipeline import state_meters
 
 DATA = Path(__file__).parent / "data" / "ioreport"
 
@@ -230,7 +231,7 @@ def test_session_records_a_typed_energy_section_with_warnings(monkeypatch):
             reading = energy_by_component(channels)
             return Counted(reading.components["package"].joules, reading, dram_bandwidth(channels))
 
-    monkeypatch.setattr(power, "energy_meter", lambda device: IOReportLike())
+    state_meters(monkeypatch, lambda device: IOReportLike())
     record = measure_workload(get_engine("numpy"), "cpu", Workload("t", 64, 512, "fp32"),
                               RunOptions(runs=5, power=True, warmup=WarmupPolicy(fixed=1)))
     assert record.energy.work_component == "cpu" and record.energy.component("cpu").available
@@ -401,7 +402,7 @@ def test_an_ioreport_window_is_filled_to_its_minimum_and_checked_against_the_cou
     from anebench.workloads import Workload
 
     meter = SteppingIOReport(step_s=0.02)
-    monkeypatch.setattr(power, "energy_meter", lambda device: meter)
+    state_meters(monkeypatch, lambda device: meter)
     record = measure_workload(get_engine("numpy"), "cpu", Workload("t", 64, 512, "fp32"),
                               RunOptions(runs=5, power=True, warmup=WarmupPolicy(fixed=1)))
     energy = record.energy

@@ -15,7 +15,7 @@ from anebench.system.ioreport_parse import channels_from_json, dram_bandwidth, e
 from clitools import run_cli
 from fake_coreml import FakeMLModel
 from fakehost import pretend_mac_host
-from fakepipeline import state_coreml
+from fakepipeline import state_coreml, state_meters
 
 M5_SAMPLE = Path(__file__).parent / "data" / "ioreport" / "m5_macos27_ane_zero.json"
 
@@ -39,7 +39,7 @@ def m5_mac(monkeypatch, tmp_path):
     pretend_mac_host(monkeypatch)  # Core ML and the Neural Engine reachable
     state_coreml(monkeypatch, load_model=lambda package, units, warnings_out=None: FakeMLModel(package),
                  query_placement=lambda model, units: [OpPlacement("conv", "ane", 1.0)])
-    monkeypatch.setattr(power, "energy_meter", lambda device: RecordedIOReport())
+    state_meters(monkeypatch, lambda device: RecordedIOReport())
     monkeypatch.setenv("ANEBENCH_CACHE_DIR", str(tmp_path / "cache"))
 
 

@@ -82,3 +82,12 @@ def test_the_stated_executor_is_used_where_none_is_passed_and_restored_after():
     with use_executor(stated):
         assert active_executor() is stated
     assert active_executor() is SESSION_EXECUTOR
+
+
+def test_stated_meters_open_every_devices_counter_until_the_block_ends():
+    stand_in = power.Unavailable("a test's counter")
+    native = power.energy_meter("cpu")
+    with power.use_meters(lambda device: stand_in):
+        assert power.energy_meter("cpu") is stand_in and power.energy_meter("cuda:0") is stand_in
+    after = power.energy_meter("cpu")
+    assert after is not stand_in and type(after) is type(native)

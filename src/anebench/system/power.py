@@ -11,7 +11,8 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -153,8 +154,26 @@ def counter_key(device: str) -> str:
     return f"none {device}"
 
 
+MeterFactory = Callable[[str], "EnergyMeter | Unavailable"]
+_stated_meters: MeterFactory | None = None  # use_meters: a caller's (or a test's) counters for every device
+
+
+@contextmanager
+def use_meters(factory: MeterFactory) -> Iterator[MeterFactory]:
+    """Open every device's energy counter with ``factory`` wherever the library asks, while the block runs
+    (a recorded IOReport, a fake SoC counter): the seam a test states instead of patching this module."""
+    global _stated_meters
+    before, _stated_meters = _stated_meters, factory
+    try:
+        yield factory
+    finally:
+        _stated_meters = before
+
+
 def energy_meter(device: str, powercap_root: Path = POWERCAP_ROOT) -> EnergyMeter | Unavailable:
     """The energy counter that covers ``device``, or why there is none."""
+    if _stated_meters is not None:
+        return _stated_meters(device)
     platform = current_platform()
     if device.startswith("cuda"):
         return nvml_meter(device)
@@ -388,4 +407,5 @@ def planned_source(device: str, platform: str) -> str:
 
 __all__ = ["EnergyMeter", "EnergyWindow", "IOReportMeter", "NvmlMeter", "RaplMeter", "ScalarMeter",
            "SourceStatus", "Unavailable", "counter_key", "current_platform",
-           "energy_meter", "energy_sources", "ioreport_meter", "planned_source", "work_component"]
+           "energy_meter", "energy_sources", "ioreport_meter", "planned_source", "use_meters",
+           "work_component"]

@@ -21,6 +21,7 @@ MIN_FIT_POINTS = 3
 MIN_R_SQUARED = 0.9
 AGREEMENT_SIZES = 2  # the largest sizes the fitted line must agree with, each within its own interval
 AGREEMENT_FLOOR = 0.03  # an interval narrower than +-3% counts as +-3% (three repetitions can agree closely)
+ROUND_SCATTER_FACTOR = 3  # a round's single points: held to 3x the sweep's measured single-point scatter
 BELOW_RESOLUTION = "below resolution"
 FIT_GATES = (
     f"a fit is reported only when it passes every gate: at least {MIN_FIT_POINTS} sizes past the knee; "
@@ -32,12 +33,14 @@ FIT_GATES = (
     f"+-{AGREEMENT_FLOOR:.0%}), and none of them reads faster than the fitted bandwidth (impossible "
     "with a non-negative overhead), so a line steeper or shallower than its own largest points is "
     "refused. Sizes measured in interleaved rounds (each round one pass over every size, in one host "
-    f"phase) are fitted round by round, each round through these gates (its points at the "
-    f"+-{AGREEMENT_FLOOR:.0%} floor); "
+    "phase) are fitted round by round, each round through these gates, its points (one repetition each) "
+    f"held to {ROUND_SCATTER_FACTOR}x the sweep's single-repetition scatter (each round's common phase "
+    f"factor removed; at least +-{AGREEMENT_FLOOR:.0%}); "
     "the fit is the median line of the rounds that pass, a majority of them needed, and that line passes "
     "the gates again against every size's pooled repetitions. Otherwise: 'fit failed: "
-    "<reason>', no bandwidth and no overhead. A negative overhead within two standard errors of zero is "
-    f"reported as '{BELOW_RESOLUTION}', never as a number"
+    "<reason>', no bandwidth and no overhead. A call cannot take negative time: a negative free intercept "
+    "within two standard errors of zero is the bound itself, so the line is refitted through zero overhead "
+    f"and the overhead reported as '{BELOW_RESOLUTION}', never as a number"
 )
 
 
@@ -116,6 +119,11 @@ class LineFit:
     overhead_se_s: float | None = None  # standard error of the intercept, from the residuals
 
     @property
+    def overhead_below_resolution(self) -> bool:
+        """The overhead is at the bound: the free intercept was negative within error (refitted at 0)."""
+        return self.overhead_s <= 0
+
+    @property
     def overhead_resolved(self) -> bool:
         """The overhead is told apart from zero: positive and more than two standard errors."""
         return self.overhead_se_s is not None and self.overhead_s > 2 * self.overhead_se_s
@@ -160,6 +168,19 @@ def fit_latency(sizes_bytes: list[int], latencies_s: list[float]) -> LineFit:
     spread = float(np.sum((x - x.mean()) ** 2))
     sigma = float(np.sqrt(np.sum(residual**2) / (len(x) - 2))) if len(x) > 2 else float("nan")
     overhead_se = sigma * float(np.sqrt(1 / len(x) + x.mean() ** 2 / spread)) if spread > 0 else float("nan")
+    method = LineFit.method
+    if intercept < 0 <= intercept + 2 * overhead_se:
+        # A call cannot take negative time: a free intercept below zero but within two standard errors of
+        # it is the bound itself, so the line is refitted through zero overhead (its slope the median of
+        # latency / bytes), the constrained estimate. One beyond two standard errors is left for the
+        # gate to refuse. The overhead is then reported as below resolution, never as a number.
+        intercept, slope = 0.0, median(y / x)
+        predicted = slope * x
+        residual = y - predicted
+        r_squared = 1.0 - float(np.sum(residual**2)) / total if total > 0 else 1.0
+        relative = np.abs(residual) / y
+        method = (f"{method}; the free intercept was negative within two standard errors, so the line "
+                  "was refitted through zero overhead (slope: the median of latency / bytes)")
     return LineFit(
         overhead_s=intercept,
         bandwidth_bps=1.0 / slope,
@@ -167,6 +188,7 @@ def fit_latency(sizes_bytes: list[int], latencies_s: list[float]) -> LineFit:
         median_abs_rel_residual=median(relative),
         max_abs_rel_residual=float(np.max(relative)),
         points=len(x),
+        method=method,
         overhead_se_s=overhead_se if np.isfinite(overhead_se) else None,
     )
 
@@ -194,14 +216,14 @@ class MeasuredPoint:
     high_s: float | None = None
 
 
-def disagreements(fit: LineFit, points: list[MeasuredPoint]) -> list[str]:
+def disagreements(fit: LineFit, points: list[MeasuredPoint], floor: float = AGREEMENT_FLOOR) -> list[str]:
     """The largest sizes the fitted line misses: its latency there outside the size's own interval (at
-    least +-AGREEMENT_FLOOR), or the size read directly faster than the fitted bandwidth (impossible with
+    least +-``floor``), or the size read directly faster than the fitted bandwidth (impossible with
     a non-negative overhead). A line steeper or shallower than its own largest points describes no size."""
     failures = []
     for point in sorted(points, key=lambda p: p.size_bytes)[-AGREEMENT_SIZES:]:
-        low_s = min(point.low_s or point.latency_s, point.latency_s * (1 - AGREEMENT_FLOOR))
-        high_s = max(point.high_s or point.latency_s, point.latency_s * (1 + AGREEMENT_FLOOR))
+        low_s = min(point.low_s or point.latency_s, point.latency_s * (1 - floor))
+        high_s = max(point.high_s or point.latency_s, point.latency_s * (1 + floor))
         slowest, fastest = gbps(point.size_bytes, high_s), gbps(point.size_bytes, low_s)
         direct = f"{gbps(point.size_bytes, point.latency_s):.1f} GB/s [{slowest:.1f}-{fastest:.1f}]"
         where = f"{point.size_bytes / MiB:.0f} MiB"
@@ -217,7 +239,7 @@ def disagreements(fit: LineFit, points: list[MeasuredPoint]) -> list[str]:
 
 
 def fit_failures(fit: LineFit, bound_gbps: float | None, bound_what: str = "",
-                 points: list[MeasuredPoint] | None = None) -> list[str]:
+                 points: list[MeasuredPoint] | None = None, floor: float = AGREEMENT_FLOOR) -> list[str]:
     """Why ``fit`` fails the stated gates (FIT_GATES); empty when it passes."""
     failures = []
     if fit.points < MIN_FIT_POINTS:
@@ -232,7 +254,7 @@ def fit_failures(fit: LineFit, bound_gbps: float | None, bound_what: str = "",
     if fit.overhead_s + 2 * error < 0:
         failures.append("the fitted overhead is negative beyond two standard errors")
     if points:
-        failures += disagreements(fit, points)
+        failures += disagreements(fit, points, floor)
     return failures
 
 
@@ -263,22 +285,32 @@ class SweepAnalysis:
             return base
         return base | {
             "fit": self.fit.as_dict(),
-            # a negative overhead within error is below resolution: no figure (fit.overhead_s keeps the raw
-            # intercept for whoever recomputes the line)
-            "overhead_us": None if self.fit.overhead_s < 0 else self.fit.overhead_s * 1e6,
-            "overhead_below_resolution": self.fit.overhead_s < 0,
+            # a negative overhead within error is below resolution: no figure (the line was refitted at 0)
+            "overhead_us": None if self.fit.overhead_below_resolution else self.fit.overhead_s * 1e6,
+            "overhead_below_resolution": self.fit.overhead_below_resolution,
             "overhead_se_us": self.fit.overhead_se_s * 1e6 if self.fit.overhead_se_s is not None else None,
             "overhead_resolved": self.fit.overhead_resolved,
             "bandwidth_gbps": self.fit.bandwidth_bps / GB,
         }
 
 
+def round_scatter(rounds_s: list[list[float]]) -> float:
+    """The sweep's single-repetition scatter, as a fraction: each size's latency in each round over that
+    size's median across rounds, divided by the round's common phase factor (the median of those ratios
+    over the sizes: a round in a slower host phase moves every size alike, which is not scatter); the
+    scatter is the median over sizes of each size's largest deviation from 1."""
+    latencies = np.asarray(rounds_s, dtype=float)
+    ratio = latencies / np.median(latencies, axis=1, keepdims=True)
+    phased = ratio / np.median(ratio, axis=0, keepdims=True)
+    return float(np.median(np.max(np.abs(phased - 1), axis=1)))
+
+
 def round_failures(fit: LineFit, bound_gbps: float | None, bound_what: str, sizes: list[int],
-                   latencies_s: list[float]) -> list[str]:
-    """Why one round's fit fails the gates: its points have one repetition each, so the agreement gate
-    holds the line to +-AGREEMENT_FLOOR of the round's own largest sizes."""
+                   latencies_s: list[float], tolerance: float = AGREEMENT_FLOOR) -> list[str]:
+    """Why one round's fit fails the gates: its points have one repetition each and no interval of their
+    own, so the agreement gate holds the line to +-``tolerance`` of the round's own largest sizes."""
     points = [MeasuredPoint(s, t) for s, t in zip(sizes, latencies_s)]
-    return fit_failures(fit, bound_gbps, bound_what, points)
+    return fit_failures(fit, bound_gbps, bound_what, points, max(tolerance, AGREEMENT_FLOOR))
 
 
 def combine_round_fits(fits: list[LineFit], rounds: int) -> LineFit:
@@ -306,8 +338,12 @@ def fit_by_rounds(sizes: list[int], rounds_s: list[list[float]], bound_gbps: flo
     A round is one pass over every size, so its points share one host phase; a phase change between
     rounds moves a whole round's line, not some of its sizes. Each round is fitted and gated alone, and
     the median of the rounds that pass is the fit; fewer than a majority passing fails the fit with each
-    failed round's reason (a genuinely non-linear device fails in every round)."""
+    failed round's reason (a genuinely non-linear device fails in every round). A round's points have
+    one repetition each, so the agreement gate holds them to ROUND_SCATTER_FACTOR times the scatter the
+    sweep itself shows between rounds (round_scatter), at least the floor: measured single repetitions
+    here scatter 5-10% within a round, and a fixed +-3% failed most rounds of sound sweeps."""
     count = len(rounds_s[0])
+    tolerance = max(AGREEMENT_FLOOR, ROUND_SCATTER_FACTOR * round_scatter(rounds_s))
     fits: list[LineFit] = []
     failures: list[tuple[int, list[str]]] = []  # (round, its reasons)
     said: list[str] = []
@@ -319,13 +355,15 @@ def fit_by_rounds(sizes: list[int], rounds_s: list[list[float]], bound_gbps: flo
             failures.append((r + 1, [str(exc)]))
             said.append("failed")
             continue
-        why = round_failures(fit, bound_gbps, bound_what, sizes, latencies)
+        why = round_failures(fit, bound_gbps, bound_what, sizes, latencies, tolerance)
         said.append(f"{fit.bandwidth_bps / GB:.1f} GB/s" + (" (failed)" if why else ""))
         if why:
             failures.append((r + 1, why))
         else:
             fits.append(fit)
-    note = f"fitted bandwidth per interleaved round: {', '.join(said)}"
+    note = (f"fitted bandwidth per interleaved round: {', '.join(said)} (each round's largest sizes held to "
+            f"+-{tolerance:.1%}: {ROUND_SCATTER_FACTOR}x the single-repetition scatter between rounds, at "
+            f"least +-{AGREEMENT_FLOOR:.0%})")
     if 2 * len(fits) <= count:
         # the first failed round in full, the others by their first reason (the rounds repeat each other)
         parts = [f"round {r}: " + "; ".join(why if i == 0 else why[:1])
@@ -379,9 +417,10 @@ def analyse_sweep(sizes: list[int], latencies_s: list[float], cache_bytes: int |
     failures = fit_failures(fit, bound_gbps, bound_what, points)
     if failures:
         return SweepAnalysis(knee, None, rates[peak], sizes[peak], notes, "; ".join(failures))
-    if fit.overhead_s < 0:  # within two standard errors of zero (else a gate failed): no number
-        notes.insert(0, f"fitted overhead {BELOW_RESOLUTION}: negative, but within two standard errors of "
-                        "zero; `anebench latency` measures the dispatch cost")
+    if fit.overhead_below_resolution:  # within two standard errors of zero (else a gate failed): no number
+        notes.insert(0, f"fitted overhead {BELOW_RESOLUTION}: the free fit's was negative, but within two "
+                        "standard errors of zero, so the line was refitted through zero overhead; "
+                        "`anebench latency` measures the dispatch cost")
     elif not fit.overhead_resolved:
         error = f" +- {2 * fit.overhead_se_s * 1e6:.0f} us" if fit.overhead_se_s is not None else ""
         notes.insert(0, f"fitted overhead not resolved ({fit.overhead_s * 1e6:.0f}{error}, two standard "

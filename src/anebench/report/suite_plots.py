@@ -157,7 +157,8 @@ def concurrency_title(records: list[ResultRecord]) -> str:
 
 
 def overhead_label(analysis: dict) -> str:
-    """The fitted overhead for a legend; a negative one (within error) is below resolution, no number."""
+    """The fitted overhead for a legend; one at the bound (a negative free intercept within error) is below
+    resolution, no number."""
     overhead = analysis.get("overhead_us")
     return "overhead below resolution" if overhead is None else f"{overhead:.1f} µs"
 

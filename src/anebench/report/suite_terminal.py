@@ -123,8 +123,8 @@ def _sweeps(records: list[ResultRecord]) -> dict[tuple, list[ResultRecord]]:
 
 def overhead_text(overhead_us: float, se_us: float | None) -> str:
     """The fitted overhead with its two-standard-error band, or why it is not a figure (a negative one
-    within error: the gates refuse one beyond it)."""
-    if overhead_us < 0:
+    within error, refitted at zero: the gates refuse one beyond it)."""
+    if overhead_us <= 0:
         return BELOW_RESOLUTION
     if se_us is None:
         return sig(overhead_us)

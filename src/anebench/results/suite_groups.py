@@ -155,7 +155,7 @@ def _sweep_group(key: tuple, records: list[ResultRecord], points: list[SuitePoin
                     "overhead_se_us": fit.overhead_se_s * 1e6 if fit.overhead_se_s is not None else None,
                     "overhead_resolved": fit.overhead_resolved, "r_squared": fit.r_squared}
         overhead = (f"{fit.overhead_s * 1e6:.1f} us" if fit.overhead_resolved
-                    else BELOW_RESOLUTION if fit.overhead_s < 0
+                    else BELOW_RESOLUTION if fit.overhead_s <= 0
                     else f"not resolved ({fit.overhead_s * 1e6:.0f} us)")
         result = (
             f"fit: bandwidth {fit.bandwidth_gbps:.2f} GB/s, overhead {overhead}, R² {fit.r_squared:.4f}, "

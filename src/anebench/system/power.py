@@ -11,14 +11,14 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from ..model.energy import Component, Energy
 from ..model.statistics import gbps
+from ..util.seam import Seam
 from .energy_check import MAX_WINDOW_S, MIN_COUNTER_STEPS, OBSERVE_MAX_S, observe_counter_step
 from .energy_figures import Counted, energy_figures
 from .host import SYSTEM_HOST
@@ -155,25 +155,17 @@ def counter_key(device: str) -> str:
 
 
 MeterFactory = Callable[[str], "EnergyMeter | Unavailable"]
-_stated_meters: MeterFactory | None = None  # use_meters: a caller's (or a test's) counters for every device
-
-
-@contextmanager
-def use_meters(factory: MeterFactory) -> Iterator[MeterFactory]:
-    """Open every device's energy counter with ``factory`` wherever the library asks, while the block runs
-    (a recorded IOReport, a fake SoC counter): the seam a test states instead of patching this module."""
-    global _stated_meters
-    before, _stated_meters = _stated_meters, factory
-    try:
-        yield factory
-    finally:
-        _stated_meters = before
+# A caller's (or a test's) counters for every device, stated with use_meters while its block runs (a
+# recorded IOReport, a fake SoC counter) instead of patching this module; None: the native counters.
+METERS_SEAM: Seam[MeterFactory | None] = Seam(None)
+use_meters = METERS_SEAM.use
 
 
 def energy_meter(device: str, powercap_root: Path = POWERCAP_ROOT) -> EnergyMeter | Unavailable:
     """The energy counter that covers ``device``, or why there is none."""
-    if _stated_meters is not None:
-        return _stated_meters(device)
+    stated = METERS_SEAM.get()
+    if stated is not None:
+        return stated(device)
     platform = current_platform()
     if device.startswith("cuda"):
         return nvml_meter(device)

@@ -1,6 +1,6 @@
 """`anebench decode MODEL`: one token's weight + KV stream measured on each engine, beside its prediction.
 
-The stream comes from the model's config (workloads/models.py); numpy, torch and MLX run it as a chain of
+The stream comes from the config (workloads/decode_stream.py); numpy, torch and MLX run it as a chain of
 matvecs (engines/decode.py) through the same ``measure_workload`` as every suite, so timing, the output
 check, energy (--power) and the record are made the same way. The prediction prices the token's dispatches
 with the overhead + bandwidth curve of a sweep of the same engine and device: a stored one (the results
@@ -21,7 +21,8 @@ from ...measure.decode_predict import PREDICTION_RULE, SweepCurve, seconds_per_t
 from ...measure.sweep import CACHE_FACTOR, MiB
 from ...model import GB, ChunkTime, DecodeBytes, DecodePrediction, DecodeSection, ResultRecord
 from ...workloads import resolve_workload
-from ...workloads.models import DecodeWorkload, accounting
+from ...workloads.decode_stream import accounting
+from ...workloads.models import DecodeWorkload
 from ..executor import active_executor
 from ..session import RunOptions
 from . import sweep as sweep_suite

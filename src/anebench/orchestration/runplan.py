@@ -79,7 +79,7 @@ class PlannedStep:
 
 
 def describe_plan(steps: list[tuple[str, str, str]], power: bool, platform: str) -> list[PlannedStep]:
-    from ..system.power import planned_source
+    from ..system.energy_sources import planned_source
 
     return [PlannedStep(engine, device, workload, power, planned_source(device, platform) if power else "-")
             for engine, device, workload in steps]

@@ -319,10 +319,8 @@ class EnergyWindow:
                               reason="the energy window was not opened and closed around the timed calls")
             counted = self.meter.between(self._start[0], self._end[0])
             seconds = (self._end[1] - self._start[1]) / 1e9
-            energy = energy_figures(self.meter, what, counted, seconds, calls, gbps(weight_bytes, median_s),
-                                    weight_bytes, self.work)
-            check = self.window_check(seconds)
-            return energy.model_copy(update={"window_check": check}) if check else energy
+            return energy_figures(self.meter, what, counted, seconds, calls, gbps(weight_bytes, median_s),
+                                  weight_bytes, self.work, self.window_check(seconds))
         finally:
             self.release()
 

@@ -69,8 +69,7 @@ def test_the_campaign_reads_energy_by_default_and_not_with_no_power(monkeypatch,
     pretend_mac_host(monkeypatch)
     seen = []
 
-    def fake_measure(engine, device, workload, options, progress=None, on_prepared=None, phase=None,
-                     finish=None):
+    def fake_measure(engine, device, workload, options, progress=None, hooks=None):
         seen.append(options.power)
         raise SystemExit(0)
 

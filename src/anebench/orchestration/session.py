@@ -95,6 +95,21 @@ def verify_output(prepared: Prepared):
 FinishHook = Callable[[], tuple[dict[str, Any], list[str]]]
 
 
+@dataclass(frozen=True)
+class MeasureHooks:
+    """What a caller hooks into one measurement, passed down as one value: ``on_prepared`` hears the
+    prepared workload (keep-awake starts its spinner there, decode keeps the loaded stream), ``phase`` the
+    timing loop's marks, and ``finish`` (``measure_workload``) gives the sections and warnings it measured
+    once the timing is done, for the record."""
+
+    on_prepared: Callable[[Prepared], None] | None = None
+    phase: PhaseCallback | None = None
+    finish: FinishHook | None = None
+
+
+NO_HOOKS = MeasureHooks()
+
+
 @dataclass
 class Measurement:
     """One finished measurement whose record is not built yet.
@@ -137,14 +152,12 @@ def measure_workload(
     workload: Workload,
     options: RunOptions | None = None,
     progress: ProgressCallback | None = None,
-    on_prepared: Callable[[Prepared], None] | None = None,
-    phase: PhaseCallback | None = None,
-    finish: FinishHook | None = None,
+    hooks: MeasureHooks = NO_HOOKS,
 ) -> ResultRecord:
-    """``measure``, with the record built at once: ``finish`` (e.g. keep-awake's) gives the sections and
-    warnings it measured once the timing is done, and the record is built with them."""
-    measurement = measure(engine, device, workload, options, progress, on_prepared, phase)
-    sections, warnings = finish() if finish is not None else ({}, [])
+    """``measure``, with the record built at once: ``hooks.finish`` (e.g. keep-awake's) gives the sections
+    and warnings it measured once the timing is done, and the record is built with them."""
+    measurement = measure(engine, device, workload, options, progress, hooks)
+    sections, warnings = hooks.finish() if hooks.finish is not None else ({}, [])
     return measurement.record(sections, warnings)
 
 
@@ -154,8 +167,7 @@ def measure(
     workload: Workload,
     options: RunOptions | None = None,
     progress: ProgressCallback | None = None,
-    on_prepared: Callable[[Prepared], None] | None = None,
-    phase: PhaseCallback | None = None,
+    hooks: MeasureHooks = NO_HOOKS,
 ) -> Measurement:
     options = options or RunOptions()
     check_threads(engine, options.threads)
@@ -163,8 +175,8 @@ def measure(
         raise ValueError("fresh-process repetitions: call fresh_processes.measure_in_fresh_processes")
     with thread_limit(engine, options.threads), \
             prepared_workload(engine, device, workload, options.host) as prepared:
-        if on_prepared is not None:
-            on_prepared(prepared)
+        if hooks.on_prepared is not None:
+            hooks.on_prepared(prepared)
         check = verify_output(prepared)
         state = options.host.state()
         gpu = GpuRun(device, prepared) if device.startswith("cuda") else None
@@ -172,7 +184,7 @@ def measure(
         warmup = gpu.warmup_policy(options.warmup) if gpu else options.warmup
         try:
             timing = time_repetitions(prepared, options.runs, options.repetitions, warmup, options.clock,
-                                      options.time_budget_s, progress, timed_window(window, phase))
+                                      options.time_budget_s, progress, timed_window(window, hooks.phase))
             if gpu:
                 gpu.after_timing()
             if gpu and window is not None:

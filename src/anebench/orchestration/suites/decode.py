@@ -24,7 +24,7 @@ from ...workloads import resolve_workload
 from ...workloads.decode_stream import accounting
 from ...workloads.models import DecodeWorkload
 from ..executor import active_executor
-from ..session import RunOptions
+from ..session import MeasureHooks, RunOptions
 from . import sweep as sweep_suite
 from .common import ProgressFactory, no_progress
 from .decode_plan import DEFAULT_CHUNK_BYTES, token_dispatches
@@ -281,7 +281,8 @@ def run_decode(
             loaded: list = []
             record = active_executor().measure(
                 DecodeEngine(target.engine, chunk_bytes), target.device, workload,
-                dc_replace(options, suite="decode"), progress(label, options.runs), on_prepared=loaded.append,
+                dc_replace(options, suite="decode"), progress(label, options.runs),
+                MeasureHooks(on_prepared=loaded.append),
             )
             section = decode_section(workload, record.engine.run_dtype, predicted)
             timeline = getattr(loaded[0], "timeline", None) if loaded else None

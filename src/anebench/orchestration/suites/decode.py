@@ -150,12 +150,6 @@ def decode_section(workload: DecodeWorkload, run_dtype: str, predicted: Predicte
     )
 
 
-def with_decode(record: ResultRecord, section: DecodeSection) -> ResultRecord:
-    """The record with its decode section, validated as any loaded record is."""
-    body = record.model_dump(mode="json", by_alias=True, exclude={"id"})
-    return ResultRecord.model_validate({**body, "decode": section.model_dump(mode="json")}).with_id()
-
-
 def curve_for(
     target: DecodeTarget,
     saved: Sequence[ResultRecord],
@@ -279,15 +273,15 @@ def run_decode(
                 continue
             label = f"decode {target.engine.name}:{target.device} {workload.name}"
             loaded: list = []
-            record = active_executor().measure(
+            measurement = active_executor().measure_parts(
                 DecodeEngine(target.engine, chunk_bytes), target.device, workload,
                 dc_replace(options, suite="decode"), progress(label, options.runs),
                 MeasureHooks(on_prepared=loaded.append),
             )
-            section = decode_section(workload, record.engine.run_dtype, predicted)
+            section = decode_section(workload, measurement.facts.run_dtype, predicted)
             timeline = getattr(loaded[0], "timeline", None) if loaded else None
             if timeline is not None:  # chained predicts: each chunk's median over the timed calls
                 section.timeline = [ChunkTime(name=n, bytes=b, median_s=t)
-                                    for n, b, t in timeline(len(record.samples_s))]
-            suite.records.append(with_decode(record, section))
+                                    for n, b, t in timeline(len(measurement.timing.samples_s))]
+            suite.records.append(measurement.record({"decode": section}))
     return suite

@@ -71,7 +71,9 @@ def test_common_window_and_fractional_edge_calls():
 
 
 def test_threads_measure_each_copy_solo_then_together(monkeypatch):
-    readings = iter(float(i) for i in range(100))
+    # 1 mJ a reading: the solo window of 8 small calls can be 76 us, and 1 J over it read 13,109 W (refused
+    # as not physical); 1 mJ over it is 13 W
+    readings = iter(i * 1e-3 for i in range(100))
     fake_meter = type("M", (power.ScalarMeter,), {"source": "fake", "scope": "test",
                                                   "read_joules": lambda self: next(readings)})()
     state_meters(monkeypatch, lambda device: fake_meter)
@@ -91,7 +93,7 @@ def test_threads_measure_each_copy_solo_then_together(monkeypatch):
     assert shared.call_releases_gil is True and shared.devices == ["cpu", "cpu"]
     # the stop rule keeps every copy calling until each has its runs inside the common window
     assert all(r.concurrency.whole_calls_in_window >= 8 for r in together)
-    assert solo[0].energy.available and solo[0].energy.joules == 1.0
+    assert solo[0].energy.available and solo[0].energy.joules == pytest.approx(1e-3)
     assert "combined GB/s" in together[0].energy.window
     assert {r.energy.source for r in result.records} == {"fake"}  # as a single run names it
     assert together[0].energy.scope == "test"

@@ -9,8 +9,8 @@ import click
 
 from ..engines import active_engines
 from ..model import HostInfo
+from ..system.energy_sources import energy_sources
 from ..system.host import SYSTEM_HOST
-from ..system.power import energy_sources
 from .console import out_console
 from .options import format_option, json_option
 from .settings import output_format

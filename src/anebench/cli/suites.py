@@ -318,7 +318,7 @@ def compute(
     Engines that build token-batched bundles: at the most tokens per call that fit (up to --max-tokens),
     against half of it."""
     from ..orchestration import suite_entry
-    from ..orchestration.suites.roofline import plan_token_compute
+    from ..orchestration.suites.compute import plan_token_compute
 
     if dry_run:
         bases, settings = resolve_workloads(workloads, settings, default="lm_head:4096x4096")

@@ -118,7 +118,8 @@ class ComputeRequest(SuiteRequest):
 def compute(request: ComputeRequest, events: SuiteEvents | None = None
             ) -> SuiteOutcome[list[ResultRecord]]:
     """The compute suite; a record whose FLOP/s is not a peak (not compute-bound) is a failure."""
-    from .suites.roofline import DEFAULT_MAX_TOKENS, run_compute_suite
+    from .suites.compute import run_compute_suite
+    from .suites.roofline import DEFAULT_MAX_TOKENS
 
     events = events or SuiteEvents()
     max_tokens = request.max_tokens or DEFAULT_MAX_TOKENS

@@ -144,12 +144,12 @@ def test_four_parallel_default_named_runs_lose_nothing(tmp_path):
 def test_a_failed_save_keeps_the_measurement_in_the_user_data_dir(tmp_path, capsys, monkeypatch):
     import errno
 
-    from anebench.cli import common
+    from anebench.cli import saving
 
     def full_disk(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(common, "save_records", full_disk)
+    monkeypatch.setattr(saving, "save_records", full_disk)
     code, _, err = run_small(capsys, "--out", str(tmp_path / "r.json"))
     assert code == 2
     line = one_line_error(err, "No space left on device", "kept in")

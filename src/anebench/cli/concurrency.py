@@ -4,18 +4,24 @@ scaling and the verdict by its stated rule."""
 from __future__ import annotations
 
 import functools
+from typing import TYPE_CHECKING
 
 import click
 
 from ..errors import UserError
 from ..model import ResultRecord
-from .common import check_out_path, measuring_options, resolve_targets, resolve_workloads
+from ..orchestration.entry import Timing
+from .common import measuring_options
 from .console import console, rule, say, wraps
 from .options import dry_run_option as described_dry_run_option
-from .results import store_options
-from .run import power_option
-from .suite_output import output_format, stem_for, write_plot
-from .suite_scaffold import fail_unless_analysed, finish_suite, measure_each, suite_options, timing_options
+from .params import power_option
+from .settings import Settings, store_options
+from .suite_scaffold import SuiteDisplay, fail_unless_analysed, finish, stem_for, timing_options, write_plot
+
+if TYPE_CHECKING:
+    from ..orchestration.campaign import Target
+    from ..orchestration.concurrency_plan import ConcurrencyPlan
+    from ..workloads import Workload
 
 
 @click.command()
@@ -55,13 +61,10 @@ from .suite_scaffold import fail_unless_analysed, finish_suite, measure_each, su
 )
 @described_dry_run_option("Show the plan (placement, mode, threads, memory) and stop.")
 def concurrent(
+    settings: Settings,
     engines,
     device,
     workloads,
-    out,
-    no_save,
-    as_json,
-    fmt,
     plot_stem,
     runs,
     time_budget,
@@ -75,40 +78,34 @@ def concurrent(
 ):
     """N copies solo, then together from a common start: combined GB/s, scaling and the verdict."""
     from ..measure.concurrency import COMBINED_DEFINITION, TOGETHER_DEFINITION
-    from ..orchestration.concurrency_plan import describe_plan, plan_concurrent
-    from ..orchestration.suites.concurrent import run_plan
+    from ..orchestration import suite_entry
+    from ..orchestration.concurrency_plan import describe_plan
     from ..report.suite_plots import plot_concurrency
 
     if devices is not None and device is not None:
         raise UserError("--device and --devices: give one (--devices places one copy on each device)")
-    fmt = output_format(as_json, fmt, out, no_save)
-    targets, bases = resolve_targets(engines, device), resolve_workloads(workloads)
-    check_out_path(out)
-    options = suite_options(runs, time_budget, warmup, "concurrency", power)
-    plans = [
-        (
-            target,
-            base,
-            plan_concurrent(target.engine, target.device, base, copies, mode, devices, threads_per_copy),
-        )
-        for target in targets
-        for base in bases
-    ]  # every refusal before anything is loaded
-    if dry_run:
-        out_console = console()
-        for _, _, plan in plans:
-            for line in describe_plan(plan):
-                out_console.print(line, markup=False, soft_wrap=not wraps(out_console))
-        return
-    results = []
-    for target, base, plan in plans:  # one progress display each: its line says which plan it measures
+    request = suite_entry.ConcurrentRequest(
+        engines, device, workloads, Timing(runs, time_budget, warmup, settings.threads), power, copies=copies,
+        mode=mode, devices=devices, threads_per_copy=threads_per_copy, dry_run=dry_run,
+    )
+
+    def starting(target: Target, base: Workload, plan: ConcurrencyPlan) -> None:
+        """One progress display per plan: this line says which plan it measures."""
         say(
             f"concurrent {target.engine.name} {base.name}: {plan.copies} copies on {', '.join(plan.devices)} "
             f"({plan.mode}: {plan.why}), each solo then together"
         )
-        (result,) = measure_each([functools.partial(run_plan, plan, options)])
-        results.append((target, base, result))
-    saved = finish_suite(results, lambda r: r[2].records, "concurrency", out, no_save, fmt, "concurrent")
+
+    display = SuiteDisplay(settings)
+    outcome = suite_entry.concurrent(request, display.events(), starting)
+    if dry_run:
+        out_console = console()
+        for plan in outcome.plans:
+            for line in describe_plan(plan):
+                out_console.print(line, markup=False, soft_wrap=not wraps(out_console))
+        return
+    results = outcome.results
+    saved = finish(outcome.records, "concurrency", display.settings, file_label="concurrent")
     for *_, result in results:
         rule(f"verdict rule: {result.analysis.verdict.rule}")
     if results:
@@ -128,10 +125,7 @@ def concurrent(
             title,
         )
     # the records and plots are saved; the rule could not decide
-    fail_unless_analysed("no concurrency verdict", [
-        f"{t.engine.name}:{t.device} {b.name}: verdict inconclusive (scaling "
-        f"{res.analysis.verdict.scaling:.2f}; {res.analysis.verdict.rule})"
-        for t, b, res in results if res.analysis.verdict.verdict == "inconclusive"])
+    fail_unless_analysed("no concurrency verdict", outcome.failures)
 
 
 def copies_note(record: ResultRecord) -> str | None:

@@ -100,13 +100,29 @@ def wraps(target: Console) -> bool:
 # --- verbosity ---------------------------------------------------------------------------------------
 
 
-def _meta(key: str, default: object = None) -> Any:
+@dataclass
+class Invocation:
+    """What one command invocation's console keeps: its verbosity (-q/-v, before or after the
+    subcommand), the rule paragraphs already said, and its warnings. Held as the click context's typed
+    ``obj`` (inherited by the subcommand's context), so each invocation starts afresh."""
+
+    verbosity: int = NORMAL
+    rules_said: set[str] = field(default_factory=set)
+    warnings: Any = None  # the command's WarningLog, made when the first warning comes
+
+
+def invocation(create: bool = False) -> Invocation | None:
+    """This invocation's console state; None outside a command (unless ``create``)."""
     ctx = click.get_current_context(silent=True)
-    return ctx.meta.get(f"anebench.{key}", default) if ctx is not None else default
+    if ctx is None:
+        return None
+    found = ctx.find_object(Invocation)
+    return ctx.ensure_object(Invocation) if found is None and create else found
 
 
 def verbosity() -> int:
-    return int(_meta("verbosity", NORMAL))
+    state = invocation()
+    return state.verbosity if state is not None else NORMAL
 
 
 def quiet() -> bool:
@@ -121,17 +137,15 @@ def set_verbosity(quiet_flag: bool, verbose_flag: bool) -> None:
     """-q/-v, before or after the subcommand: the last one given counts; both at once is refused."""
     from ..errors import UserError
 
-    ctx = click.get_current_context()
+    state = invocation(create=True)
+    assert state is not None  # called from a command's parameters: there is a context
     if quiet_flag and verbose_flag:
         raise UserError("--quiet with --verbose: choose one")
     if quiet_flag or verbose_flag:
-        current = ctx.meta.get("anebench.verbosity", NORMAL)
         wanted = QUIET if quiet_flag else VERBOSE
-        if current not in (NORMAL, wanted):
+        if state.verbosity not in (NORMAL, wanted):
             raise UserError("--quiet with --verbose: choose one")
-        ctx.meta["anebench.verbosity"] = wanted
-    else:
-        ctx.meta.setdefault("anebench.verbosity", NORMAL)
+        state.verbosity = wanted
 
 
 # --- notes, rules, errors ----------------------------------------------------------------------------
@@ -154,8 +168,8 @@ def result_line(text: str) -> None:
 def rule(text: str) -> None:
     """A rule or definition paragraph (the fit's gates, the verdict's rule): printed once per command,
     however many targets or workloads state it."""
-    ctx = click.get_current_context(silent=True)
-    said: set[str] = ctx.meta.setdefault("anebench.rules", set()) if ctx is not None else set()
+    state = invocation()
+    said: set[str] = state.rules_said if state is not None else set()
     if text in said:
         return
     said.add(text)
@@ -237,10 +251,12 @@ class WarningLog:
 
 
 def warnings_log() -> WarningLog:
-    ctx = click.get_current_context(silent=True)
-    if ctx is None:
+    state = invocation()
+    if state is None:
         return WarningLog()
-    return ctx.meta.setdefault("anebench.warnings", WarningLog())
+    if state.warnings is None:
+        state.warnings = WarningLog()
+    return state.warnings
 
 
 def warn(text: str, subject: str = "") -> None:

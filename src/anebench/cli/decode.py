@@ -5,26 +5,24 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import click
 
 from ..engines import PUBLISHED_ANE_ENGINE
 from ..errors import UserError
-from ..measure.warmup import WarmupPolicy
+from ..orchestration.entry import Timing
 from ..workloads.decode_stream import accounting
 from ..workloads.model_config import resolve_model
 from ..workloads.models import MAX_DEPTH, decode_workload
 from .common import measuring_options, resolve_targets
+from .console import say
 from .latency import stored_sweeps
-from .run import power_option
-from .suite_output import finish, output_format, show_tables, stem_for, write_plot
-from .suite_scaffold import suite_options, timing_options
-from .terminal import progress, say
+from .params import power_option
+from .suite_output import show_tables
+from .suite_scaffold import SuiteDisplay, finish, progress, stem_for, timing_options, write_plot
 
 MAX_DEPTHS = 16
-DECODE_WARMUP = WarmupPolicy(min_runs=2, window=2, tolerance=0.05, max_runs=20, max_seconds=5.0)
 
 
 def parse_depths(text: str) -> list[int]:
@@ -135,14 +133,11 @@ def decode_targets(engines: tuple[str, ...], device: str | None, measure: bool):
     "mlx:gpu and mlx:cpu (those this host has), power on.",
 )
 def decode(
+    settings,  # Settings (unannotated: this command's body is not type-checked yet)
     model,
     engines,
     device,
     workloads,
-    out,
-    no_save,
-    as_json,
-    fmt,
     runs,
     time_budget,
     warmup,
@@ -159,10 +154,11 @@ def decode(
     """Decode: a model's per-token weight + KV stream, measured on each engine (tok/s, GB/s, J/token with
     --power) beside the tok/s predicted from a sweep. MODEL: a folder with a Hugging Face config.json
     (weights from its safetensors, else synthetic of the real shapes) or a known config name."""
-    from ..orchestration.suites.decode import run_decode, run_dtype_of
+    from ..orchestration import suite_entry
+    from ..orchestration.suites.decode import run_dtype_of
     from ..report.decode_tables import accounting_table, prediction_table
 
-    fmt = output_format(as_json, fmt, out, no_save)
+    fmt = settings.format
     if workloads:
         raise UserError(
             "decode takes MODEL (a config folder or a known name), not -w; the stream is the model's"
@@ -199,27 +195,22 @@ def decode(
             "json" if fmt != "table" else "table",
         )
     say(f"config: {facts.source}; weights: {'checkpoint' if deepest.checkpoint is not None else 'synthetic'}")
-    saved, saved_from = stored_sweeps(db)
-    options = suite_options(runs, time_budget, warmup, "decode", power)
-    if warmup is None:  # a token takes 0.1-1 s: steady after a few, never 15 s of warmup per depth
-        options = replace(options, warmup=DECODE_WARMUP)
+    saved, saved_from, settings = stored_sweeps(db, settings)
+    timing = Timing(runs, time_budget, warmup, settings.threads)
     chunk_bytes = int(chunk_mb * 1e6)
     if dry_run:
+        options = suite_entry.decode_options(timing, power)
         show_dry_run(targets, decode_workloads, saved, saved_from, options, chunk_bytes, fmt)
         return
-    with progress() as factory:
-        suite = run_decode(
-            targets,
-            decode_workloads,
-            options,
-            saved,
-            saved_from,
-            options.host.info().fingerprint,
-            predict_only,
-            not no_sweep,
-            chunk_bytes,
-            factory,
-        )
+    request = suite_entry.DecodeRequest(
+        tuple(targets), tuple(decode_workloads), timing, power, tuple(saved), saved_from, predict_only,
+        not no_sweep, chunk_bytes,
+    )
+    display = SuiteDisplay(settings)
+    # --out checked before anything is measured, as every suite (a prediction saves nothing)
+    ready = (lambda: None) if predict_only else display.ready
+    events = suite_entry.SuiteEvents(ready=ready, progress=progress)
+    suite = suite_entry.decode(request, events)
     for line in suite.notes:
         say(line)
     if predict_only:
@@ -236,7 +227,7 @@ def decode(
         ]
         show_tables([prediction_table(rows)], fmt)
         return
-    saved_path = finish(suite.records, "decode", out, no_save, fmt)
+    saved_path = finish(suite.records, "decode", settings)
     stem = stem_for(plot_stem, saved_path, "decode", "", False)
     from ..report.decode_plots import plot_decode
 

@@ -10,14 +10,14 @@ import click
 
 from ..errors import UserError
 from ..model import ResultRecord
+from ..orchestration.entry import Timing
 from ..results.files import load_result_file
-from .common import add_input, check_out_path, measuring_options, resolve_targets, resolve_workloads, warn
+from .common import measuring_options, warn
 from .console import say
 from .options import db_option
-from .results import store_options
-from .run import power_option
-from .suite_output import finish, output_format
-from .suite_scaffold import measure_each, suite_options, timing_options
+from .params import power_option
+from .settings import Settings, store_options
+from .suite_scaffold import SuiteDisplay, finish, timing_options
 
 
 @click.command()
@@ -40,13 +40,10 @@ from .suite_scaffold import measure_each, suite_options, timing_options
     "--no-sweep", is_flag=True, help="Do not look for a sweep or run a small one: no overhead column."
 )
 def latency(
+    settings: Settings,
     engines,
     device,
     workloads,
-    out,
-    no_save,
-    as_json,
-    fmt,
     runs,
     time_budget,
     warmup,
@@ -57,53 +54,48 @@ def latency(
 ):
     """Dispatch cost: the smallest workload the engine accepts, median and p95, beside a sweep's fitted
     overhead (from --sweep, else the results store, else a small sweep of a few seconds, said so)."""
-    from ..orchestration.suites.latency import LatencyTarget, run_latency_suite
+    from ..orchestration import suite_entry
 
-    fmt = output_format(as_json, fmt, out, no_save)
-    meta = click.get_current_context().meta
-    meta["anebench.db"] = db  # --store stores where the sweep came from
-    # --db names the store for --store too, so with --store it goes with --sweep or --no-sweep
-    if sum(bool(x) for x in (sweep_file, db and not meta.get("anebench.store"), no_sweep)) > 1:
+    # --db names the store for --store too (settings.db), so with --store it goes with --sweep or --no-sweep
+    if sum(bool(x) for x in (sweep_file, db and not settings.store, no_sweep)) > 1:
         raise UserError(
             "--sweep, --db and --no-sweep: give at most one (each says where the overhead comes from)"
         )
-    targets = [LatencyTarget(t.engine, t.device) for t in resolve_targets(engines, device)]
-    specs = resolve_workloads(workloads) if workloads else [None]  # None: the smallest the engine accepts
-    options = suite_options(runs, time_budget, warmup, "latency", power)
+    saved_from, saved = None, []
     if sweep_file:
-        add_input(sweep_file)
-    check_out_path(out)
-    saved_from, host_fingerprint, saved = None, None, []
-    if sweep_file:
+        settings = settings.reading(sweep_file)
         saved, saved_from = load_saved_sweep(sweep_file), str(sweep_file)
     elif not no_sweep:
-        saved, saved_from = stored_sweeps(db)
-        host_fingerprint = options.host.info().fingerprint
-    (suite,) = measure_each([
-        lambda factory: run_latency_suite(targets, specs, options, saved, saved_from, host_fingerprint,
-                                          sweep_if_missing=not (no_sweep or sweep_file), progress=factory)
-    ])
-    for note in suite.notes:  # after the progress bars: none of them is left on screen
+        saved, saved_from, settings = stored_sweeps(db, settings)
+    request = suite_entry.LatencyRequest(
+        engines, device, workloads, Timing(runs, time_budget, warmup, settings.threads), power,
+        sweeps=tuple(saved), sweeps_from=saved_from, this_host_only=not (sweep_file or no_sweep),
+        sweep_if_missing=not (no_sweep or sweep_file),
+    )
+    display = SuiteDisplay(settings)
+    outcome = suite_entry.latency(request, display.events())
+    for note in outcome.notes:  # after the progress bars: none of them is left on screen
         say(note)
-    finish(suite.records, "latency", out, no_save, fmt)
-    if sweep_file and any(r.latency is None or r.latency.sweep_overhead_us is None for r in suite.records):
+    finish(outcome.records, "latency", display.settings)
+    if sweep_file and any(r.latency is None or r.latency.sweep_overhead_us is None for r in outcome.records):
         say(f"{sweep_file} has no sweep for some engine:device here: its overhead column is '-'")
 
 
-def stored_sweeps(db: Path | None) -> tuple[list[ResultRecord], str | None]:
-    """The store's sweep records: from --db (which must exist), or the default store where there is one."""
+def stored_sweeps(db: Path | None, settings: Settings) -> tuple[list[ResultRecord], str | None, Settings]:
+    """The store's sweep records: from --db (which must exist), or the default store where there is one;
+    and the settings with that store as an input of the command."""
     from ..results.store import default_db_path, open_store
 
     path = db or default_db_path()
     if db is None and not path.is_file():
-        return [], None
-    add_input(path)
+        return [], None, settings
+    settings = settings.reading(path)
     with open_store(path, create=False, readonly=True) as store:
         sweeps = [r for r in store.records(provenance="measured") if r.suite == "sweep"]
         for record_id, why in store.skipped:
             warn(f"record {record_id[:16]} skipped: this version cannot load it ({why}); "
                  f"`anebench store remove {record_id[:16]} --db {path}` deletes it")
-        return sweeps, str(path)
+        return sweeps, str(path), settings
 
 
 def load_saved_sweep(path: Path) -> list[ResultRecord]:

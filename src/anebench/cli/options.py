@@ -2,8 +2,8 @@
 files), --json, --format, --db, --force and --dry-run. A command states only its help text where its
 meaning differs; the flag, its type and its alias are the same everywhere.
 
-``remember=True`` puts the value in the command's context (``anebench.NAME``) instead of a parameter,
-for the helpers that read it there (the output policy reads --force and --db).
+A measuring command's --format, --force, --db (with --store) and --export-* are parsed into its
+``Settings`` (cli/settings.py) and passed to it explicitly.
 """
 
 from __future__ import annotations
@@ -16,15 +16,6 @@ import click
 
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 FORMATS = ("table", "json", "csv", "md")
-
-
-def remember_value(ctx: click.Context, param: click.Parameter, value: object) -> object:
-    ctx.meta[f"anebench.{param.name}"] = value
-    return value
-
-
-def _stored(remember: bool) -> dict[str, Any]:
-    return {"expose_value": False, "callback": remember_value} if remember else {}
 
 
 def out_file_option(help: str, name: str = "out") -> Decorator:
@@ -45,9 +36,7 @@ def json_option(help: str = "Same as --format json.") -> Decorator:
     return click.option("--json", "as_json", is_flag=True, help=help)
 
 
-def format_option(
-    *choices: str, default: str | None = None, help: str | None = None, remember: bool = False
-) -> Decorator:
+def format_option(*choices: str, default: str | None = None, help: str | None = None) -> Decorator:
     """--format CHOICE (default table): a machine format prints one document on stdout, tables on stderr."""
     allowed = choices or FORMATS
     machine = ", ".join(c for c in allowed if c != "table")
@@ -59,20 +48,16 @@ def format_option(
         default=default,
         show_default=default is not None,
         help=text,
-        **_stored(remember),
     )
 
 
-def force_option(help: str = "Replace a read-only --out file.", remember: bool = False) -> Decorator:
-    return click.option("--force", is_flag=True, help=help, **_stored(remember))
+def force_option(help: str = "Replace a read-only --out file.") -> Decorator:
+    return click.option("--force", is_flag=True, help=help)
 
 
-def db_option(
-    help: str = "Results database (default: results.sqlite in the user data dir).", remember: bool = False
-) -> Decorator:
+def db_option(help: str = "Results database (default: results.sqlite in the user data dir).") -> Decorator:
     return click.option(
-        "--db", "db", type=click.Path(dir_okay=False, path_type=Path), default=None, help=help,
-        **_stored(remember),
+        "--db", "db", type=click.Path(dir_okay=False, path_type=Path), default=None, help=help
     )
 
 

@@ -68,20 +68,14 @@ MEBIBYTES_OR_ZERO = FiniteFloat(0, MAX_MIB, name="mib")
 __all__ = ["MAX_RUNS", "MEBIBYTES", "MEBIBYTES_OR_ZERO", "RUNS", "TIME_BUDGET", "WARMUP", "FiniteFloat"]
 
 
-def _remember_threads(ctx: click.Context, _param: click.Parameter, value: int | None) -> int | None:
-    ctx.meta["anebench.threads"] = value  # read by cli.run.options_from, so no command signature changes
-    return value
-
-
 def threads_option(func):
-    """--threads N: the CPU threads one call may use (numpy's BLAS via threadpoolctl, torch's threads)."""
+    """--threads N: the CPU threads one call may use (numpy's BLAS via threadpoolctl, torch's threads);
+    measuring_options parses it into ``Settings.threads``."""
     return click.option(
         "--threads",
         "-t",
         type=click.IntRange(1, 4096),
         default=None,
-        expose_value=False,
-        callback=_remember_threads,
         help="CPU threads per call (numpy: BLAS via threadpoolctl; torch: set_num_threads); recorded "
         "and shown as `thr` [default: the engine's own].",
     )(func)
@@ -107,3 +101,12 @@ def timing_flags(runs: int, budget: float | None, runs_help: str, budget_help: s
         return click.option("--runs", "-n", type=RUNS, default=runs, show_default=True, help=runs_help)(func)
 
     return decorate
+
+
+def power_option(func):
+    return click.option(
+        "--power/--no-power",
+        default=None,
+        help="Read energy (NVML, RAPL, IOReport on a Mac) around the timed calls: joules per call, "
+        "GB/s per watt [default: off; on for the Mac campaign].",
+    )(func)

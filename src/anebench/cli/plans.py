@@ -11,9 +11,8 @@ import click
 from ..engines import engines_with, get_engine
 from ..engines.base import Engine
 from ..errors import UserError
-from ..orchestration.suites.bundle_plan import BundlePlan, require_measurable
+from ..orchestration.suites.bundle_plan import BundlePlan
 from ..report.suite_terminal import TermTable, sig
-from .common import Target, resolve_targets
 from .terminal import print_table, say
 
 
@@ -42,16 +41,6 @@ def bundle_only_target(engines: tuple[str, ...], device: str | None, suite: str)
         raise UserError(f"{suite} --dry-run plans the bundles of an engine that builds them: "
                         f"give {names} alone")
     return engine, engine.planning_device(device)
-
-
-def measuring_targets(engines: tuple[str, ...], device: str | None, suite: str) -> list[Target]:
-    """The targets to measure; one on an engine that builds bundles but cannot run here is refused
-    first, in one line."""
-    for name in engines:
-        engine = get_engine(name)
-        if engine.plans_bundles:
-            require_measurable(engine, engine.planning_device(device), suite)
-    return resolve_targets(engines, device)
 
 
 def show_plan(plan: BundlePlan, as_json: bool) -> None:

@@ -356,32 +356,6 @@ def store_measured(records: list[ResultRecord], db: Path | None, source: str = "
         say(f"stored {done.added} record(s) in {store.path} ({done.duplicates} already there)")
 
 
-def store_options(func, db: bool = True):
-    """`--store [--db PATH]` for `run` and every suite; the values wait in the click context for
-    finish_run / suite_output.finish. ``db=False``: the command has its own --db (latency)."""
-
-    if db:
-        func = options.db_option(
-            "Results database for --store (default: the user data dir).", remember=True
-        )(func)
-    return click.option(
-        "--store",
-        is_flag=True,
-        expose_value=False,
-        callback=options.remember_value,
-        help="Also store the measured records in the results database.",
-    )(func)
-
-
-def finish_run(records: list[ResultRecord], as_json: bool) -> None:
-    """After a run is saved: store it if asked, then show it beside the published figures (stderr
-    under --json, so stdout stays one JSON document)."""
-    meta = click.get_current_context().meta
-    if meta.get("anebench.store"):
-        store_measured(records, meta.get("anebench.db"))
-    show_family_comparison(records, err_console if as_json else out_console())
-
-
 def show_family_comparison(records: list[ResultRecord], console: Console) -> None:
     """End of `anebench run`: the user's figure beside the published ones of the same chip family (each
     published point judged against the run's between-run interval) where there are any; else beside
@@ -463,10 +437,8 @@ __all__ = [
     "InvalidFile",
     "Loader",
     "db_option",
-    "finish_run",
     "ingest_files",
     "register",
     "show_family_comparison",
     "store_measured",
-    "store_options",
 ]

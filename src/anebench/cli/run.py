@@ -1,71 +1,54 @@
-"""`anebench run`, `anebench engines`, `anebench info`."""
+"""`anebench run`: the CLI builds a run request from its settings and options, calls the library's one
+entry for it (orchestration/entry.py: plan, checks, measurement, interrupt), and maps the outcome to
+output; `engines` and `info` are cli/host_info.py's."""
 
 from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict
-from pathlib import Path
-from typing import Any
 
 import click
 
-from ..engines import PUBLISHED_ANE_ENGINE, active_engines
+from ..engines import PUBLISHED_ANE_ENGINE
 from ..errors import UserError
-from ..measure.timing import DEFAULT_REPETITIONS, DEFAULT_RUNS, split_runs
-from ..measure.warmup import WarmupPolicy
-from ..model import HostInfo
-from ..orchestration.campaign import (
-    Plan,
-    Unrunnable,
-    plan_run,
-    preflight_steps,
-    run_campaign,
-    unrunnable_engines,
-)
-from ..orchestration.interleave import Configuration, check_interleavable, run_interleaved
-from ..orchestration.runplan import (
-    Mitigations,
-    PlannedStep,
-    concurrency_hint,
-    describe_plan,
-    mac_campaign_plan,
-)
-from ..orchestration.session import RunOptions, check_threads
-from ..system import power as power_counters
-from ..system.energy_sources import energy_sources
-from ..system.host import SYSTEM_HOST, busy_warning
+from ..measure.timing import DEFAULT_REPETITIONS, DEFAULT_RUNS
+from ..model import ResultRecord
+from ..orchestration import entry
+from ..orchestration.campaign import Plan, StepStarted, Unrunnable
+from ..orchestration.runplan import Mitigations, PlannedStep, mac_campaign_plan
 from .common import (
     QUIET,
     StepSaver,
     announce_workloads,
-    check_out_path,
     emit,
     err_console,
     flags,
     flush_warnings,
-    format_option,
     hold_signals,
     measuring_options,
     out_console,
-    output_format,
     progress_bar,
     say,
-    verbosity,
     warn,
+    workload_inputs,
 )
 from .console import wraps
-from .options import dry_run_option, json_option
-from .params import timing_flags
-from .results import finish_run, store_options
-from .tables import FittingTable, fmt_mb
+from .host_info import engines, info
+from .options import dry_run_option
+from .params import power_option, timing_flags
+from .results import show_family_comparison, store_measured
+from .settings import Settings, store_options
+from .tables import FittingTable
 from .terminal import PointLog
 
 
 def say_line(line: str | None) -> None:
     if line:
         say(line)
+
 
 run_options = timing_flags(
     DEFAULT_RUNS,
@@ -124,49 +107,6 @@ def thread_counts(text: str | None) -> list[int | None]:
     return list(counts)
 
 
-def power_option(func):
-    return click.option(
-        "--power/--no-power",
-        default=None,
-        help="Read energy (NVML, RAPL, IOReport on a Mac) around the timed calls: joules per call, "
-        "GB/s per watt [default: off; on for the Mac campaign].",
-    )(func)
-
-
-def options_from(
-    runs: int,
-    time_budget: float | None,
-    warmup: int | None,
-    suite: str = "run",
-    power: bool | None = False,
-    repetitions: int = 1,
-    fresh_processes: bool = False,
-) -> RunOptions:
-    policy = WarmupPolicy(fixed=warmup) if warmup is not None else WarmupPolicy()
-    split_runs(runs, repetitions)  # refuse --runs < --repetitions before any work
-    if power and fresh_processes:
-        raise UserError(
-            "--power with --fresh-processes: the energy counter is read in one process; drop one of them"
-        )
-    ctx = click.get_current_context(silent=True)
-    threads = ctx.meta.get("anebench.threads") if ctx is not None else None
-    if threads is not None and ctx is not None and ctx.params.get("keep_awake"):
-        raise UserError(
-            "--threads with --keep-awake: keep-awake already gives a CPU engine one thread fewer than the "
-            "cores; drop one of them"
-        )
-    return RunOptions(
-        threads=threads,
-        runs=runs,
-        time_budget_s=time_budget,
-        warmup=policy,
-        suite=suite,
-        power=bool(power),
-        repetitions=repetitions,
-        fresh_processes=fresh_processes,
-    )
-
-
 def plan_table(plan: list[PlannedStep], title: str) -> FittingTable:
     rows = [
         [step.engine, step.device, step.workload, "on" if step.power else "off", step.energy_source]
@@ -177,18 +117,16 @@ def plan_table(plan: list[PlannedStep], title: str) -> FittingTable:
     )
 
 
-def show_plan(plan: list[PlannedStep], title: str, as_json: bool) -> None:
-    fmt = click.get_current_context().meta.get("anebench.format", "json" if as_json else "table")
+def show_plan(plan: list[PlannedStep], title: str, fmt: str) -> None:
     if fmt == "json":
         sys.stdout.write(json.dumps({"plan": [asdict(step) for step in plan]}, indent=1) + "\n")
         return
     out_console().print(plan_table(plan, title))
 
 
-def show_unrunnable(unrunnable: list[Unrunnable], planned: list[PlannedStep], as_json: bool) -> None:
+def show_unrunnable(unrunnable: list[Unrunnable], planned: list[PlannedStep], fmt: str) -> None:
     """A dry run naming engines this host cannot run: why, and what a host that can would do; the plan of
     the named engines that can run here, if any."""
-    fmt = click.get_current_context().meta.get("anebench.format", "json" if as_json else "table")
     if fmt == "json":
         document = {"plan": [asdict(step) for step in planned],
                     "unavailable": [asdict(u) for u in unrunnable]}
@@ -243,13 +181,55 @@ def mitigation_options(func):
     return func
 
 
-def plan_steps(
-    engines: tuple[str, ...], device: str | None, workloads: tuple[str, ...], mitigations: Mitigations
-) -> Plan:
-    """The library's plan, and the CLI's part: say which real weights a checkpoint workload measures."""
-    plan = plan_run(engines, device, workloads, mitigations)
-    announce_workloads(plan.workloads)
-    return plan
+class RunDisplay:
+    """The CLI's side of a run, as the library's run events: the workloads announced and --out checked
+    once the plan is known, the busy warning before measuring, the progress bars (one line per finished
+    step when piped), and a checkpoint of the records after each step."""
+
+    def __init__(self, settings: Settings, interleave: bool):
+        self.settings, self.interleave = settings, interleave
+        self.saver: StepSaver | None = None
+        self.log, self.piped = PointLog(), not err_console.is_terminal and settings.verbosity > QUIET
+
+    def events(self) -> entry.RunEvents:
+        return entry.RunEvents(self.planned, self.warn, self.progress, self.finished)
+
+    def planned(self, plan: Plan, measuring: bool) -> None:
+        announce_workloads(plan.workloads)  # which real weights a checkpoint workload measures
+        self.settings = self.settings.reading(*workload_inputs(plan.workloads))
+        if measuring:
+            self.settings.check_out_path()
+            self.saver = StepSaver("run", self.settings, len(plan.steps))
+
+    def warn(self, text: str) -> None:
+        warn(text)
+        flush_warnings()  # said now, before measuring: only once
+
+    @contextmanager
+    def progress(self, steps: int) -> Iterator[StepStarted]:
+        with progress_bar() as bars:  # its exit restores the cursor, however the run ends
+            if self.interleave:
+
+                def bar(label: str, total: int) -> Callable[[int, int], None]:
+                    task = bars.add_task(label, total=total)
+                    return lambda done, total: bars.update(task, completed=done)
+
+                yield bar
+                return
+
+            def started(label: str, total: int) -> Callable[[int, int], None]:
+                if steps > 1:  # "(2/5)": which step, and what the time-left estimate counts
+                    label = f"{label} ({len(bars.tasks) + 1}/{steps})"
+                if self.piped:  # a log gets one line per finished step, not redraws
+                    say_line(self.log.start(label))
+                task = bars.add_task(f"{label} (loading)", total=total)
+                return lambda done, total: bars.update(task, completed=done, description=label)
+
+            yield started
+
+    def finished(self, records: list[ResultRecord]) -> None:
+        if self.saver is not None:
+            self.saver(records)
 
 
 @click.command()
@@ -270,12 +250,10 @@ def plan_steps(
 )
 @flags(batch="--predicts-per-call")  # a call too short to time: in `run`, K predicts per call lengthen it
 def run(
+    settings: Settings,
     engines,
     device,
     workloads,
-    out: Path | None,
-    no_save: bool,
-    as_json: bool,
     runs: int,
     time_budget: float | None,
     warmup: int | None,
@@ -302,7 +280,8 @@ def run(
                 "drop --engine, --device and --workload"
             )
         show_plan(
-            mac_campaign_plan(power is not False), "anebench run on a Mac (every engine installed)", as_json
+            mac_campaign_plan(power is not False), "anebench run on a Mac (every engine installed)",
+            settings.format,
         )
         return
     if deprecated_batch is not None:
@@ -312,215 +291,66 @@ def run(
         raise UserError("--interleave-threads: only with --interleave")
     if interleave and keep_awake:
         raise UserError("--interleave with --keep-awake: the spinner is set up per measurement; drop one")
-    threads = thread_counts(interleave_threads)
-    mitigations = Mitigations(keep_awake, predicts, repeat)
-    if dry_run and engines and (unrunnable := unrunnable_engines(engines, workloads)):
-        # Explained, not refused (a dry run measures nothing anyway); the engines that can run are planned.
-        runnable = tuple(name for name in engines if name not in {u.engine for u in unrunnable})
-        steps = plan_steps(runnable, device, workloads, mitigations).steps if runnable else []
-        planned = describe_plan([(s.engine.name, s.device, s.workload.name) for s in steps], bool(power),
-                                power_counters.current_platform())
-        show_unrunnable(unrunnable, planned, as_json)
-        return
-    plan = plan_steps(engines, device, workloads, mitigations)
-    power = plan.campaign if power is None else power  # the Mac campaign reads energy unless --no-power
-    if dry_run:
-        planned = describe_plan(
-            [(s.engine.name, s.device, s.workload.name) for s in plan.steps],
-            power,
-            power_counters.current_platform(),
-        )
-        show_plan(planned, "anebench run on this host", as_json)
-        return
-    check_out_path(out)
-    preflight_steps(plan.steps)
-    for step in plan.steps:  # every engine of the plan, before the first is measured
-        check_threads(step.engine, click.get_current_context().meta.get("anebench.threads"))
-    options = options_from(
-        runs, time_budget, warmup, power=power, repetitions=repetitions, fresh_processes=fresh_processes
+    request = entry.RunRequest(
+        engines,
+        device,
+        workloads,
+        entry.Timing(runs, time_budget, warmup, settings.threads, repetitions, fresh_processes),
+        power,
+        Mitigations(keep_awake, predicts, repeat),
+        interleave,
+        tuple(thread_counts(interleave_threads)),
+        dry_run,
     )
-    configurations = [Configuration(s.engine, s.device, s.workload, t) for s in plan.steps for t in threads]
-    if interleave:
-        check_interleavable(configurations, options)
-    busy = busy_warning(options.host.state(), options.host.info().cores_logical)
-    if busy:  # said before measuring, so the user can stop and retry on a quiet machine; only once
-        warn(busy)
-        flush_warnings()
-    if interleave:
-        with progress_bar() as progress:
-            def bar(label: str, total: int) -> Callable[[int, int], None]:
-                task = progress.add_task(label, total=total)
-                return lambda done, total: progress.update(task, completed=done)
+    display = RunDisplay(settings, interleave)
+    outcome = entry.run(request, display.events())
+    show_outcome(outcome, display, repetitions)
 
-            records = run_interleaved(configurations, options, bar)
-        emit(records, "run", out, no_save, as_json)
-        finish_run(records, as_json)
-        say(f"interleaved: {len(configurations)} configurations in {repetitions} rounds; "
+
+def show_outcome(outcome: entry.RunOutcome, display: RunDisplay, repetitions: int) -> None:
+    """The outcome as output: a dry run's plan; else the results (saved first), --store, the figure
+    beside the published ones, and what to run next. An interrupted run saves its finished steps, says
+    so and exits 130."""
+    settings = display.settings
+    if not outcome.measured:
+        if outcome.unrunnable:
+            show_unrunnable(outcome.unrunnable, outcome.plan, settings.format)
+        else:
+            show_plan(outcome.plan, "anebench run on this host", settings.format)
+        return
+    if outcome.configurations:
+        emit(outcome.records, "run", settings)
+        finish_run(outcome.records, settings)
+        say(f"interleaved: {outcome.configurations} configurations in {repetitions} rounds; "
             "`anebench compare FILE` pairs them repetition by repetition")
         return
-    log, piped = PointLog(), not err_console.is_terminal and verbosity() > QUIET
-    with progress_bar() as progress:  # its exit restores the cursor, however the campaign ends
-
-        def started(label: str, total: int) -> Callable[[int, int], None]:
-            if len(plan.steps) > 1:  # "(2/5)": which step, and what the time-left estimate counts
-                label = f"{label} ({len(progress.tasks) + 1}/{len(plan.steps)})"
-            if piped:  # a log gets one line per finished step, not redraws
-                say_line(log.start(label))
-            task = progress.add_task(f"{label} (loading)", total=total)
-            return lambda done, total: progress.update(task, completed=done, description=label)
-
-        checkpoint = StepSaver("run", out, no_save, len(plan.steps))
-        result = run_campaign(plan.steps, options, mitigations, started, finished=checkpoint)
-    out = checkpoint.final_out()
-    if piped and not result.interrupted:  # after the bars' last frame, so the log reads in order
-        say_line(log.finish())
-    if result.interrupted:
+    out = display.saver.final_out() if display.saver is not None else settings.out
+    if display.piped and not outcome.interrupted:  # after the bars' last frame, so the log reads in order
+        say_line(display.log.finish())
+    if outcome.interrupted:
         hold_signals()  # a second Ctrl-C (or a SIGHUP) cannot cut the save of the finished steps
-        saved = emit(result.records, "run", out, no_save, as_json)
+        saved = emit(outcome.records, "run", settings, out)
         where = f"saved to {saved}" if saved else "not saved (--no-save)"
         say(
-            f"interrupted: the {len(result.records)} finished step(s) of {result.planned} are {where}",
+            f"interrupted: the {len(outcome.records)} finished step(s) of {outcome.steps} are {where}",
             quiet_too=True,
         )
         raise SystemExit(130)
-    emit(result.records, "run", out, no_save, as_json)
-    finish_run(result.records, as_json)  # --store, and the figure beside the published ones
-    hint = concurrency_hint(SYSTEM_HOST.info().chip) if plan.campaign else None
-    if hint:
-        say(hint)
-    if plan.campaign:
+    emit(outcome.records, "run", settings, out)
+    finish_run(outcome.records, settings)  # --store, and the figure beside the published ones
+    if outcome.hint:
+        say(outcome.hint)
+    if outcome.campaign:
         say("the campaign's decode step: `anebench decode --campaign` (qwen3-0.6b on the ANE, GPU and CPU, "
             "power on; docs/decode.md)")
 
 
-@click.command()
-@format_option("table", "json")
-@json_option()
-def engines(fmt: str | None, as_json: bool) -> None:
-    """List engines, their devices, and why any are unavailable."""
-    found: list[dict[str, Any]] = []
-    for name, factory in active_engines().items():
-        engine = factory()
-        availability = engine.available()
-        found.append(
-            {
-                "engine": name,
-                "available": bool(availability),
-                "version": engine.version() if availability else None,
-                "devices": engine.devices() if availability else [],
-                "thread_control": engine.thread_control,
-                "why_not": availability.reason or None,
-            }
-        )
-    if output_format(fmt, as_json) == "json":
-        click.echo(json.dumps({"engines": found}, indent=1))
-        return
-    rows = [
-        [
-            e["engine"],
-            "yes" if e["available"] else "no",
-            e["version"] or "-",
-            ", ".join(e["devices"]) or "-",
-            e["why_not"] or "-",
-        ]
-        for e in found
-    ]
-    out_console().print(
-        FittingTable(
-            ["engine", "available", "version", "devices", "why not"],
-            rows,
-            "anebench engines",
-            wrap={"devices", "why not"},
-        )
-    )
-
-
-def _known(value: object, unknown: str = "unknown") -> str:
-    if value is None or value == "":
-        return unknown
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    return str(value)
-
-
-def blas_line(lib: dict) -> str:
-    """'openblas 0.3.27 (SkylakeX kernel, 16 threads, pthreads)' from one threadpoolctl entry."""
-    extras = [
-        f"{lib['kernel']} kernel" if lib.get("kernel") else "",
-        f"{lib['threads']} threads" if lib.get("threads") else "",
-        str(lib.get("threading") or ""),
-    ]
-    details = ", ".join(e for e in extras if e)
-    name = " ".join(str(lib[k]) for k in ("library", "version") if lib.get(k)) or "unknown library"
-    return f"{name} ({details})" if details else name
-
-
-def host_rows(host: HostInfo) -> list[tuple[str, str]]:
-    """The host as (fact, value) lines a reader can take in: units stated, nothing shown as None."""
-    os_line = " ".join(p for p in (host.os, host.os_version) if p) + f" ({host.arch})"
-    cores = ", ".join(
-        f"{n} {kind}" for n, kind in ((host.cores_physical, "physical"), (host.cores_logical, "logical")) if n
-    )
-    rows = [
-        ("OS", os_line),
-        ("CPU", _known(host.cpu_model)),
-        ("Apple chip", host.chip or "none (not an Apple silicon host)"),
-        ("machine model", _known(host.machine_model, "-")),
-        ("cores", cores or "unknown"),
-        ("memory", f"{host.memory_bytes / 1e9:.1f} GB" if host.memory_bytes else "unknown"),
-        ("last-level cache", f"{fmt_mb(host.llc_bytes)} MB" if host.llc_bytes else "unknown"),
-        ("Python", _known(host.python)),
-        ("under Rosetta", _known(host.rosetta, "no" if host.os != "macOS" else "unknown")),
-    ]
-    rows += [("BLAS" if i == 0 else "", blas_line(lib)) for i, lib in enumerate(host.blas)] or [
-        ("BLAS", "none found")
-    ]
-    rows += [
-        ("power source", _known(host.power_source)),
-        ("low-power mode", _known(host.low_power_mode)),
-        ("host fingerprint", _known(host.fingerprint, "-")),
-    ]
-    return rows
-
-
-def source_detail(source) -> str:
-    """The channels an IOReport source was found by (with their units), and what is missing or why not."""
-    parts = [f"found: {'; '.join(source.channels)}"] if source.channels else []
-    parts += [source.reason] if source.reason else []
-    return "; ".join(parts) or "-"
-
-
-@click.command()
-@format_option("table", "json")
-@json_option()
-def info(fmt: str | None, as_json: bool) -> None:
-    """Describe this host: OS, CPU, memory, caches, BLAS, power, and the energy sources --power can read."""
-    host = SYSTEM_HOST.info()
-    if output_format(fmt, as_json) == "json":
-        click.echo(host.model_dump_json(indent=1))
-        return
-    console = out_console()
-    console.print(
-        FittingTable(
-            ["fact", "value"],
-            [list(row) for row in host_rows(host)],
-            "this host",
-            "MB = 1e6 bytes, GB = 1e9 bytes",
-            wrap={"value"},
-        )
-    )
-    rows = [
-        [source.name, source.covers, "yes" if source.available else "no", source_detail(source)]
-        for source in energy_sources()
-    ]
-    console.print(
-        FittingTable(
-            ["source", "measures", "available", "channels found / why not"],
-            rows,
-            "energy sources (--power)",
-            wrap={"measures", "channels found / why not"},
-        )
-    )
+def finish_run(records: list[ResultRecord], settings: Settings) -> None:
+    """After a run is saved: store it if asked, then show it beside the published figures (stderr
+    under a machine format, so stdout stays one document)."""
+    if settings.store:
+        store_measured(records, settings.db)
+    show_family_comparison(records, err_console if settings.machine else out_console())
 
 
 def register(app: click.Group) -> None:
@@ -528,4 +358,4 @@ def register(app: click.Group) -> None:
         app.add_command(command)
 
 
-__all__ = ["err_console", "options_from", "power_option", "register", "repetition_options", "run_options"]
+__all__ = ["err_console", "power_option", "register", "repetition_options", "run_options"]

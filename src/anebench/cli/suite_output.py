@@ -1,5 +1,5 @@
-"""What the suite commands share after measuring: one output format, the suite's tables, warnings once each,
-saving, extra exports, and plots beside the results."""
+"""What the suite commands share after measuring: the suite's tables, warnings once each, saving, extra
+exports, and plots beside the results."""
 
 from __future__ import annotations
 
@@ -11,24 +11,11 @@ from ..errors import UserError
 from ..model import ResultRecord
 from ..report.escape import clean_text
 from ..report.suite_terminal import TermTable, as_csv, as_markdown, suite_tables
-from .common import MEASURING_FORMATS, save_results, write_exports
-from .common import output_format as resolve_format
 from .console import print_table, say
 from .exports import export_text
+from .saving import save_results, write_exports
+from .settings import Settings
 from .terminal import Warnings
-
-FORMATS = MEASURING_FORMATS
-
-
-def output_format(as_json: bool, fmt: str | None, out: Path | None = None, no_save: bool = False) -> str:
-    """The one output format; conflicting options refused in one line before anything runs."""
-    ctx = click.get_current_context(silent=True)
-    resolved = ctx.meta.get("anebench.format") if ctx is not None else None
-    if no_save and out is not None:
-        raise UserError(f"--no-save and --out {out}: give one (--out saves the results there)")
-    if resolved is not None:  # the shared measuring options already resolved --format/--json and checked them
-        return str(resolved)
-    return resolve_format(fmt, as_json)
 
 
 def show_tables(tables: list[TermTable], fmt: str) -> None:
@@ -40,15 +27,17 @@ def show_tables(tables: list[TermTable], fmt: str) -> None:
     click.echo(as_csv(tables) if fmt == "csv" else as_markdown(tables), nl=False)
 
 
-def finish(records: list[ResultRecord], suite: str, out: Path | None, no_save: bool, fmt: str,
+def finish(records: list[ResultRecord], suite: str, settings: Settings, out: Path | None = None,
            tables: list[TermTable] | None = None, file_label: str | None = None) -> Path | None:
-    """The suite's tables, its warnings once each, energy per record, then save, export and (json,
-    jsonl) the document. ``file_label``: the suite's name in a default results file name (default
-    ``suite``). The records are saved first: a closed stdout or a full terminal log cannot lose them."""
+    """The suite's tables, its warnings once each, energy per record, then save (to ``out``, default the
+    settings' --out), export and (json, jsonl) the document. ``file_label``: the suite's name in a
+    default results file name (default ``suite``). The records are saved first: a closed stdout or a full
+    terminal log cannot lose them."""
+    fmt = settings.format
     saved, failure = None, None
-    if not no_save:
+    if not settings.no_save:
         try:
-            saved = save_results(records, file_label or suite, out)
+            saved = save_results(records, file_label or suite, out or settings.out, settings)
         except UserError as exc:
             failure = exc
     show_tables(suite_tables(suite, records) if tables is None else tables, fmt)
@@ -67,12 +56,11 @@ def finish(records: list[ResultRecord], suite: str, out: Path | None, no_save: b
             f"{len(device)} record(s); each record's figure is in the results file")
     if saved is not None:
         say(f"saved {len(records)} record(s) to {clean_text(str(saved), keep_newlines=False)}")
-    write_exports(records, suite)
-    meta = click.get_current_context().meta
-    if meta.get("anebench.store") and records:  # --store, as in `run`: every suite's records can be stored
+    write_exports(records, suite, settings)
+    if settings.store and records:  # --store, as in `run`: every suite's records can be stored
         from .results import store_measured
 
-        store_measured(records, meta.get("anebench.db"), f"anebench {suite}")
+        store_measured(records, settings.db, f"anebench {suite}")
     if fmt in ("json", "jsonl"):
         click.echo(export_text(fmt, records, suite), nl=False)
     if failure is not None:

@@ -1,29 +1,27 @@
-"""The scaffold every suite command shares (sweep, roofline, latency, compute, concurrent, quant): its
-timing options, the targets and --out check before anything runs, the measuring loop under one progress
-display, the finish (tables, warnings, save, exports) and the analysis failure after the records are
-saved."""
+"""The scaffold every suite command shares (sweep, roofline, compute, latency, concurrent, quant, decode):
+its timing options; the dry run of an engine that builds bundles; the display of its library entry
+(orchestration/suite_entry.py: the workloads announced, --out checked once the targets are accepted, one
+progress display); the finish (tables, warnings, save, exports, --store, the document); the plots
+beside the results; and the analysis failure, said after the records are saved."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
 import click
 
+from ..engines.base import Engine
 from ..errors import AnalysisFailed
-from ..model import ResultRecord
-from ..orchestration.campaign import Target
-from ..orchestration.session import RunOptions
-from ..orchestration.suites.common import ProgressFactory
-from .common import check_out_path
+from ..orchestration.suite_entry import SuiteEvents
+from ..orchestration.suites.bundle_plan import BundlePlan
+from ..workloads import Workload
+from .common import announce_workloads, workload_inputs
 from .console import progress
 from .params import timing_flags
-from .plans import measuring_targets
-from .run import options_from
-from .suite_output import finish
-
-Result = TypeVar("Result")
+from .plans import bundle_only_target, show_plan
+from .settings import Settings
+from .suite_output import finish, stem_for, write_plot
 
 
 def max_tokens_option(func):
@@ -66,36 +64,48 @@ def timing_options(runs: int, budget: float | None, plot: bool = True, threads: 
     return decorate
 
 
-def suite_options(runs, time_budget, warmup, suite, power) -> RunOptions:
-    return options_from(runs, time_budget, warmup, suite=suite, power=power)
+class SuiteDisplay:
+    """The CLI's side of a suite run through its library entry (orchestration/suite_entry.py): the
+    workloads announced (a checkpoint's files become inputs of the command), --out checked once the
+    targets are accepted, and the progress display (none under -q). ``settings``: with the inputs."""
+
+    def __init__(self, settings: Settings):
+        self.settings = settings
+
+    def planned(self, workloads: list[Workload]) -> None:
+        announce_workloads(workloads)
+        self.settings = self.settings.reading(*workload_inputs(workloads))
+
+    def ready(self) -> None:
+        self.settings.check_out_path()
+
+    def events(self) -> SuiteEvents:
+        return SuiteEvents(self.planned, self.ready, progress)
 
 
-
-def suite_setup(
-    engines: tuple[str, ...], device: str | None, suite: str, out: Path | None, runs: int,
-    time_budget: float | None, warmup: int | None, power: bool,
-) -> tuple[list[Target], RunOptions]:
-    """The targets that can measure ``suite`` here, and its options; an --out the output policy would
-    refuse is refused now, before anything is measured."""
-    targets = measuring_targets(engines, device, suite)
-    check_out_path(out)
-    return targets, suite_options(runs, time_budget, warmup, suite, power)
-
-
-def measure_each(jobs: Iterable[Callable[[ProgressFactory], Result]]) -> list[Result]:
-    """Each job under one progress display (none under -q), in order."""
-    with progress() as factory:
-        return [job(factory) for job in jobs]
-
-
-def finish_suite(results: list[Result], records_of: Callable[[Result], list[ResultRecord]], suite: str,
-                 out: Path | None, no_save: bool, fmt: str, file_label: str | None = None) -> Path | None:
-    """Every result's records through the one finish: tables, warnings, save, exports, the document."""
-    records = [record for result in results for record in records_of(result)]
-    return finish(records, suite, out, no_save, fmt, file_label=file_label)
+def show_bundle_plans(engines: tuple[str, ...], device: str | None, suite: str, bases: list[Workload],
+                      plan: Callable[[Engine, str, Workload], BundlePlan], settings: Settings) -> None:
+    """--dry-run of an engine that builds bundles: each base workload's bundles and calls, built and
+    measured nothing (on any OS)."""
+    engine, where = bundle_only_target(engines, device, suite)
+    for base in bases:
+        show_plan(plan(engine, where, base), settings.format == "json")
 
 
 def fail_unless_analysed(what: str, failures: list[str], advice: str = "") -> None:
     """The records are saved; the suite's analysis could not be made from them: say so, no number."""
     if failures:
         raise AnalysisFailed(f"{what}: " + "; ".join(failures) + (f"; {advice}" if advice else ""))
+
+
+__all__ = [
+    "SuiteDisplay",
+    "fail_unless_analysed",
+    "finish",
+    "max_tokens_option",
+    "progress",
+    "show_bundle_plans",
+    "stem_for",
+    "timing_options",
+    "write_plot",
+]

@@ -12,28 +12,33 @@ from __future__ import annotations
 
 import functools
 from dataclasses import replace as dc_replace
+from typing import TYPE_CHECKING
 
 import click
 
 from ..measure.sweep import MiB
-from .common import (
-    StepSaver,
-    measuring_options,
-    resolve_targets,
-    resolve_workloads,
-)
-from .console import progress, result_line, rule, say
-from .params import MEBIBYTES, MEBIBYTES_OR_ZERO
-from .plans import bundle_engine, bundle_only_target, dry_run_option, show_plan
-from .results import store_options
-from .run import power_option
-from .suite_output import finish, output_format, stem_for, write_plot
+from ..orchestration.entry import Timing
+from .common import StepSaver, measuring_options, resolve_targets, resolve_workloads
+from .console import result_line, rule, say
+from .params import MEBIBYTES, MEBIBYTES_OR_ZERO, power_option
+from .plans import bundle_engine, dry_run_option
+from .settings import Settings, store_options
 from .suite_scaffold import (
+    SuiteDisplay,
     fail_unless_analysed,
+    finish,
     max_tokens_option,
-    suite_setup,
+    show_bundle_plans,
+    stem_for,
     timing_options,
+    write_plot,
 )
+
+if TYPE_CHECKING:  # the suites' modules are imported when a command runs (start-up time)
+    from ..engines.base import Engine
+    from ..orchestration.suites.bundle_plan import BundlePlan
+    from ..orchestration.suites.roofline import FirstLook
+    from ..workloads import Workload
 
 
 @click.command()
@@ -65,13 +70,10 @@ from .suite_scaffold import (
 @click.option("--quick", is_flag=True, help="7 sizes, 15 runs and 0.5 s each: a first look.")
 @dry_run_option
 def sweep(
+    settings: Settings,
     engines,
     device,
     workloads,
-    out,
-    no_save,
-    as_json,
-    fmt,
     plot_stem,
     runs,
     time_budget,
@@ -87,73 +89,37 @@ def sweep(
     """Latency and GB/s over weight sizes; fit latency = overhead + bytes / bandwidth past the cache knee.
     Engines that build bundles: heads from 4 MiB to the full head (--max-mb), one bundle per size, built or
     reused."""
-    from ..orchestration.suites.sweep import (
-        plan_engine_sweep,
-        plan_sweep,
-        plan_sweep_bundles,
-        run_sweep,
-        sweep_workloads,
-    )
+    from ..orchestration import suite_entry
     from ..report.suite_plots import plot_sweep
 
-    fmt = output_format(as_json, fmt, out, no_save)
-    bases = resolve_workloads(workloads)
     if quick:
         runs, time_budget, points = min(runs, 15), min(time_budget or 0.5, 0.5), points or 7
     def to_bytes(mb: float | None) -> int | None:
         return int(mb * MiB) if mb else None
-    if dry_run and bundle_engine(engines) is None:
-        for target in resolve_targets(engines, device):
-            plan = plan_sweep(target.engine, target.device, to_bytes(min_mb), to_bytes(max_mb), points or 12,
-                              -1 if cache_mb is None else to_bytes(cache_mb))
-            label = f"sweep {target.engine.name}:{target.device}"
-            sizes = ", ".join(f"{s / MiB:.3g}" for s in plan.sizes)
-            result_line(f"{label}: {len(plan.sizes)} sizes, {sizes} MiB; {runs} runs each over its "
-                        f"repetitions, at most {time_budget} s of calls per size (plus warmups)")
-            for note in plan.notes:
-                result_line(f"{label}: {note}")
-        return
     if dry_run:
-        engine, device = bundle_only_target(engines, device, "sweep")
-        for base in bases:
-            plan = plan_engine_sweep(engine, device, base, to_bytes(min_mb), to_bytes(max_mb), points)
-            show_plan(plan_sweep_bundles(engine, device, base, plan, runs, time_budget), fmt == "json")
+        sweep_dry_run(engines, device, workloads, settings, to_bytes(min_mb), to_bytes(max_mb), points,
+                      -1 if cache_mb is None else to_bytes(cache_mb), runs, time_budget)
         return
-    targets, options = suite_setup(engines, device, "sweep", out, runs, time_budget, warmup, power)
-    plans = [
-        (
-            target,
-            base,
-            plan_engine_sweep(
-                target.engine,
-                target.device,
-                base,
-                to_bytes(min_mb),
-                to_bytes(max_mb),
-                points,
-                -1 if cache_mb is None else to_bytes(cache_mb),
-            ),
-        )
-        for target in targets
-        for base in bases
-    ]
-    for target, base, plan in plans:  # every refusal before anything is measured
-        sweep_workloads(target.engine, target.device, base, plan)
-    results = []
-    checkpoint = StepSaver("sweep", out, no_save, steps=2)  # every finished point, saved as it finishes
-    finished: list = []
-    with progress() as factory:
-        for target, base, plan in plans:
-            before = list(finished)
-            result = run_sweep(target.engine, target.device, base, plan, options, factory,
-                               finished=lambda points, before=before: checkpoint(before + points))
-            results.append((target, base, result))
-            finished += result.records
-    saved = finish([r for *_, res in results for r in res.records], "sweep", checkpoint.final_out(), no_save,
-                   fmt)
+    request = suite_entry.SweepRequest(
+        engines, device, workloads, Timing(runs, time_budget, warmup, settings.threads), power,
+        min_bytes=to_bytes(min_mb), max_bytes=to_bytes(max_mb), points=points,
+        cache_bytes=-1 if cache_mb is None else to_bytes(cache_mb),
+    )
+    display = SuiteDisplay(settings)
+    checkpoint: list[StepSaver] = []  # made once --out is checked: every finished point, saved as it finishes
+
+    def ready() -> None:
+        display.ready()
+        checkpoint.append(StepSaver("sweep", display.settings, steps=2))
+
+    events = dc_replace(display.events(), ready=ready, finished=lambda records: checkpoint[0](records))
+    outcome = suite_entry.sweep(request, events)
+    results = outcome.results
+    saved = finish(outcome.records, "sweep", display.settings, checkpoint[0].final_out())
     for *_, result in results:
         if result.analysis is not None:
             rule(f"fit gates: {result.analysis.gates}")
+    many_bases = len(workloads) > 1  # one plot per engine:device and base workload
     for i, (target, base, result) in enumerate(results):
         a = result.analysis
         if target.engine.sweep_context:
@@ -167,8 +133,8 @@ def sweep(
         for note in a.notes:
             say(f"{target.engine.name}:{target.device}: {note}")
         title = f"sweep {target.engine.name}:{target.device} (hidden {base.hidden}, {base.dtype})"
-        label = f"{target.engine.name}-{target.device}"  # one plot per engine:device and base workload
-        label = label if len(bases) == 1 else f"{i}-{label}"
+        label = f"{target.engine.name}-{target.device}"
+        label = f"{i}-{label}" if many_bases else label
         write_plot(
             stem_for(plot_stem, saved, "sweep", label, len(results) > 1),
             functools.partial(plot_sweep, records=result.records),  # the title says what was read
@@ -178,8 +144,32 @@ def sweep(
             title,
         )
     # the records are saved; the fit could not be made from them
-    fail_unless_analysed("sweep fit failed", [f"{t.engine.name}:{t.device}: {res.error}"
-                                              for t, _, res in results if res.error])
+    fail_unless_analysed("sweep fit failed", outcome.failures)
+
+
+def sweep_dry_run(engines: tuple[str, ...], device: str | None, workloads: tuple[str, ...],
+                  settings: Settings, min_bytes: int | None, max_bytes: int | None, points: int | None,
+                  cache_bytes: int | None, runs: int, time_budget: float | None) -> None:
+    """The sizes a sweep would measure; an engine that builds bundles lists them."""
+    from ..orchestration.suites.sweep import plan_engine_sweep, plan_sweep, plan_sweep_bundles
+
+    bases, settings = resolve_workloads(workloads, settings)
+    if bundle_engine(engines) is None:
+        for target in resolve_targets(engines, device):
+            plan = plan_sweep(target.engine, target.device, min_bytes, max_bytes, points or 12, cache_bytes)
+            label = f"sweep {target.engine.name}:{target.device}"
+            sizes = ", ".join(f"{s / MiB:.3g}" for s in plan.sizes)
+            result_line(f"{label}: {len(plan.sizes)} sizes, {sizes} MiB; {runs} runs each over its "
+                        f"repetitions, at most {time_budget} s of calls per size (plus warmups)")
+            for note in plan.notes:
+                result_line(f"{label}: {note}")
+        return
+
+    def bundles(engine: Engine, where: str, base: Workload) -> BundlePlan:
+        plan = plan_engine_sweep(engine, where, base, min_bytes, max_bytes, points)
+        return plan_sweep_bundles(engine, where, base, plan, runs, time_budget)
+
+    show_bundle_plans(engines, device, "sweep", bases, bundles, settings)
 
 
 @click.command()
@@ -197,13 +187,10 @@ def sweep(
 @max_tokens_option
 @dry_run_option
 def roofline(
+    settings: Settings,
     engines,
     device,
     workloads,
-    out,
-    no_save,
-    as_json,
-    fmt,
     plot_stem,
     runs,
     time_budget,
@@ -216,15 +203,10 @@ def roofline(
     """Batch sweep of the same weights: the ridge, achieved FLOP/s and bytes/FLOP, as a roofline.
     Engines that build token-batched bundles: tokens per call (1, 2, 4, ... --max-tokens)."""
     from ..measure.roofline import RIDGE_GATES, RIDGE_RULE
-    from ..orchestration.suites.roofline import (
-        FirstLook,
-        alignment_note,
-        plan_token_roofline,
-        run_roofline_suite,
-    )
+    from ..orchestration import suite_entry
+    from ..orchestration.suites.roofline import FirstLook, alignment_note
     from ..report.suite_plots import plot_roofline
 
-    fmt = output_format(as_json, fmt, out, no_save)
     ctx = click.get_current_context()
     given = {name for name in ("max_batch", "time_budget")
              if ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT}
@@ -234,31 +216,19 @@ def roofline(
         workloads = (first_look.workload,)
         max_batch = max_batch if "max_batch" in given else first_look.max_batch
         time_budget = time_budget if "time_budget" in given else first_look.budget_s
-    bases = resolve_workloads(workloads)
-    if dry_run and bundle_engine(engines) is None:
-        for target in resolve_targets(engines, device):
-            label = f"roofline {target.engine.name}:{target.device}"
-            result_line(f"{label}: " + (first_look.describe() if first_look else
-                                       f"{', '.join(b.name for b in bases)}, batches 1-{max_batch} doubling "
-                                       f"(stopping once clearly compute-bound), at most {time_budget:g} s of "
-                                       "calls per batch"))
-        return
     if dry_run:
-        engine, device = bundle_only_target(engines, device, "roofline")
-        for base in bases:
-            show_plan(plan_token_roofline(engine, device, base, max_tokens, runs, time_budget), fmt == "json")
+        roofline_dry_run(engines, device, workloads, settings, first_look, max_batch, max_tokens, runs,
+                         time_budget)
         return
-    targets, options = suite_setup(engines, device, "roofline", out, runs, time_budget, warmup, power)
-    if first_look is not None and warmup is None:
-        options = dc_replace(options, warmup=dc_replace(options.warmup, max_seconds=first_look.warmup_s))
-    results = []
-    with progress() as factory:
-        for target in targets:
-            for base in bases:
-                result = run_roofline_suite(target.engine, target.device, base, max_batch, max_tokens,
-                                            options, factory)
-                results.append((target, base, result))
-    saved = finish([r for *_, res in results for r in res.records], "roofline", out, no_save, fmt)
+    request = suite_entry.RooflineRequest(
+        engines, device, workloads, Timing(runs, time_budget, warmup, settings.threads), power,
+        max_batch=max_batch, max_tokens=max_tokens,
+        first_look_warmup_s=first_look.warmup_s if first_look is not None else None,
+    )
+    display = SuiteDisplay(settings)
+    outcome = suite_entry.roofline(request, display.events())
+    results = outcome.results
+    saved = finish(outcome.records, "roofline", display.settings)
     rule(f"rule: {RIDGE_RULE}; {RIDGE_GATES}")
     for i, (target, base, result) in enumerate(results):
         a = result.analysis
@@ -286,9 +256,26 @@ def roofline(
             title,
         )
     # the records and plots are saved; no ridge could be placed from them
-    fail_unless_analysed("ridge not found", [
-        f"{t.engine.name}:{t.device} {b.name}: {res.analysis.ridge_error}"
-        for t, b, res in results if res.analysis.ridge_error])
+    fail_unless_analysed("ridge not found", outcome.failures)
+
+
+def roofline_dry_run(engines: tuple[str, ...], device: str | None, workloads: tuple[str, ...],
+                     settings: Settings, first_look: FirstLook | None, max_batch: int, max_tokens: int,
+                     runs: int, time_budget: float | None) -> None:
+    """What the roofline would measure: an engine that builds bundles lists them; others say the batches."""
+    from ..orchestration.suites.roofline import plan_token_roofline
+
+    bases, settings = resolve_workloads(workloads, settings)
+    if bundle_engine(engines) is None:
+        for target in resolve_targets(engines, device):
+            label = f"roofline {target.engine.name}:{target.device}"
+            result_line(f"{label}: " + (first_look.describe() if first_look else
+                                       f"{', '.join(b.name for b in bases)}, batches 1-{max_batch} doubling "
+                                       f"(stopping once clearly compute-bound), at most {time_budget:g} s of "
+                                       "calls per batch"))
+        return
+    show_bundle_plans(engines, device, "roofline", bases, functools.partial(
+        plan_token_roofline, max_tokens=max_tokens, runs=runs, budget_s=time_budget), settings)
 
 
 @click.command()
@@ -314,13 +301,10 @@ def roofline(
 @max_tokens_option
 @dry_run_option
 def compute(
+    settings: Settings,
     engines,
     device,
     workloads,
-    out,
-    no_save,
-    as_json,
-    fmt,
     runs,
     time_budget,
     warmup,
@@ -333,28 +317,23 @@ def compute(
     """Peak matrix throughput (TFLOP/s) per engine, device and dtype (default workload lm_head:4096x4096).
     Engines that build token-batched bundles: at the most tokens per call that fit (up to --max-tokens),
     against half of it."""
-    from ..orchestration.suites.compute import plan_token_compute, run_compute_suite
+    from ..orchestration import suite_entry
+    from ..orchestration.suites.compute import plan_token_compute
 
-    fmt = output_format(as_json, fmt, out, no_save)
-    bases = resolve_workloads(workloads, default="lm_head:4096x4096")
     if dry_run:
-        engine, device = bundle_only_target(engines, device, "compute")
-        for base in bases:
-            show_plan(plan_token_compute(engine, device, base, max_tokens, runs, time_budget), fmt == "json")
+        bases, settings = resolve_workloads(workloads, settings, default="lm_head:4096x4096")
+        show_bundle_plans(engines, device, "compute", bases, functools.partial(
+            plan_token_compute, max_tokens=max_tokens, runs=runs, budget_s=time_budget), settings)
         return
-    targets, options = suite_setup(engines, device, "compute", out, runs, time_budget, warmup, power)
-    records = []
-    with progress() as factory:
-        for target in targets:
-            for base in bases:
-                records += run_compute_suite(target.engine, target.device, base, batch, dtypes, max_tokens,
-                                             options, factory)
-    finish(records, "compute", out, no_save, fmt)
+    request = suite_entry.ComputeRequest(
+        engines, device, workloads, Timing(runs, time_budget, warmup, settings.threads), power, batch=batch,
+        dtypes=dtypes, max_tokens=max_tokens,
+    )
+    display = SuiteDisplay(settings)
+    outcome = suite_entry.compute(request, display.events())
+    finish(outcome.records, "compute", display.settings)
     # the records are saved; their FLOP/s is not a peak
-    fail_unless_analysed("no compute peak", [
-        f"{r.engine.name}:{r.engine.device} {r.workload.name}: not compute-bound ({r.compute.rule}, "
-        f"grew {r.compute.growth_from_half:.2f}x)"
-        for r in records if r.compute and not r.compute.compute_bound], "raise --batch")
+    fail_unless_analysed("no compute peak", outcome.failures, "raise --batch")
 
 
 def register(app: click.Group) -> None:

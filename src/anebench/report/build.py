@@ -1,4 +1,5 @@
-"""One entry point for every report format: read the store, aggregate, render, write atomically."""
+"""The report: aggregated once (:class:`Report`), rendered in each form an exporter asks for, written
+atomically (Markdown with its chart PNGs beside it)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ from .suite_tables import suite_sections
 from .tables import Section, group_label, matrix_groups, sections
 from .term_table import TermTable
 
-FORMATS = ("md", "html", "csv", "json", "jsonl", "table")
+# The report's own pages; jsonl and table come from the same Report through the CLI's exporters.
+FORMATS = ("md", "html", "csv", "json")
 
 
 def _header(agg: Aggregate, source: str) -> list[str]:
@@ -195,8 +197,8 @@ def render_report(
 ) -> str:
     """The report text in ``fmt`` (md, html, csv, json); with ``out``, also writes it (Markdown: and its
     charts in ``STEM_files/`` beside it). jsonl and table: through the CLI's exporters."""
-    if fmt not in ("md", "html", "csv", "json"):
-        raise UserError(f"{setting('format')} {fmt!r} is not supported; valid: md, html, csv, json")
+    if fmt not in FORMATS:
+        raise UserError(f"{setting('format')} {fmt!r} is not supported; valid: {', '.join(FORMATS)}")
     protected = list(protected)  # read more than once
     report = Report(records, source)
     if fmt == "csv":

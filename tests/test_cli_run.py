@@ -2,6 +2,7 @@ import json
 
 import pytest
 
+from anebench.model import DOCUMENT_SCHEMA
 from clitools import run_cli
 
 SMALL = ("--workload", "lm_head:128x2048:fp32", "--runs", "5", "--warmup", "1")
@@ -12,7 +13,7 @@ def test_run_json_prints_exactly_one_document_and_saves_it(capsys, tmp_path):
     code, stdout, stderr = run_cli(capsys, "run", "--engine", "numpy", *SMALL, "--out", str(out), "--json")
     assert code == 0, stderr
     document = json.loads(stdout)  # nothing else on stdout
-    assert document["schema"] == "anebench.results/2"
+    assert document["schema"] == DOCUMENT_SCHEMA
     (record,) = document["results"]
     assert record["engine"]["name"] == "numpy" and record["method"]["runs"] == 5
     assert json.loads(out.read_text()) == document

@@ -22,7 +22,7 @@ from anebench.measure.quant import (
 from anebench.model import ResultRecord
 from anebench.orchestration.suites.quant import as_stored, measurable, variant_workload
 from anebench.workloads import resolve_workload
-from clitools import run_cli
+from clitools import document_results, run_cli
 from fake_coreml import FakeMLModel
 from fakehost import pretend_linux_host, pretend_mac_host
 from fakepipeline import state_coreml
@@ -195,7 +195,7 @@ def stand_in_mac(monkeypatch, cache):
 
 
 def records_of(out: str) -> list[ResultRecord]:
-    return [ResultRecord.model_validate(r) for r in json.loads(out)["results"]]
+    return [ResultRecord.model_validate(r) for r in document_results(json.loads(out))]
 
 
 def test_token_roofline_end_to_end(capsys, stand_in_mac):

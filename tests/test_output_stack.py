@@ -16,7 +16,7 @@ import pytest
 from anebench.cli import app
 from anebench.model import ResultRecord
 from checkpoint_builders import single_file_model
-from clitools import run_cli
+from clitools import document_results, run_cli
 
 RUNS = ("--runs", "3", "--warmup", "1", "--time-budget", "0.1")
 TINY = ("-e", "numpy", "-w", "lm_head:64x256:fp32", "--runs", "5", "--warmup", "1")
@@ -111,7 +111,7 @@ def test_every_suite_fits_80_columns_and_says_each_rule_once(capsys, tmp_path, m
     if suite == "concurrent":
         from anebench.report.suite_plots import concurrency_title
 
-        records = [ResultRecord.model_validate(r) for r in json.loads(out.read_text())["results"]]
+        records = [ResultRecord.model_validate(r) for r in document_results(json.loads(out.read_text()))]
         assert len(records) == 4 and "2 copies" in concurrency_title(records)  # 2 copies, 4 records
 
 
@@ -120,7 +120,7 @@ def test_other_commands_and_errors_fit_80_columns(capsys, tmp_path, monkeypatch)
     saved = tmp_path / "a.json"
     code, stdout, stderr = run_cli(capsys, "run", *TINY, "--out", str(saved))
     assert code == 0, stderr
-    record_id = json.loads(saved.read_text())["results"][0]["id"][:16]
+    record_id = document_results(json.loads(saved.read_text()))[0]["id"][:16]
     runs = [
         ("sweep", "-e", "numpy", "--dry-run"),
         ("roofline", "-e", "numpy", "--dry-run"),
@@ -166,7 +166,7 @@ def test_out_writes_the_format_its_extension_names(capsys, tmp_path):
     assert row["engine"] == "numpy" and int(row["weight_bytes"]) == 64 * 256 * 4
     assert float(row["median_s"]) > 0
     assert paths["md"].read_text().startswith("| engine:dev | workload |")
-    (record,) = json.loads(paths["json"].read_text())["results"]
+    (record,) = document_results(json.loads(paths["json"].read_text()))
     assert record["engine"]["name"] == "numpy"
     (line,) = paths["jsonl"].read_text().splitlines()
     assert ResultRecord.model_validate_json(line).engine.name == "numpy"
@@ -189,7 +189,7 @@ def test_several_exports_at_once_for_a_suite(capsys, tmp_path):
     rows = list(csv.DictReader(io.StringIO(files["csv"].read_text())))
     assert rows and rows[0]["engine:dev"] == "numpy:cpu" and "TFLOP/s" in rows[0]
     assert (tmp_path / "c.out.csv").read_text() == files["csv"].read_text()  # --out by extension: the same
-    (record,) = json.loads(files["json"].read_text())["results"]
+    (record,) = document_results(json.loads(files["json"].read_text()))
     assert record["suite"] == "compute"
     assert len(files["jsonl"].read_text().splitlines()) == 1
     assert "| engine:dev |" in files["md"].read_text()
@@ -206,7 +206,7 @@ def test_concurrent_prints_the_copies_note_its_records_store(capsys, tmp_path):
     code, _, stderr = run_cli(capsys, "concurrent", "-e", "numpy", "-w", f"hf:{model}", "--copies", "2",
                               "--threads", *RUNS, "--out", str(out))
     assert code in (0, 3), stderr
-    notes = {r["concurrency"]["copies_note"] for r in json.loads(out.read_text())["results"]}
+    notes = {r["concurrency"]["copies_note"] for r in document_results(json.loads(out.read_text()))}
     assert notes == {CHECKPOINT_NOTE}
     assert f"copies: {CHECKPOINT_NOTE}" in stderr and SEED_NOTE not in stderr
     assert Path(out).exists()

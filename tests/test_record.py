@@ -6,7 +6,7 @@ from pydantic import ValidationError
 from anebench.engines import get_engine
 from anebench.errors import UserError
 from anebench.measure.warmup import WarmupPolicy
-from anebench.model import SCHEMA_VERSION, ResultRecord
+from anebench.model import DOCUMENT_SCHEMA, SCHEMA_VERSION, ResultRecord
 from anebench.orchestration.session import RunOptions, measure_workload
 from anebench.results.files import load_result_file, save_records
 
@@ -25,7 +25,7 @@ def test_record_round_trips_through_a_file(record, tmp_path):
     path = tmp_path / "out.json"
     save_records(path, [record])
     document = json.loads(path.read_text())
-    assert document["schema"] == "anebench.results/2"
+    assert document["schema"] == DOCUMENT_SCHEMA
     assert document["results"][0]["schema"] == SCHEMA_VERSION
     loaded = load_result_file(path)
     assert loaded == [record]

@@ -117,3 +117,55 @@ def test_orchestration_never_patches_a_record():
     patched = [str(path.relative_to(root)) for path in root.rglob("*.py")
                if "model_copy(update=" in path.read_text()]
     assert patched == []
+
+
+def test_a_result_document_holds_the_sweep_fit_once_and_loads_the_same_records(tmp_path, sweep_records):
+    from anebench.model import DOCUMENT_SCHEMA
+    from anebench.results.files import document_json, load_result_file, save_records
+
+    path = save_records(tmp_path / "sweep.json", sweep_records)
+    text = path.read_text()
+    assert text.count('"fit":') == 1 and text == document_json(sweep_records)
+    document = json.loads(text)
+    assert document["schema"] == DOCUMENT_SCHEMA
+    (suite,) = document["suite_results"]
+    assert suite["kind"] == "sweep" and suite["analysis"]["fit"] == sweep_records[0].sweep.fit.model_dump()
+    # each point keeps what identifies it and the suite result's id, no copy of the analysis
+    assert [r["sweep"] for r in document["results"]] == [
+        {"point": i, "in_fit": r.sweep.in_fit, "suite_result": suite["id"]}
+        for i, r in enumerate(sweep_records)]
+    assert load_result_file(path) == sweep_records
+    assert load_result_file(path, strict=True) == sweep_records
+    assert [r.content_id() for r in load_result_file(path)] == [r.id for r in sweep_records]
+
+
+def test_a_point_whose_suite_result_is_missing_is_refused_by_name(tmp_path, sweep_records):
+    from anebench.errors import UserError
+    from anebench.results.files import document_json, load_result_file
+    from anebench.results.validate import InvalidFile
+
+    document = json.loads(document_json(sweep_records))
+    document["suite_results"] = []
+    path = tmp_path / "cut.json"
+    path.write_text(json.dumps(document))
+    with pytest.raises(UserError, match=r"cut.json: record 1: sweep.suite_result: [0-9a-f]{16} is not among"):
+        load_result_file(path)
+    with pytest.raises(InvalidFile) as refused:
+        load_result_file(path, strict=True)
+    assert sum("is not among the document's suite_results" in line for line in refused.value.problems) == 3
+    document = json.loads(document_json(sweep_records))
+    document["suite_results"][0]["kind"] = "roofline"
+    path.write_text(json.dumps(document))
+    with pytest.raises(UserError, match="suite_results 1: analysis: field.s. no roofline analysis has: "):
+        load_result_file(path)
+
+
+def test_a_v2_document_with_the_analysis_in_every_point_loads_the_same_records(tmp_path, sweep_records):
+    old = tmp_path / "v2.json"
+    old.write_text(json.dumps({"schema": "anebench.results/2",
+                               "results": [r.model_dump(mode="json", by_alias=True) for r in sweep_records]}))
+    assert old.read_text().count('"fit":') == 3
+    from anebench.results.files import load_result_file
+
+    assert load_result_file(old) == sweep_records
+    assert load_result_file(old, strict=True) == sweep_records

@@ -11,7 +11,7 @@ import pytest
 from anebench.cli.console import FIGURE
 from anebench.model import ResultRecord
 from anebench.report.suite_terminal import sig, suite_tables, time_cells
-from clitools import run_cli
+from clitools import document_results, run_cli
 from test_suites_cli import scripted_sweep
 
 RUNS = ("--runs", "5", "--warmup", "1", "--time-budget", "0.2")
@@ -19,7 +19,7 @@ SWEEP = ("-w", "lm_head:256x8:fp32", "--min-mb", "1", "--max-mb", "8", "--points
 
 
 def saved(path) -> list[ResultRecord]:
-    return [ResultRecord.model_validate(r) for r in json.loads(path.read_text())["results"]]
+    return [ResultRecord.model_validate(r) for r in document_results(json.loads(path.read_text()))]
 
 
 def assert_fits_80_and_numbers_whole(text: str, suite: str, records: list[ResultRecord]) -> None:
@@ -101,7 +101,7 @@ def test_latency_default_runs_a_small_sweep_and_says_so(capsys, monkeypatch):
     # seconds, not the hidden 4 GB sweep: at most 8x a cache of <= 16 MiB, else 1-32 MiB
     assert 2 <= len(measured) <= 12 and max(measured) <= 128 * 2**20 and sum(measured) <= 400 * 10**6
     assert "no stored sweep; ran a small one (" in stderr or "no sweep-fitted overhead" in stderr
-    (record,) = json.loads(stdout)["results"]
+    (record,) = document_results(json.loads(stdout))
     assert record["workload"]["shape"] == [64, 64] or record["latency"]["refused_as_too_short"]
 
 
@@ -125,7 +125,7 @@ def test_latency_reuses_the_stored_sweep_of_the_same_engine_and_device(capsys, t
         capsys, "latency", "-e", "numpy", "--db", str(db), "--runs", "5", "--no-save", "--json"
     )
     assert code == 0, stderr
-    (record,) = json.loads(stdout)["results"]
+    (record,) = document_results(json.loads(stdout))
     assert record["latency"]["sweep_overhead_us"] == pytest.approx(7.0)
     assert "numpy:cpu: overhead from the sweep of" in stderr and str(db) in stderr
     assert "7.00" in stderr  # the overhead column of the table (stderr under --json)

@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from clitools import run_cli
+from anebench.model import DOCUMENT_SCHEMA
+from clitools import document_results, run_cli
 
 ENGINES = ("-e", "numpy", "-e", "torch", "-e", "mlx")
 QUICK = ("--runs", "3", "--warmup", "1", "--time-budget", "0.2")
@@ -15,8 +16,8 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 def document(stdout):
     data = json.loads(stdout)  # exactly one JSON document, nothing else on stdout
-    assert data["schema"] == "anebench.results/2"
-    return data["results"]
+    assert data["schema"] == DOCUMENT_SCHEMA
+    return document_results(data)  # each point whole: its suite result joined in
 
 
 def assert_plots(stem):
@@ -82,7 +83,7 @@ def test_sweep_fits_and_plots(capsys, tmp_path, monkeypatch):
     )  # tables: stderr under --json
     assert "fit: Theil-Sen" in stderr and "; fit failed" not in stderr
     assert_plots(tmp_path / "sweep.sweep")
-    assert json.loads(out.read_text())["results"] == records
+    assert document_results(json.loads(out.read_text())) == records
 
 
 def test_sweep_of_two_workloads_writes_one_plot_each(capsys, tmp_path):
@@ -101,7 +102,7 @@ def test_sweep_runs_on_torch_and_mlx(capsys, tmp_path):
     sweep can come out too noisy to fit: then the records are still saved and the reason is given."""
     out = tmp_path / "sweep.json"
     code, _, stderr = run_cli(capsys, "sweep", "-e", "torch", "-e", "mlx", *SWEEP, *QUICK, "--out", str(out))
-    records = json.loads(out.read_text())["results"]
+    records = document_results(json.loads(out.read_text()))
     assert {r["engine"]["name"] for r in records} == {"torch", "mlx"} and len(records) == 12
     for engine in ("torch", "mlx"):
         sweep = next(r for r in records if r["engine"]["name"] == engine)["sweep"]
@@ -136,7 +137,7 @@ def test_roofline_every_engine_table_and_plot(capsys, tmp_path):
     # batch 8 cannot confirm a ridge: the analysis fails (exit 3), the records and plots are kept
     assert code == 3 and "analysis failed: ridge not found" in stderr, stderr
     assert "bytes/FLOP" in stdout and "GFLOP/s" in stdout and "ridge" in stderr
-    saved = json.loads((tmp_path / "r.json").read_text())["results"]
+    saved = document_results(json.loads((tmp_path / "r.json").read_text()))
     assert [r["workload"]["batch"] for r in saved if r["engine"]["name"] == "numpy"] == [1, 2, 4, 8]
     roof = saved[-1]["roofline"]
     assert roof["flop_per_s"] == pytest.approx(2 * 64 * 256 * 8 / saved[-1]["summary"]["median"])
@@ -154,7 +155,7 @@ def test_latency_uses_the_smallest_workload_and_a_saved_sweep(capsys, tmp_path, 
                                    "--no-save", "--json")
     assert code == 0, stderr
     records = document(stdout)
-    fitted = json.loads(sweep_file.read_text())["results"][0]["sweep"]["fit"]["overhead_s"] * 1e6
+    fitted = document_results(json.loads(sweep_file.read_text()))[0]["sweep"]["fit"]["overhead_s"] * 1e6
     by_engine = {r["engine"]["name"]: r for r in records}
     assert by_engine["numpy"]["latency"]["sweep_overhead_us"] == pytest.approx(fitted)
     assert by_engine["torch"]["latency"]["sweep_overhead_us"] is None  # no torch sweep in the file
@@ -193,7 +194,7 @@ def test_concurrent_threads_every_engine_with_verdict_rule_and_plot(capsys, tmp_
     assert code == 0, stderr
     assert "scaling" in stdout and "verdict" in stdout
     assert "verdict rule: scaling = combined GB/s / mean solo GB/s" in stderr
-    saved = json.loads((tmp_path / "c.json").read_text())["results"]
+    saved = document_results(json.loads((tmp_path / "c.json").read_text()))
     assert len(saved) == 12  # 3 engines x 2 copies x (solo, together)
     for i, engine in enumerate(("numpy", "torch", "mlx")):
         assert_plots(tmp_path / f"c.concurrent.{i}-{engine}-cpu")

@@ -78,3 +78,21 @@ def test_an_odd_v1_section_value_is_refused_not_carried():
     raw["extras"]["sweep"]["point"] = "not a number"
     with pytest.raises(ValidationError, match="sweep"):
         ResultRecord.model_validate(raw)
+
+
+@pytest.mark.parametrize("name", ["sweep.json", "roofline.json", "concurrent.json"])
+def test_a_v1_suite_file_written_again_holds_each_analysis_once_and_loads_the_same(tmp_path, name):
+    """/1 (and /2) documents copied the suite's analysis into every point; written again (/3), each
+    suite result is held once in `suite_results` and the points load back whole and unchanged."""
+    from anebench.model import DOCUMENT_SCHEMA
+    from anebench.results.files import save_records
+
+    records = load_result_file(V1 / name)
+    again = save_records(tmp_path / name, records)
+    document = json.loads(again.read_text())
+    assert document["schema"] == DOCUMENT_SCHEMA
+    kinds = {entry["kind"] for entry in document["suite_results"]}
+    assert kinds == {records[0].suite} and len(document["suite_results"]) < len(records)
+    ids = {entry["id"] for entry in document["suite_results"]}
+    assert all(point[records[0].suite]["suite_result"] in ids for point in document["results"])
+    assert load_result_file(again) == [r if r.id else r.with_id() for r in records]  # the id it is saved with

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from anebench.model import DOCUMENT_SCHEMA
 from clitools import run_cli
 from conftest import digest, one_line_error
 
@@ -66,7 +67,7 @@ def test_a_fifo_a_directory_and_a_read_only_file_are_refused(tmp_path, capsys):
     assert stat.S_ISFIFO(os.stat(fifo).st_mode) and folder.is_dir() and readonly.read_text() == "precious"
     code, _, err = run_small(capsys, "--out", str(readonly), "--force")  # --force replaces it
     assert code == 0, err
-    assert json.loads(readonly.read_text())["schema"] == "anebench.results/2"
+    assert json.loads(readonly.read_text())["schema"] == DOCUMENT_SCHEMA
 
 
 def test_a_symlink_is_written_through_and_a_link_to_a_device_is_refused(tmp_path, capsys):

@@ -6,18 +6,23 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
 from ..errors import UserError
 from ..measure.uncertainty import gbps_cell, gbps_range
-from ..report.escape import clean_text, csv_cell, md_cell
+from ..report.escape import clean_text, csv_cell, md_text
 from ..report.format import csv_text as write_csv
+from ..report.term_table import TermTable
 from ..results.pairing import FileComparison, Pair, Side, compare_files
 from ..results.validate import InvalidFile
 from .common import QUIET, err_console, out_console, output_format, say, verbosity
-from .options import format_option, json_option
+from .exports import Exportable, check_outputs, export_options, plain_text, render, requested, write_outputs
+from .options import force_option, format_option, json_option, out_file_option
 from .tables import FittingTable, abbreviate, fmt_sig, markdown_table, time_unit
+
+FORMATS = ("table", "json", "jsonl", "csv", "md")
 
 VERDICTS = {
     "b is faster": "faster",
@@ -65,7 +70,8 @@ def ci_cell(pair: Pair) -> str:
     return "-" if c.low is None or c.high is None else f"{c.low:.3f}-{c.high:.3f}"
 
 
-def table_rows(result: FileComparison, full_names: bool) -> tuple[list[str], list[list[str]]]:
+def table_rows(result: FileComparison, full_names: bool) -> tuple[list[str], list[list[str]], list[bool]]:
+    """The comparison table's header, cells and numeric flags (latencies in one unit, ratio, CI)."""
     unit, scale = time_unit(s.record.latency_s() for p in result.pairs for s in (p.a, p.b))
     several = len(result.paths) > 2
     header = (["pair"] if several else []) + [
@@ -92,7 +98,8 @@ def table_rows(result: FileComparison, full_names: bool) -> tuple[list[str], lis
             VERDICTS[pair.comparison.verdict],
         ]
         rows.append(cells)
-    return header, rows
+    numeric = [False] * (len(header) - 5) + [True, True, True, True, False]
+    return header, rows, numeric
 
 
 def median_cell(seconds: float | None, scale: float) -> str:
@@ -145,49 +152,99 @@ def document(result: FileComparison) -> dict:
     }
 
 
+CSV_COLUMNS = [
+    "engine", "device", "workload", "fingerprint", "a_file", "b_file", "a_median_s", "b_median_s",
+    "a_gbps", "a_gbps_low", "a_gbps_high", "b_gbps", "b_gbps_low", "b_gbps_high",
+    "ratio", "ci95_low", "ci95_high", "significant", "verdict",
+]
+
+
+def _gbps_columns(side: Side) -> list[float | None]:
+    """The side's GB/s and its 95% range (the between-run interval: the one convention of every table)."""
+    found = gbps_range(side.record)
+    return [side.record.gbps, found.low if found else None, found.high if found else None]
+
+
 def csv_text(result: FileComparison) -> str:
-    header = (
-        [
-            "engine",
-            "device",
-            "workload",
-            "fingerprint",
-            "a_file",
-            "b_file",
-            "a_median_s",
-            "b_median_s",
-            "ratio",
-            "ci95_low",
-            "ci95_high",
-            "significant",
-            "verdict",
-        ]
-    )
     rows = []
     for p in result.pairs:
         a, b, c = p.a.record, p.b.record, p.comparison
         rows.append(
             [csv_cell(clean_text(x)) for x in (a.engine.name, a.engine.device, a.workload.name)]
-            + [
-                a.workload.fingerprint,
-                csv_cell(str(p.a.path)),
-                csv_cell(str(p.b.path)),
-                a.latency_s(),
-                b.latency_s(),
-                c.ratio,
-                c.low,
-                c.high,
-                c.significant,
-                c.verdict,
-            ]
+            + [a.workload.fingerprint, csv_cell(str(p.a.path)), csv_cell(str(p.b.path)),
+               a.latency_s(), b.latency_s(), *_gbps_columns(p.a), *_gbps_columns(p.b),
+               c.ratio, c.low, c.high, c.significant, c.verdict]
         )
-    return write_csv(header, rows)
+    return write_csv(CSV_COLUMNS, rows)
+
+
+def files_legend(result: FileComparison) -> str:
+    legend = "; ".join(f"{letter(i)} = {clean_text(str(p))}" for i, p in enumerate(result.paths))
+    return legend + "; A, B: each file's median latency"
+
+
+def fact_lines(result: FileComparison) -> list[str]:
+    """What follows the table: the legend, each method, each side's facts (its GB/s range, host state,
+    warnings), each pair's notes and what could not be paired."""
+    lines = [LEGEND]
+    lines += [f"method: {method}" for method in dict.fromkeys(p.comparison.method for p in result.pairs)]
+    shown: set[tuple[int, str | None]] = set()
+    for pair in result.pairs:
+        for name, side in (("A", pair.a), (letter(pair.b.file) if len(result.paths) > 1 else "B", pair.b)):
+            if (side.file, side.record.id) not in shown:
+                shown.add((side.file, side.record.id))
+                lines.append(f"{name} {clean_text(side.describe())}: {clean_text(side_facts(side.record))}")
+        lines += [f"{clean_text(pair.b.describe())}: {clean_text(note)}" for note in pair.comparison.notes]
+    lines += [
+        "not paired (no result of the same workload, engine and device in the other files): "
+        f"{clean_text(side.describe())}"
+        for side in result.unpaired
+    ]
+    return lines
+
+
+class ComparisonExport(Exportable):
+    """`compare`'s output for every exporter: the document (json), one pair per line (jsonl), the table
+    with the facts after it (table, md) and its machine columns (csv)."""
+
+    def __init__(self, result: FileComparison, full_names: bool):
+        self.result = result
+        self.header, self.rows, self.numeric = table_rows(result, full_names)
+
+    def document(self) -> str:
+        return json.dumps(document(self.result), indent=1) + "\n"
+
+    def lines(self) -> list[dict[str, Any]]:
+        return list(document(self.result)["pairs"])
+
+    def tables(self) -> list[TermTable]:
+        return [TermTable("anebench compare", self.header, self.numeric, self.rows,
+                          [files_legend(self.result), *fact_lines(self.result)])]
+
+    def terminal_table(self) -> FittingTable:
+        return FittingTable(self.header, self.rows, "anebench compare", files_legend(self.result),
+                            numeric=self.numeric)
+
+    def csv(self) -> str:
+        return csv_text(self.result)
+
+    def markdown(self) -> str:  # file names are a contributor's text too: no live link or image
+        notes = [files_legend(self.result), *fact_lines(self.result)]
+        return markdown_table(self.header, self.rows, self.numeric) + "".join(
+            f"\n{md_text(line)}\n" for line in notes)
+
+    def text(self) -> str:
+        return plain_text([self.terminal_table(), *fact_lines(self.result)])
 
 
 @click.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
 @json_option()
-@format_option()
+@format_option(*FORMATS)
+@out_file_option("Also write the comparison here; the format follows the extension: .json, .jsonl, .csv, "
+                 ".md, .txt (the table).")
+@export_options
+@force_option("Replace a read-only --out or --export-* file.")
 @click.option(
     "--leaderboard",
     "leaderboard",
@@ -196,13 +253,19 @@ def csv_text(result: FileComparison) -> str:
     help="A results repository: place the one FILE within its chip's submissions (rank, spread).",
 )
 def compare(
-    files: tuple[Path, ...], as_json: bool, fmt: str | None = None, leaderboard: Path | None = None
+    files: tuple[Path, ...], as_json: bool, fmt: str | None = None, out: Path | None = None,
+    force: bool = False, leaderboard: Path | None = None, **exports: Path | None,
 ) -> None:
     """Compare result files: each result of B (C, ...) against the same workload, engine and device in A,
     with the GB/s ratio, its 95% CI and whether the difference is significant. With --leaderboard REPO:
     one file placed within its chip's submissions (rank, spread between submitters)."""
     machine = output_format(fmt, as_json)
+    wanted = requested(out, exports)
+    inputs = [(Path(f), "an input of this command") for f in files]
     if leaderboard is not None:
+        if wanted:
+            raise UserError(f"{wanted[0][1]} {wanted[0][2]}: not with --leaderboard (its placement prints "
+                            "on stdout)")
         from .leaderboard import show_placement
 
         try:
@@ -213,6 +276,7 @@ def compare(
             _print_problems(exc)
             sys.exit(UserError.exit_code)
         return
+    check_outputs(wanted, force, inputs)
     try:
         result = compare_files(list(files))
     except InvalidFile as exc:
@@ -220,38 +284,17 @@ def compare(
 
         _print_problems(exc)
         sys.exit(UserError.exit_code)
-    legend = "; ".join(f"{letter(i)} = {clean_text(str(p))}" for i, p in enumerate(result.paths))
-    legend += "; A, B: each file's median latency"
-    header, rows = table_rows(result, full_names=verbosity() >= 1)
-    table = FittingTable(header, rows, "anebench compare", legend)
+    output = ComparisonExport(result, full_names=verbosity() >= 1)
     if machine == "table":
-        out_console().print(table)
+        out_console().print(output.terminal_table())
     elif verbosity() > QUIET:
-        err_console.print(table)
-    if machine == "json":
-        sys.stdout.write(json.dumps(document(result), indent=1) + "\n")
-    elif machine == "csv":
-        sys.stdout.write(csv_text(result))
-    elif machine == "md":  # file names are a contributor's text too: no live link or image in Markdown
-        md_legend = "; ".join(f"{letter(i)} = {md_cell(str(p))}" for i, p in enumerate(result.paths))
-        md_legend += "; A, B: each file's median latency"
-        sys.stdout.write(markdown_table(header, rows) + f"\n{md_legend}\n\n{LEGEND}\n")
-    say(LEGEND)
-    for method in dict.fromkeys(p.comparison.method for p in result.pairs):  # paired pairs say so
-        say(f"method: {method}")
-    shown: set[tuple[int, str | None]] = set()
-    for pair in result.pairs:
-        for name, side in (("A", pair.a), (letter(pair.b.file) if len(result.paths) > 1 else "B", pair.b)):
-            if (side.file, side.record.id) not in shown:
-                shown.add((side.file, side.record.id))
-                say(f"{name} {clean_text(side.describe())}: {clean_text(side_facts(side.record))}")
-        for note in pair.comparison.notes:
-            say(f"{clean_text(pair.b.describe())}: {clean_text(note)}")
-    for side in result.unpaired:
-        say(
-            f"not paired (no result of the same workload, engine and device in the other files): "
-            f"{clean_text(side.describe())}"
-        )
+        err_console.print(output.terminal_table())
+    if machine != "table":
+        sys.stdout.write(render(machine, output))
+    for line in fact_lines(result):
+        say(line)
+    for written_fmt, path in write_outputs(output, wanted, force, inputs):
+        say(f"wrote the comparison as {written_fmt} to {clean_text(str(path), keep_newlines=False)}")
 
 
 def register(app: click.Group) -> None:

@@ -39,7 +39,8 @@ from .console import wraps
 from .host_info import engines, info
 from .options import dry_run_option
 from .params import power_option, timing_flags
-from .results import show_family_comparison, store_measured
+from .published_beside import show_family_comparison
+from .results import store_measured
 from .settings import Settings, store_options
 from .tables import FittingTable
 from .terminal import PointLog

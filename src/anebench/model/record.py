@@ -37,9 +37,9 @@ from .suites import ComputeResult, LatencyResult, RooflinePoint, SweepPoint
 from .upgrade import upgrade_record
 
 SCHEMA_VERSION: Final = "anebench.result/2"
-DOCUMENT_SCHEMA: Final = "anebench.results/2"
+DOCUMENT_SCHEMA: Final = "anebench.results/3"  # /3: each suite result held once, its points refer to it
 OLD_SCHEMA_VERSIONS = ("anebench.result/1",)
-OLD_DOCUMENT_SCHEMAS = ("anebench.results/1",)
+OLD_DOCUMENT_SCHEMAS = ("anebench.results/1", "anebench.results/2")
 # A measured record's stored statistics must match its samples to this relative tolerance.
 DERIVED_TOLERANCE = 1e-6
 
@@ -346,7 +346,10 @@ def _checked_gbps(name: str, stored: float | None, weight_bytes: int, median_s: 
 
 
 class ResultsDocument(_Model):
-    schema_: Literal["anebench.results/2"] = Field(default=DOCUMENT_SCHEMA, alias="schema")
+    """A results document as loaded: every record whole (the file keeps each suite result once and its
+    points refer to it; ``results.files`` joins them before this validates)."""
+
+    schema_: Literal["anebench.results/3"] = Field(default=DOCUMENT_SCHEMA, alias="schema")
     results: list[ResultRecord]
 
     @model_validator(mode="before")

@@ -1,9 +1,13 @@
-"""One entry point for every report format: read the store, aggregate, render, write atomically."""
+"""The report: aggregated once (:class:`Report`), rendered in each form an exporter asks for, written
+atomically (Markdown with its chart PNGs beside it)."""
 
 from __future__ import annotations
 
+import json
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 from ..errors import UserError, setting
@@ -12,12 +16,15 @@ from ..results.aggregate import Aggregate, aggregate
 from ..util.outputs import Protected, atomic_write_bytes, atomic_write_text, check_target
 from .csvjson import render_csv, render_json
 from .energy import energy_sections
+from .format import is_figure
 from .html import render_html
 from .markdown import render_markdown
 from .plots import bar_chart_png
 from .suite_tables import suite_sections
-from .tables import group_label, matrix_groups, sections
+from .tables import Section, group_label, matrix_groups, sections
+from .term_table import TermTable
 
+# The report's own pages; jsonl and table come from the same Report through the CLI's exporters.
 FORMATS = ("md", "html", "csv", "json")
 
 
@@ -118,6 +125,68 @@ def renderable(rows: list[tuple[str, str]]) -> tuple[list[ResultRecord], list[tu
     return good, skipped
 
 
+def section_table(section: Section) -> TermTable:
+    """A report section as the one table type: a column is numeric where every cell is a figure or "-"."""
+    columns = list(zip(*section.rows)) if section.rows else [()] * len(section.columns)
+    numeric = [bool(cells) and all(c == "-" or is_figure(c) for c in cells) for cells in columns]
+    return TermTable(section.title, section.columns, numeric, [list(r) for r in section.rows],
+                     [section.note] if section.note else [])
+
+
+@dataclass
+class Report:
+    """The report of ``records``, aggregated once, in each form an exporter asks for: its document (json),
+    one object per line (jsonl), its Markdown and HTML pages, its long CSV and its sections as tables."""
+
+    records: list[ResultRecord]
+    source: str
+    agg: Aggregate = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.agg = aggregate(self.records)
+
+    def header(self) -> list[str]:
+        return _header(self.agg, self.source)
+
+    def document(self) -> str:
+        return render_json(self.agg, {"generated": utc_now().isoformat(), "source": self.source})
+
+    def lines(self) -> list[dict[str, Any]]:
+        """The document's entries, one object each, ``section`` naming where it sits in the document."""
+        document = json.loads(self.document())
+        found = [{"section": "matrix", **row} for row in document["matrix"]]
+        found += [{"section": "concurrency", **row} for row in document["concurrency"]]
+        found += [{"section": kind, **group}
+                  for kind, groups in document["suites"].items() for group in groups]
+        found += [{"section": "coverage", "missing_chip": chip}
+                  for chip in document["coverage"]["missing_chips"]]
+        return found + [{"section": "excluded", **row} for row in document["excluded"]]
+
+    def csv(self) -> str:
+        return render_csv(self.agg)
+
+    def html(self) -> str:
+        pages = all_sections(self.agg, self.records, figures=True)
+        return render_html(self.header(), pages, charts(self.agg))
+
+    def markdown(self, out: Path | None = None, force: bool = False, protected: Protected = ()) -> str:
+        """The Markdown report; with ``out`` (where it will be written), its charts are written in
+        ``STEM_files/`` beside it and linked."""
+        header = self.header()
+        links: dict[tuple, str] = {}
+        if out is not None:
+            links = _write_markdown_figures(out, charts(self.agg), force, protected)
+        else:
+            header.append(
+                "Charts: give --out PATH.md to write them in PATH_files/ beside the report, or use "
+                "--format html."
+            )
+        return render_markdown(header, all_sections(self.agg, self.records), links)
+
+    def tables(self) -> list[TermTable]:
+        return [section_table(section) for section in all_sections(self.agg, self.records)]
+
+
 def render_report(
     records: list[ResultRecord],
     fmt: str,
@@ -126,29 +195,20 @@ def render_report(
     force: bool = False,
     protected: Protected = (),
 ) -> str:
-    """The report text; with ``out``, also writes it (Markdown: and its charts in ``STEM_files/``
-    beside it)."""
+    """The report text in ``fmt`` (md, html, csv, json); with ``out``, also writes it (Markdown: and its
+    charts in ``STEM_files/`` beside it). jsonl and table: through the CLI's exporters."""
     if fmt not in FORMATS:
         raise UserError(f"{setting('format')} {fmt!r} is not supported; valid: {', '.join(FORMATS)}")
     protected = list(protected)  # read more than once
-    agg = aggregate(records)
-    header = _header(agg, source)
+    report = Report(records, source)
     if fmt == "csv":
-        text = render_csv(agg)
+        text = report.csv()
     elif fmt == "json":
-        text = render_json(agg, {"generated": utc_now().isoformat(), "source": source})
+        text = report.document()
     elif fmt == "html":
-        text = render_html(header, all_sections(agg, records, figures=True), charts(agg))
+        text = report.html()
     else:
-        links: dict[tuple, str] = {}
-        if out is not None:
-            links = _write_markdown_figures(out, charts(agg), force, protected)
-        else:
-            header.append(
-                "Charts: give --out PATH.md to write them in PATH_files/ beside the report, or use "
-                "--format html."
-            )
-        text = render_markdown(header, all_sections(agg, records), links)
+        text = report.markdown(out, force, protected)
     if out is not None:
         atomic_write_text(out, text, setting("out"), force, protected)
     return text

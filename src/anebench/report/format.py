@@ -63,7 +63,8 @@ def fmt_time(seconds: float | None) -> str:
     return f"{sig(seconds / per)} {unit}"
 
 
-def _figure(text: str) -> bool:
+def is_figure(text: str) -> bool:
+    """Whether a cell's text is one number (as CSV keeps it, and as a table right-aligns it)."""
     try:
         float(text)
     except ValueError:
@@ -74,7 +75,7 @@ def _figure(text: str) -> bool:
 def _cell(value: object) -> object:
     """A cell as CSV holds it: a figure or the missing mark "-" as it is (a negative number is data,
     not a formula), any other text escaped against formulas and control characters."""
-    if isinstance(value, str) and (value == "-" or _figure(value)):
+    if isinstance(value, str) and (value == "-" or is_figure(value)):
         return value
     return csv_cell(value)
 

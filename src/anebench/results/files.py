@@ -1,22 +1,32 @@
-"""Result files: one document schema, written atomically, read by one loader with clear errors."""
+"""Result files: one document schema, written atomically, read by one loader with clear errors.
+
+A document holds each suite result once (``results.suite_document``); older documents load through
+``results.upgrade``; every loaded record is whole, as it was before it was written.
+"""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from ..errors import UserError, setting
-from ..model import DOCUMENT_SCHEMA, OLD_DOCUMENT_SCHEMAS, ResultRecord, ResultsDocument
+from ..model import DOCUMENT_SCHEMA, ResultRecord, ResultsDocument
 from ..util.inputs import read_json
 from ..util.outputs import Protected, atomic_write_bytes
 from ..util.validation import error_lines
+from .suite_document import SUITE_RESULTS, compact, expand
+from .upgrade import DOCUMENT_SCHEMAS, upgrade_document
 from .validate import InvalidFile, validate_raw
+
+DOCUMENT_KEYS = ("schema", SUITE_RESULTS, "results")
 
 
 def document_json(records: list[ResultRecord]) -> str:
-    document = ResultsDocument(results=[r if r.id else r.with_id() for r in records])
-    return document.model_dump_json(by_alias=True, indent=1) + "\n"
+    """The results document of ``records`` (each given its id): each suite result once, then the points."""
+    whole = [(r if r.id else r.with_id()).model_dump(mode="json", by_alias=True) for r in records]
+    return json.dumps(compact(whole), indent=1, ensure_ascii=False) + "\n"
 
 
 def save_records(path: Path, records: list[ResultRecord], what: str = setting("out"), force: bool = False,
@@ -34,11 +44,19 @@ def load_result_file(path: Path, strict: bool = False) -> list[ResultRecord]:
     """
     path = Path(path)
     data = read_json(path)
-    document = isinstance(data, dict) and data.get("schema") in (DOCUMENT_SCHEMA, *OLD_DOCUMENT_SCHEMAS)
+    document = isinstance(data, dict) and data.get("schema") in DOCUMENT_SCHEMAS
+    problems: list[str] = []
+    if document:
+        data = upgrade_document(data)
+        joined, problems = expand(data, str(path))
+        data = {**data, "results": joined}
     if not strict:
+        if problems:
+            raise UserError(problems[0])
         try:
             if document:
-                return ResultsDocument.model_validate(data).results
+                return ResultsDocument.model_validate(
+                    {key: value for key, value in data.items() if key != SUITE_RESULTS}).results
             return [ResultRecord.model_validate(data)]
         except ValidationError as exc:
             raise UserError(f"{path}: invalid result at {error_lines(exc)[0]}") from None
@@ -46,8 +64,8 @@ def load_result_file(path: Path, strict: bool = False) -> list[ResultRecord]:
         raw = data.get("results")
         if not isinstance(raw, list):
             raise InvalidFile(path, [f"{path}: results: must be a list of records"])
-        extra = sorted(set(data) - {"schema", "results"})
-        problems = [f"{path}: unexpected top-level field(s): {', '.join(extra)}"] if extra else []
+        extra = sorted(set(data) - set(DOCUMENT_KEYS))
+        problems += [f"{path}: unexpected top-level field(s): {', '.join(extra)}"] if extra else []
     elif isinstance(data, dict):
         raw, problems = [data], []
     else:

@@ -19,6 +19,7 @@ from typing import Any
 from ..engines import PUBLISHED_ANE_ENGINE, available_engine, engines_with, get_engine
 from ..engines.base import Engine, Prepared
 from ..errors import UserError, setting
+from ..model import RecordWarning
 from ..system import preflight
 from ..workloads import PUBLISHED_HEADS, Workload, resolve_workload
 from .keepawake import MITIGATION as KEEP_AWAKE
@@ -209,7 +210,7 @@ class AwakeHooks:
         if self.helper is not None:
             self.helper.mark(name)
 
-    def finish(self) -> tuple[dict[str, Any], list[str]]:
+    def finish(self) -> tuple[dict[str, Any], list[RecordWarning]]:
         """The spinner's measured CPU share for the step's record, and a warning where it did not hold."""
         section = self.helper.section() if self.helper is not None else None
         if section is None:

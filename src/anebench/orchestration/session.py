@@ -23,9 +23,9 @@ from .. import __version__
 from ..engines.base import Engine, Prepared
 from ..errors import MeasurementError, UserError, setting
 from ..measure.check import check_output
+from ..measure.checks import checks
 from ..measure.clock import PERF_COUNTER, Clock
 from ..measure.gpu import DEVICE_TIME, PER_CALL, GpuRun, gpu_warnings
-from ..measure.stats import cache_warning, stability_warnings
 from ..measure.timing import DEFAULT_RUNS, PhaseCallback, ProgressCallback, Timing, time_repetitions
 from ..measure.warmup import WarmupPolicy
 from ..model import (
@@ -37,13 +37,12 @@ from ..model import (
     MethodInfo,
     OutputCheck,
     PlausibilityBound,
+    RecordWarning,
     Repetitions,
     ResultRecord,
     Scalar,
-    Summary,
     ToolInfo,
     WorkloadInfo,
-    summary_fields,
     utc_now,
 )
 from ..model import gbps as gbps_of
@@ -53,7 +52,6 @@ from ..system.host import SYSTEM_HOST, Host, busy_warning
 from ..workloads import Workload
 from .preflight import preflight_memory
 
-DEVICE_GAP_LIMIT = 0.10
 WINDOW = "the timed calls (warmup excluded)"
 
 
@@ -131,7 +129,7 @@ def verify_output(prepared: Prepared):
 
 
 # Called once the timed calls are done: the sections and warnings a hook measured, for the record.
-FinishHook = Callable[[], tuple[dict[str, Any], list[str]]]
+FinishHook = Callable[[], tuple[dict[str, Any], list[RecordWarning]]]
 
 
 @dataclass
@@ -176,10 +174,11 @@ class Measurement:
     check: OutputCheck
     state: HostState | None
     sections: dict[str, Any] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[RecordWarning] = field(default_factory=list)
     created: datetime = field(default_factory=utc_now)  # when it was measured, not when its record is built
 
-    def record(self, sections: Mapping[str, Any] | None = None, warnings: Sequence[str] = ()) -> ResultRecord:
+    def record(self, sections: Mapping[str, Any] | None = None,
+               warnings: Sequence[str | RecordWarning] = ()) -> ResultRecord:
         return build_record(self.engine, self.device, self.workload, self.facts, self.options, self.timing,
                             self.check, {**self.sections, **(sections or {})}, self.state,
                             [*self.warnings, *warnings], self.created)
@@ -311,7 +310,7 @@ def finish_energy(window, prepared: Prepared, timing, more_calls: int = 0) -> En
 
 
 def build_record(engine, device, workload, prepared, options, timing, check, sections=None,
-                 state: HostState | None = None, extra_warnings: Sequence[str] = (),
+                 state: HostState | None = None, extra_warnings: Sequence[str | RecordWarning] = (),
                  created: datetime | None = None) -> ResultRecord:
     """The record of one measurement, built once: ``sections`` are the typed sections it carries (energy,
     gpu, a suite's point), ``extra_warnings`` what its caller found beyond the checks made here.
@@ -322,38 +321,29 @@ def build_record(engine, device, workload, prepared, options, timing, check, sec
     sections = dict(sections or {})
     state = state or options.host.state()
     host = HostInfo.model_validate({**options.host.info().model_dump(), "state": state})
-    stats = Summary(**summary_fields(timing.samples_s))
-    warnings = stability_warnings(timing.samples_s, stats)
-    warnings.extend(prepared.warnings)
+    warnings = checks(timing.samples_s, weight_bytes=prepared.weight_bytes,
+                      cache_bytes=engine.cache_bytes(device), warmup_steady=timing.warmup_steady,
+                      warmup_runs=timing.warmup_runs, device_samples_s=timing.device_samples_s)
+    warnings += [RecordWarning(kind="engine", text=text) for text in prepared.warnings]
     energy = sections.get("energy")
     if energy is not None:
         from ..system.energy_figures import energy_warnings
 
         warnings.extend(energy_warnings(energy))
-    cache = cache_warning(prepared.weight_bytes, engine.cache_bytes(device))
-    if cache:
-        warnings.append(cache)
     busy = busy_warning(state, host.cores_logical)
     if busy:
         warnings.append(busy)
-    if not timing.warmup_steady:
-        warnings.append(f"warmup hit its cap after {timing.warmup_runs} calls without becoming steady")
-    latency_s = median_of(timing.samples_s)
-    gbps = gbps_of(prepared.weight_bytes, latency_s)
+    gbps = gbps_of(prepared.weight_bytes, median_of(timing.samples_s))
     device_gbps = None
     if timing.device_samples_s:
-        device_latency_s = median_of(timing.device_samples_s)
-        device_gbps = gbps_of(prepared.weight_bytes, device_latency_s)
-        gap = (latency_s - device_latency_s) / latency_s
-        if gap > DEVICE_GAP_LIMIT:
-            warnings.append(f"wall clock is {gap:.0%} above device time: host-side overhead in each call")
+        device_gbps = gbps_of(prepared.weight_bytes, median_of(timing.device_samples_s))
     bound = record_bound(engine, device, prepared, options.host)
     gpu: GpuReport | None = sections.get("gpu")
     streaming = {f"streaming ({s.method}) figure": s.gbps for s in (gpu.streaming if gpu else [])}
     check_plausible({PER_CALL: gbps, DEVICE_TIME: device_gbps, **streaming}, bound)
     if gpu is not None:
         warnings.extend(gpu_warnings(gpu))
-    warnings.extend(extra_warnings)
+    warnings.extend(RecordWarning.of(w) for w in extra_warnings)
     record = ResultRecord(
         tool=ToolInfo(version=__version__),
         created=created or utc_now(),

@@ -127,7 +127,8 @@ def test_keep_awake_is_recorded_on_any_engine_with_its_measured_cpu_share(capsys
     share = record["keep_awake"]
     assert share["wall_seconds"] > 0 and share["cpu_share"] >= 0 and share["min_share"] == 0.9
     assert share["effective"] == (share["cpu_share"] >= 0.9)
-    assert ("keep-awake failed" in " ".join(record["warnings"])) == (not share["effective"])
+    said = " ".join(w["text"] for w in record["warnings"])
+    assert ("keep-awake failed" in said) == (not share["effective"])
     assert not multiprocessing.active_children()  # the spinner was stopped
 
 
@@ -168,7 +169,8 @@ def test_a_keep_awake_share_below_nine_tenths_is_flagged_as_failed(monkeypatch):
         record = measure_workload(NumpyEngine(), "cpu", resolve_workload("lm_head:256x1024:fp32"),
                                   RunOptions(runs=3), finish=awake.finish)
     assert record.keep_awake == low
-    assert any(w.startswith("keep-awake failed: its spinner was on a CPU 50%") for w in record.warnings)
+    assert any(w.text.startswith("keep-awake failed: its spinner was on a CPU 50%") and w.kind == "keep-awake"
+               for w in record.warnings)
 
 
 def test_keep_awake_hook_starts_only_once_prepared():

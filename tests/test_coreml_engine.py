@@ -23,6 +23,7 @@ from anebench.errors import MeasurementError, UserError
 from anebench.measure.check import check_output
 from anebench.measure.warmup import WarmupPolicy
 from anebench.model import RecordWarning
+from anebench.orchestration.mitigations import UsedMitigations
 from anebench.orchestration.session import RunOptions, measure_workload
 from anebench.system import preflight
 from anebench.workloads import Workload
@@ -486,7 +487,7 @@ def test_prepare_and_measure_end_to_end_with_a_stand_in_model(tmp_path, monkeypa
     engine = CoreMLEngine(cache_dir=tmp_path, repeat=2, binding=binding)
     assert engine.devices() == ["ane", "gpu", "cpu", "all"]
     workload = Workload("tiny_e2e", HIDDEN, 4096, "fp16", seed=3)
-    options = RunOptions(runs=5, warmup=WarmupPolicy(fixed=1), mitigations=["repeat 2: test"])
+    options = RunOptions(runs=5, warmup=WarmupPolicy(fixed=1), mitigations=UsedMitigations(repeat=2))
     record = measure_workload(engine, "ane", workload, options)
     assert loaded == ["CPU_AND_NE"]
     assert record.engine.name == "coreml" and record.engine.compute_units == "CPU_AND_NE"
@@ -496,7 +497,9 @@ def test_prepare_and_measure_end_to_end_with_a_stand_in_model(tmp_path, monkeypa
     assert any("fall back from the Neural Engine" in w.text for w in record.warnings)
     load_warning = RecordWarning(kind="engine", text="coremltools, loading the bundle: a load-time warning")
     assert load_warning in record.warnings
-    assert record.method.mitigations == ["repeat 2: test"] and record.method.output_check.passed
+    assert record.method.mitigations == UsedMitigations(repeat=2).describe()
+    assert record.method.output_check.passed
+    assert record.method.mitigations[0].startswith("repeat 2: the bundle reads 2 distinct weight sets")
     # Every device asks where its ops run, judged against that device (the CPU here).
     record = measure_workload(engine, "cpu", workload, options)
     assert loaded[-1] == asked[-1] == "CPU_ONLY" and record.engine.details["placement_asked"] == "cpu"

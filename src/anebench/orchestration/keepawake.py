@@ -21,7 +21,6 @@ from ..model import KEEP_AWAKE_MIN_SHARE, KeepAwake, RecordWarning
 from ..system.host import SYSTEM_HOST, Host
 from ..util.lifeline import creator_info, die_with_parent
 
-MITIGATION = "keep-awake: a separate process kept one CPU core busy during warmup and timing"
 START_TIMEOUT_S = 60.0
 
 

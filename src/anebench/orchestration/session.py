@@ -50,6 +50,7 @@ from ..model import median as median_of
 from ..system.bounds import Bound, check_plausible, plausibility_bound
 from ..system.host import SYSTEM_HOST, Host, busy_warning
 from ..workloads import Workload
+from .mitigations import UsedMitigations
 from .preflight import preflight_memory
 
 WINDOW = "the timed calls (warmup excluded)"
@@ -63,13 +64,18 @@ class RunOptions:
     time_budget_s: float | None = None
     warmup: WarmupPolicy = field(default_factory=WarmupPolicy)
     clock: Clock = PERF_COUNTER
-    mitigations: list[str] = field(default_factory=list)  # what the record says was done (text)
-    keep_awake: bool = False  # a spinner process keeps a core busy (fresh processes start their own)
+    # what was done against the idle states, as values; the record's sentences are derived from them
+    mitigations: UsedMitigations = field(default_factory=UsedMitigations)
     suite: str = "run"
     timing: str = "wall clock per call"
     power: bool = False  # read an energy counter around the timed calls (record.energy)
     threads: int | None = None  # --threads: the CPU threads one call may use (None: the engine's default)
     host: Host = field(default_factory=lambda: SYSTEM_HOST)
+
+    @property
+    def keep_awake(self) -> bool:
+        """A spinner process keeps a core busy (fresh processes start their own)."""
+        return self.mitigations.keep_awake
 
 
 def check_tokens(engine: Engine, workload: Workload) -> None:
@@ -375,7 +381,7 @@ def build_record(engine, device, workload, prepared, options, timing, check, sec
             timer_resolution_s=timing.timer_resolution_s,
             statistic="median",
             timing=options.timing,
-            mitigations=list(options.mitigations),
+            mitigations=options.mitigations.describe(),
             output_check=check,
             threads=options.threads,
         ),

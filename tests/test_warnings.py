@@ -40,6 +40,7 @@ from anebench.system.energy_check import check_window
 from anebench.system.host import busy_warning
 from anebench.system.nvml import throttle_warnings
 from anebench.workloads import Workload
+from clitools import run_cli
 
 V2 = Path(__file__).parent / "data" / "v2"
 # tests/data/v2/string_warnings.json and store.db: one record written by anebench before warnings had
@@ -233,3 +234,16 @@ def test_a_copy_released_by_the_broken_barrier_is_a_flag_not_a_phrase():
     results.put(CopyOutcome(1, error="copy 1: BrokenBarrierError: ", released=True))
     with pytest.raises(MeasurementError, match="copy 0: BrokenBarrierError: ; copy 1"):
         _collect([FinishedWorker(), FinishedWorker()], results)
+
+
+def test_store_show_prints_the_text_of_typed_and_of_string_warnings(record, tmp_path, capsys):
+    db = tmp_path / "store.db"
+    shutil.copy(V2 / "store.db", db)  # its record's warnings are plain strings
+    with open_store(db) as store:
+        store.ingest([record], "typed")  # this one's are {kind, text}
+    raw = json.loads((V2 / "string_warnings.json").read_text())["results"][0]
+    for record_id, text in ((raw["id"], raw["warnings"][0]), (record.id, record.warnings[0].text)):
+        code, out, err = run_cli(capsys, "store", "show", record_id[:12], "--db", str(db))
+        assert code == 0, err
+        said = " ".join(out.split())  # the value column wraps
+        assert " ".join(text.split()) in said and "'kind'" not in said

@@ -322,7 +322,8 @@ def build_record(engine, device, workload, prepared, options, timing, check, sec
     gpu, a suite's point), ``extra_warnings`` what its caller found beyond the checks made here.
 
     The record gets the raw samples only: the model derives the summary and GB/s from them. The figures
-    read here are for the checks (stability, device gap, plausibility), through the model's own functions.
+    read here are for the checks: ``measure.checks`` (stability, drift, cache, warmup cap, device gap; the
+    report runs the same checks again on stored records) and plausibility.
     """
     sections = dict(sections or {})
     state = state or options.host.state()

@@ -22,7 +22,7 @@ WarningKind = Literal[
     "warmup-cap",  # warmup stopped at its cap without becoming steady
     "device-gap",  # wall clock far above device time: host-side overhead
     "busy",  # the machine was busy when measuring started
-    "engine",  # the engine's own finding while preparing (e.g. Core ML op placement)
+    "engine",  # the engine's own finding while preparing (e.g. where its ops run)
     "energy",  # an energy figure unreliable or a component's counter idle
     "dram-traffic",  # the memory controllers' view disagrees with the weight stream
     "gpu-throttle",  # the GPU was held below its clocks (NVML)

@@ -22,7 +22,8 @@ from anebench.engines.decode import DecodeEngine
 from anebench.orchestration.session import RunOptions, measure_workload
 from anebench.orchestration.suites.common import no_progress
 from anebench.orchestration.suites.decode import DecodeTarget, predict, quick_curve
-from anebench.workloads.models import ModelConfig, decode_workload, resolve_model
+from anebench.workloads.model_config import ModelConfig, resolve_model
+from anebench.workloads.models import decode_workload
 
 TARGET = 0.15  # |predicted / measured - 1| for the stream, on an idle machine
 

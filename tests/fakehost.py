@@ -83,7 +83,7 @@ def state_host(monkeypatch, stated: Host) -> Host:
     seam, the one place platform facts are stated instead of patching what each module imported."""
     from anebench.system import host
 
-    monkeypatch.setattr(host, "_stated", stated)
+    monkeypatch.setattr(host.HOST_SEAM, "stated", stated)
     return stated
 
 
@@ -95,7 +95,7 @@ def state_ioreport(monkeypatch, problem: Callable[[], str | None] | None = None,
 
     stated = IOReportBinding(problem=problem or ioreport.NATIVE_IOREPORT.problem,
                              probe_channels=probe_channels or ioreport.NATIVE_IOREPORT.probe_channels)
-    monkeypatch.setattr(ioreport, "_stated", stated)
+    monkeypatch.setattr(ioreport.IOREPORT_SEAM, "stated", stated)
     return stated
 
 

@@ -26,7 +26,7 @@ def state_executor(monkeypatch, measure: Callable | None = None, check_memory: C
     stated = Executor(measure=measure or SESSION_EXECUTOR.measure,
                       check_memory=check_memory or SESSION_EXECUTOR.check_memory,
                       measure_parts=measure_parts or SESSION_EXECUTOR.measure_parts)
-    monkeypatch.setattr(executor_module, "_stated", stated)
+    monkeypatch.setattr(executor_module.EXECUTOR_SEAM, "stated", stated)
     return stated
 
 
@@ -39,7 +39,7 @@ def state_engines(monkeypatch, **factories: Callable[[], Engine] | None) -> Regi
     until the test ends: engines.use_engines's seam."""
     registry = {**ENGINE_FACTORIES, **factories}
     stated = {name: factory for name, factory in registry.items() if factory is not None}
-    monkeypatch.setattr(engines_module, "_stated", stated)
+    monkeypatch.setattr(engines_module.ENGINES_SEAM, "stated", stated)
     return stated
 
 
@@ -52,11 +52,11 @@ def state_coreml(monkeypatch, load_model: Callable | None = None, query_placemen
     stated = CoreMLBinding(load_model=load_model or native.load_model,
                            query_placement=query_placement or native.query_placement,
                            version=version or native.version)
-    monkeypatch.setattr(coreml_runtime, "_stated", stated)
+    monkeypatch.setattr(coreml_runtime.BINDING_SEAM, "stated", stated)
     return stated
 
 
 def state_meters(monkeypatch, factory: power.MeterFactory) -> power.MeterFactory:
     """Open every device's energy counter with ``factory`` until the test ends: power.use_meters's seam."""
-    monkeypatch.setattr(power, "_stated_meters", factory)
+    monkeypatch.setattr(power.METERS_SEAM, "stated", factory)
     return factory

@@ -18,7 +18,7 @@ from anebench.orchestration.suites.concurrent import run_concurrent
 from anebench.workloads import Workload
 from clitools import run_cli
 from fakehost import FakeHost
-from gil_engine import FakeMultiDevice, GilHoldingEngine
+from gil_engine import FakeMultiDevice, GilHoldingEngine, LongGilHoldingEngine
 
 SMALL = Workload("t", 8, 16, "fp32")
 
@@ -114,9 +114,11 @@ FAST = RunOptions(runs=12, warmup=WarmupPolicy(fixed=2), suite="concurrency")
 
 
 def test_threads_serialise_a_gil_holding_call_and_processes_do_not():
-    """Two copies of a call that holds the GIL (3 ms of usleep through PyDLL): as threads of one process
-    they take turns (scaling ~1.0, a false 'shared ceiling'); as processes they overlap (~2.0)."""
-    engine = GilHoldingEngine()
+    """Two copies of a call that holds the GIL (20 ms of usleep through PyDLL): as threads of one process
+    they take turns (scaling ~1.0, a false 'shared ceiling'); as processes they overlap (~2.0). The calls
+    sleep, so a busy core does not slow them; 20 ms keeps a woken copy's wait for a core (milliseconds on a
+    loaded machine) small beside the call."""
+    engine = LongGilHoldingEngine()
     scaling = {}
     for processes in (False, True):
         run = run_copies(engine, ["cpu", "cpu"], SMALL, FAST, processes=processes)

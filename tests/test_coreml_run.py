@@ -60,8 +60,7 @@ def test_default_run_on_a_mac_measures_the_campaign(monkeypatch, capsys):
     apple_silicon_mac(monkeypatch)
     measured = []
 
-    def fake_measure(engine, device, workload, options, progress=None, on_prepared=None, phase=None,
-                     finish=None):
+    def fake_measure(engine, device, workload, options, progress=None, hooks=None):
         measured.append((engine.name, device, workload.name, options.mitigations.describe()))
         raise SystemExit(0)  # the plan is what is under test, not the measurement
 
@@ -146,7 +145,7 @@ def test_keep_awake_spins_in_its_own_process_through_a_gil_holding_call():
                                   Step(GilHoldingEngine(), "cpu", resolve_workload("lm_head:8x16:fp32")))
     with mitigations.awake() as awake:
         record = measure_workload(GilHoldingEngine(), "cpu", resolve_workload("lm_head:8x16:fp32"), options,
-                                  on_prepared=awake.on_prepared, phase=awake.phase, finish=awake.finish)
+                                  hooks=awake.measure_hooks())
         pid = awake.helper.pid
     assert record.keep_awake is not None and record.keep_awake.wall_seconds >= 0.15  # 60 calls of 3 ms
     # spinning while the main thread held the GIL for ~all of the window. A thread waiting for the GIL
@@ -159,7 +158,7 @@ def test_keep_awake_spins_in_its_own_process_through_a_gil_holding_call():
 
 def test_a_keep_awake_share_below_nine_tenths_is_flagged_as_failed(monkeypatch):
     from anebench.engines.numpy_engine import NumpyEngine
-    from anebench.orchestration.session import measure_workload
+    from anebench.orchestration.session import MeasureHooks, measure_workload
 
     low = measured(cpu_seconds=0.5, wall_seconds=1.0)
     assert low.cpu_share == 0.5 and not low.effective
@@ -169,7 +168,7 @@ def test_a_keep_awake_share_below_nine_tenths_is_flagged_as_failed(monkeypatch):
         monkeypatch.setattr(awake.helper, "section", lambda: low)
         # 1 MB of weights: a call far longer than 20 timer ticks on any machine
         record = measure_workload(NumpyEngine(), "cpu", resolve_workload("lm_head:256x1024:fp32"),
-                                  RunOptions(runs=3), finish=awake.finish)
+                                  RunOptions(runs=3), hooks=MeasureHooks(finish=awake.finish))
     assert record.keep_awake == low
     assert any(w.text.startswith("keep-awake failed: its spinner was on a CPU 50%") and w.kind == "keep-awake"
                for w in record.warnings)

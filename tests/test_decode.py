@@ -16,15 +16,9 @@ from anebench.errors import UserError
 from anebench.measure.check import check_output
 from anebench.measure.decode_predict import SweepCurve, seconds_per_token
 from anebench.workloads import DTYPE_BYTES
-from anebench.workloads.models import (
-    accounting,
-    config_facts,
-    decode_workload,
-    kv_bytes,
-    linear_bytes,
-    resolve_model,
-    stream_bytes,
-)
+from anebench.workloads.decode_stream import accounting, kv_bytes, linear_bytes, stream_bytes
+from anebench.workloads.model_config import config_facts, resolve_model
+from anebench.workloads.models import decode_workload
 
 
 def folder_with(tmp_path, **config):

@@ -21,7 +21,9 @@ from anebench.errors import UserError  # noqa: E402
 from anebench.measure.warmup import WarmupPolicy  # noqa: E402
 from anebench.orchestration.session import RunOptions  # noqa: E402
 from anebench.orchestration.suites.decode import DecodeTarget, run_decode  # noqa: E402
-from anebench.workloads.models import config_facts, decode_workload, stream_bytes  # noqa: E402
+from anebench.workloads.decode_stream import stream_bytes  # noqa: E402
+from anebench.workloads.model_config import config_facts  # noqa: E402
+from anebench.workloads.models import decode_workload  # noqa: E402
 
 TINY = dict(
     model_type="qwen3",

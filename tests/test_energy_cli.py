@@ -7,7 +7,7 @@ import json
 import pytest
 
 from anebench.orchestration import runplan
-from anebench.system import power
+from anebench.system import energy_sources
 from clitools import run_cli
 from fakehost import (
     LINUX_FACTS,
@@ -69,8 +69,7 @@ def test_the_campaign_reads_energy_by_default_and_not_with_no_power(monkeypatch,
     pretend_mac_host(monkeypatch)
     seen = []
 
-    def fake_measure(engine, device, workload, options, progress=None, on_prepared=None, phase=None,
-                     finish=None):
+    def fake_measure(engine, device, workload, options, progress=None, hooks=None):
         seen.append(options.power)
         raise SystemExit(0)
 
@@ -114,7 +113,7 @@ def test_info_lists_an_ioreport_source_only_by_the_channels_found(capsys, monkey
     energy_model = next(line for line in stdout.splitlines() if line.startswith("IOReport Energy Model"))
     pmp = next(line for line in stdout.splitlines() if line.startswith("IOReport PMP / DCS BW"))
     assert " yes " in energy_model and "CPU Energy (mJ)" in stdout and " no " in pmp
-    sources = {s.name: s for s in power.energy_sources()}
+    sources = {s.name: s for s in energy_sources.energy_sources()}
     assert sources["IOReport Energy Model"].available and any(
         c.startswith("cpu: CPU Energy (mJ)") for c in sources["IOReport Energy Model"].channels)
     assert "no ane channel" in sources["IOReport Energy Model"].reason

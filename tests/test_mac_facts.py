@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from anebench.system import ioreport, power, preflight
+from anebench.system import energy_sources, ioreport, power, preflight
 from anebench.system.host import SYSTEM_HOST
 from clitools import run_cli
 from fakehost import MAC_CHIP, pretend_linux_host, pretend_mac_host
@@ -66,10 +66,10 @@ def test_energy_sources_on_a_mac_list_rapl_as_linux_only_even_where_a_powercap_t
     (zone / "energy_uj").write_text("100\n")
     (zone / "max_energy_range_uj").write_text("1000\n")
     pretend_mac_host(monkeypatch)
-    rapl = next(s for s in power.energy_sources(tmp_path) if s.name == "Linux RAPL")
+    rapl = next(s for s in energy_sources.energy_sources(tmp_path) if s.name == "Linux RAPL")
     assert not rapl.available and rapl.reason == "Linux only"
     pretend_linux_host(monkeypatch)
-    rapl = next(s for s in power.energy_sources(tmp_path) if s.name == "Linux RAPL")
+    rapl = next(s for s in energy_sources.energy_sources(tmp_path) if s.name == "Linux RAPL")
     assert rapl.available, rapl.reason
 
 

@@ -4,14 +4,13 @@ import pytest
 
 from anebench.system import power
 from anebench.system.energy_figures import energy_line
+from anebench.system.energy_sources import energy_sources, planned_source
 from anebench.system.power import (
     EnergyWindow,
     RaplMeter,
     ScalarMeter,
     Unavailable,
     energy_meter,
-    energy_sources,
-    planned_source,
     rapl_meter,
 )
 from fakehost import pretend_linux_host, pretend_mac_host, state_ioreport

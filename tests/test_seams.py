@@ -16,6 +16,7 @@ from anebench.errors import UserError
 from anebench.orchestration.executor import SESSION_EXECUTOR, Executor, active_executor, use_executor
 from anebench.system import power, preflight
 from anebench.system.host import SYSTEM_HOST, active_host, detect_platform, use_host
+from anebench.util.seam import Seam
 from fakehost import LINUX_FACTS, FakeHost, mac_facts
 
 
@@ -91,3 +92,13 @@ def test_stated_meters_open_every_devices_counter_until_the_block_ends():
         assert power.energy_meter("cpu") is stand_in and power.energy_meter("cuda:0") is stand_in
     after = power.energy_meter("cpu")
     assert after is not stand_in and type(after) is type(native)
+
+
+def test_a_seam_answers_the_innermost_stated_value_and_restores_the_outer_one_on_error():
+    seam = Seam("native")
+    with seam.use("outer"):
+        with pytest.raises(RuntimeError), seam.use("inner"):
+            assert seam.get() == "inner"
+            raise RuntimeError("the block failed")
+        assert seam.get() == "outer"
+    assert seam.get() == "native" and seam.stated is None

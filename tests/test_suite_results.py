@@ -12,7 +12,8 @@ import pytest
 from anebench.engines.numpy_engine import NumpyEngine
 from anebench.orchestration.session import RunOptions, measure
 from anebench.orchestration.suites.sweep import finish_sweep
-from anebench.results.store import STORE_SCHEMA, open_store
+from anebench.results.store import open_store
+from anebench.results.store_db import STORE_SCHEMA
 from anebench.workloads import Workload
 
 

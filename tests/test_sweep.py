@@ -243,7 +243,7 @@ def test_a_fit_that_disagrees_with_its_own_largest_sizes_fails_with_that_reason(
 
 
 def test_a_negative_overhead_within_error_is_below_resolution_never_a_number():
-    from anebench.report.suite_terminal import overhead_text
+    from anebench.report.suite_cells import overhead_text
 
     sizes = [128e6, 194e6, 294e6, 446e6, 676e6, 1024e6]
     noise = [1.01, 0.99, 1.01, 0.99, 1.0, 1.0]

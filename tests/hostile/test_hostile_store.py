@@ -9,14 +9,14 @@ import threading
 import pytest
 
 from anebench.errors import UserError
-from anebench.results import store as store_module
+from anebench.results import store_db as store_db_module
 from anebench.results.store import open_store
 from clitools import run_cli
 from conftest import digest, one_line_error
 
 
 def test_a_locked_store_is_named_locked_after_retries(tmp_path, capsys, store_db, monkeypatch):
-    monkeypatch.setattr(store_module, "BUSY_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(store_db_module, "BUSY_TIMEOUT_S", 0.2)
     holder = sqlite3.connect(store_db)
     holder.execute("BEGIN EXCLUSIVE")
     try:
@@ -29,7 +29,7 @@ def test_a_locked_store_is_named_locked_after_retries(tmp_path, capsys, store_db
 
 
 def test_a_lock_that_clears_is_waited_for(tmp_path, store_db, monkeypatch):
-    monkeypatch.setattr(store_module, "BUSY_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(store_db_module, "BUSY_TIMEOUT_S", 0.2)
     holder = sqlite3.connect(store_db, check_same_thread=False)
     holder.execute("BEGIN EXCLUSIVE")
     threading.Timer(0.3, holder.rollback).start()  # released during the retries

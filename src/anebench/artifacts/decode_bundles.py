@@ -23,16 +23,8 @@ import numpy as np
 
 from ..errors import UserError, setting
 from ..workloads import DTYPE_BYTES
-from ..workloads.models import (
-    RESIDUAL_SCALE,
-    TOKEN_ID,
-    DecodeWorkload,
-    Matrix,
-    head_matrix,
-    kv_bytes,
-    kv_cache,
-    layer_matrices,
-)
+from ..workloads.decode_stream import Matrix, head_matrix, kv_bytes, layer_matrices
+from ..workloads.models import RESIDUAL_SCALE, TOKEN_ID, DecodeWorkload, kv_cache
 from ._coremltools import coremltools as import_coremltools
 from ._coremltools import no_pass_progress_bars
 from .coreml import MAX_SPLIT_ROWS, near_equal_splits

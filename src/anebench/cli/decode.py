@@ -13,7 +13,9 @@ import click
 from ..engines import PUBLISHED_ANE_ENGINE
 from ..errors import UserError
 from ..measure.warmup import WarmupPolicy
-from ..workloads.models import MAX_DEPTH, accounting, decode_workload, resolve_model
+from ..workloads.decode_stream import accounting
+from ..workloads.model_config import resolve_model
+from ..workloads.models import MAX_DEPTH, decode_workload
 from .common import measuring_options, resolve_targets
 from .latency import stored_sweeps
 from .run import power_option

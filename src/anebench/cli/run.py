@@ -34,8 +34,8 @@ from ..orchestration.runplan import (
 )
 from ..orchestration.session import RunOptions, check_threads
 from ..system import power as power_counters
+from ..system.energy_sources import energy_sources
 from ..system.host import SYSTEM_HOST, busy_warning
-from ..system.power import energy_sources
 from .common import (
     QUIET,
     StepSaver,

@@ -333,7 +333,7 @@ def compute(
     """Peak matrix throughput (TFLOP/s) per engine, device and dtype (default workload lm_head:4096x4096).
     Engines that build token-batched bundles: at the most tokens per call that fit (up to --max-tokens),
     against half of it."""
-    from ..orchestration.suites.roofline import plan_token_compute, run_compute_suite
+    from ..orchestration.suites.compute import plan_token_compute, run_compute_suite
 
     fmt = output_format(as_json, fmt, out, no_save)
     bases = resolve_workloads(workloads, default="lm_head:4096x4096")

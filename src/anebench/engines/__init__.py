@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 
 from ..errors import UserError
 from ..util.names import did_you_mean, match_name
+from ..util.seam import Seam
 from .base import Availability, BundleSpec, DtypeChoice, Engine, Prepared
 
 
@@ -51,7 +51,12 @@ ENGINE_FACTORIES: dict[str, Callable[[], Engine]] = {
 }
 CPU_DEVICES = {"cpu"}
 Registry = Mapping[str, Callable[[], Engine]]
-_stated: Registry | None = None  # the registry a test states (use_engines); None: ENGINE_FACTORIES
+# The engines looked up where no registry is passed: ENGINE_FACTORIES, or the registry stated with
+# use_engines (a stand-in engine, one removed) while its block runs, the CLI included: tests state engines
+# there instead of patching ENGINE_FACTORIES.
+ENGINES_SEAM: Seam[Registry] = Seam(ENGINE_FACTORIES)
+active_engines = ENGINES_SEAM.get
+use_engines = ENGINES_SEAM.use
 # The engine the published Neural Engine figures were measured with (anemll-bench, the published
 # bundles): the Mac campaign runs the published heads on it, and imported published results name it.
 PUBLISHED_ANE_ENGINE = "coreml"
@@ -63,24 +68,6 @@ def published_compute_units() -> dict[str, str]:
     from .coreml_engine import COMPUTE_UNITS
 
     return dict(COMPUTE_UNITS)
-
-
-def active_engines() -> Registry:
-    """The engines looked up where no registry is passed: ENGINE_FACTORIES, or the one stated with
-    ``use_engines``."""
-    return _stated if _stated is not None else ENGINE_FACTORIES
-
-
-@contextmanager
-def use_engines(registry: Registry) -> Iterator[Registry]:
-    """Look engines up in ``registry`` (a stand-in engine, one removed) wherever none is passed, the CLI
-    included, while the block runs: tests state engines here instead of patching ENGINE_FACTORIES."""
-    global _stated
-    before, _stated = _stated, registry
-    try:
-        yield registry
-    finally:
-        _stated = before
 
 
 def get_engine(name: str, registry: Registry | None = None) -> Engine:

@@ -4,13 +4,13 @@ checks (coreml_doctor), which import it, so neither imports the other for it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
+from ..util.seam import Seam
 from .coreml_placement import COMPUTE_UNITS, DEVICE_NAMES, OpPlacement
 
 DEVICE_CLASSES = {
@@ -115,19 +115,8 @@ class CoreMLBinding:
 
 
 NATIVE_BINDING = CoreMLBinding()
-_stated: CoreMLBinding | None = None  # the binding a test states (use_binding); None: the native one
-
-
-def active_binding() -> CoreMLBinding:
-    return _stated if _stated is not None else NATIVE_BINDING
-
-
-@contextmanager
-def use_binding(binding: CoreMLBinding) -> Iterator[CoreMLBinding]:
-    """Load and place with ``binding`` wherever no engine states its own, while the block runs."""
-    global _stated
-    before, _stated = _stated, binding
-    try:
-        yield binding
-    finally:
-        _stated = before
+# The binding engines load and place with where none states its own: the native one, or the one stated
+# with use_binding while its block runs.
+BINDING_SEAM: Seam[CoreMLBinding] = Seam(NATIVE_BINDING)
+active_binding = BINDING_SEAM.get
+use_binding = BINDING_SEAM.use

@@ -15,11 +15,8 @@ from typing import Any
 import numpy as np
 
 from ..workloads import DTYPE_BYTES
-from ..workloads.models import (
-    DecodeWorkload,
-    head_matrix,
-    layer_matrices,
-)
+from ..workloads.decode_stream import head_matrix, layer_matrices
+from ..workloads.models import DecodeWorkload
 from .base import DtypeChoice, Engine, Prepared
 from .decode_step import (
     TOLERANCE_16BIT,

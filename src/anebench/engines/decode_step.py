@@ -14,15 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from ..workloads.models import (
-    RESIDUAL_SCALE,
-    DecodeWorkload,
-    TiledWeights,
-    active_experts,
-    head_matrix,
-    kv_cache,
-    layer_matrices,
-)
+from ..workloads.decode_stream import active_experts, head_matrix, layer_matrices
+from ..workloads.models import RESIDUAL_SCALE, DecodeWorkload, TiledWeights, kv_cache
 
 FILL_ROWS = 4096  # rows copied into a device buffer at a time
 TOLERANCE_16BIT = 0.1

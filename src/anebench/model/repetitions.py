@@ -84,7 +84,7 @@ class Repetitions(StrictModel):
         for i, (repetition, part) in enumerate(zip(self.runs, self.slices(samples))):
             truth = median(part)
             _agree(f"repetitions.runs[{i}].median_s", repetition.median_s, truth)
-            runs.append(repetition.model_copy(update={"median_s": truth}))
+            runs.append(Repetition.model_validate({**repetition.model_dump(), "median_s": truth}))
         interval = between_run_interval([r.median_s for r in runs if r.median_s is not None], centre_s)
         if interval is not None and within is not None:
             # Three medians can agree by chance more closely than their own samples allow: the
@@ -100,7 +100,8 @@ class Repetitions(StrictModel):
             for name in ("low_s", "high_s", "gbps_low", "gbps_high"):
                 _agree(f"repetitions.between_run.{name}", getattr(self.between_run, name),
                        getattr(between, name), missing_ok=False)
-        return self.model_copy(update={"runs": runs, "between_run": between})
+        return Repetitions.model_validate({**self.model_dump(exclude={"runs", "between_run"}), "runs": runs,
+                                           "between_run": between})
 
 
 def _agree(name: str, stored: float | None, truth: float | None, missing_ok: bool = True) -> None:

@@ -147,9 +147,7 @@ def run_campaign(
                         step.workload,
                         step_options,
                         advance,
-                        on_prepared=awake.on_prepared,
-                        phase=awake.phase,
-                        finish=awake.finish,
+                        awake.measure_hooks(),
                     )
                 records.append(record)
             if finished is not None:

@@ -34,7 +34,8 @@ from ..model import Concurrency, Energy, ResultRecord, gbps
 from ..system.energy_check import window_covers
 from ..util.lifeline import creator_info, die_with_parent
 from ..workloads import Workload
-from .session import RunOptions, build_record, prepared_workload, verify_output
+from .record_builder import build_record
+from .session import RunOptions, prepared_workload, verify_output
 
 BARRIER_TIMEOUT_S = 3600.0
 START_MARGIN_NS = 20_000_000  # the copies start together this long after the barrier opens

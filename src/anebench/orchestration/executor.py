@@ -10,13 +10,13 @@ patching the functions each module imported.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..engines.base import Engine
 from ..model import ResultRecord
 from ..system.host import SYSTEM_HOST, Host
+from ..util.seam import Seam
 from ..workloads import Workload
 from .preflight import preflight_memory
 from .session import Measurement, measure_workload
@@ -38,20 +38,8 @@ class Executor:
 
 
 SESSION_EXECUTOR = Executor()
-_stated: Executor | None = None  # the executor a test states (use_executor); None: the session's
-
-
-def active_executor() -> Executor:
-    """The executor runs use where none is passed: the session's, or the one stated with use_executor."""
-    return _stated if _stated is not None else SESSION_EXECUTOR
-
-
-@contextmanager
-def use_executor(executor: Executor) -> Iterator[Executor]:
-    """Measure with ``executor`` wherever none is passed (the CLI's run and suites) while the block runs."""
-    global _stated
-    before, _stated = _stated, executor
-    try:
-        yield executor
-    finally:
-        _stated = before
+# The executor runs use where none is passed: the session's, or the one stated with use_executor, which
+# measures with it wherever none is passed (the CLI's run and suites) while the block runs.
+EXECUTOR_SEAM: Seam[Executor] = Seam(SESSION_EXECUTOR)
+active_executor = EXECUTOR_SEAM.get
+use_executor = EXECUTOR_SEAM.use

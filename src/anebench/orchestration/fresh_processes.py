@@ -24,7 +24,8 @@ from ..model import KeepAwake, OutputCheck
 from ..util.lifeline import creator_info, die_with_parent
 from ..workloads import Workload
 from .keepawake import KeepAwakeProcess, measured, share_warning, spinner_threads
-from .session import Measurement, PreparedFacts, RunOptions, check_threads, prepared_workload, verify_output
+from .record_builder import PreparedFacts
+from .session import Measurement, RunOptions, check_threads, prepared_workload, verify_output
 
 
 @dataclass(frozen=True)

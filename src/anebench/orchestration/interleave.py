@@ -21,7 +21,8 @@ from ..errors import UserError, setting
 from ..measure.timing import ProgressCallback, Timing, combine, split_runs, time_calls
 from ..model import Interleave, Repetitions, ResultRecord
 from ..workloads import Workload
-from .session import RunOptions, build_record, prepared_workload, verify_output
+from .record_builder import build_record
+from .session import RunOptions, prepared_workload, verify_output
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from ..system import preflight
 from ..workloads import PUBLISHED_HEADS, Workload, resolve_workload
 from .keepawake import KeepAwakeProcess, share_warning, spinner_threads
 from .mitigations import UsedMitigations
-from .session import RunOptions
+from .session import MeasureHooks, RunOptions
 
 ANE_ENGINE = PUBLISHED_ANE_ENGINE  # the published heads' engine: the campaign runs them on it first
 CORE_AI = "coreai"
@@ -80,7 +80,7 @@ class PlannedStep:
 
 
 def describe_plan(steps: list[tuple[str, str, str]], power: bool, platform: str) -> list[PlannedStep]:
-    from ..system.power import planned_source
+    from ..system.energy_sources import planned_source
 
     return [PlannedStep(engine, device, workload, power, planned_source(device, platform) if power else "-")
             for engine, device, workload in steps]
@@ -199,6 +199,10 @@ class AwakeHooks:
     def phase(self, name: str) -> None:
         if self.helper is not None:
             self.helper.mark(name)
+
+    def measure_hooks(self) -> MeasureHooks:
+        """These hooks as one value, as ``measure_workload`` takes them."""
+        return MeasureHooks(on_prepared=self.on_prepared, phase=self.phase, finish=self.finish)
 
     def finish(self) -> tuple[dict[str, Any], list[RecordWarning]]:
         """The spinner's measured CPU share for the step's record, and a warning where it did not hold."""

@@ -1,15 +1,15 @@
 """One measurement end to end: preflight, prepare, check the output, time, summarise, record.
 
 The CLI and every suite go through ``measure`` (or ``measure_workload``, which builds the record at once)
-so that all records are made the same way. A record is built once, with every section it carries: a
-suite whose sections depend on several measurements (a sweep's fit, a roofline's ridge) keeps each
-``Measurement`` until its analysis is done, reads the figures the analysis needs from its ``draft``, and
-then builds each record with its sections. Nothing patches a record after it is built.
+so that all records are made the same way. A record is built once (orchestration/record_builder.py), with
+every section it carries: a suite whose sections depend on several measurements (a sweep's fit, a
+roofline's ridge) keeps each ``Measurement`` until its analysis is done, reads the figures the analysis
+needs from its ``draft``, and then builds each record with its sections. Nothing patches a record after
+it is built. How it runs is ``RunOptions`` (orchestration/run_options.py).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -19,63 +19,20 @@ from typing import Any
 
 import numpy as np
 
-from .. import __version__
 from ..engines.base import Engine, Prepared
 from ..errors import MeasurementError, UserError, setting
 from ..measure.check import check_output
-from ..measure.checks import checks
-from ..measure.clock import PERF_COUNTER, Clock
-from ..measure.gpu import DEVICE_TIME, PER_CALL, GpuRun, gpu_warnings
-from ..measure.timing import DEFAULT_RUNS, PhaseCallback, ProgressCallback, Timing, time_repetitions
-from ..measure.warmup import WarmupPolicy
-from ..model import (
-    Energy,
-    EngineInfo,
-    GpuReport,
-    HostInfo,
-    HostState,
-    MethodInfo,
-    OutputCheck,
-    PlausibilityBound,
-    RecordWarning,
-    Repetitions,
-    ResultRecord,
-    Scalar,
-    ToolInfo,
-    WorkloadInfo,
-    utc_now,
-)
-from ..model import gbps as gbps_of
+from ..measure.gpu import GpuRun
+from ..measure.timing import PhaseCallback, ProgressCallback, Timing, time_repetitions
+from ..model import Energy, HostState, OutputCheck, RecordWarning, ResultRecord, utc_now
 from ..model import median as median_of
-from ..system.bounds import Bound, check_plausible, plausibility_bound
-from ..system.host import SYSTEM_HOST, Host, busy_warning
+from ..system.host import SYSTEM_HOST, Host
 from ..workloads import Workload
-from .mitigations import UsedMitigations
 from .preflight import preflight_memory
+from .record_builder import PreparedFacts, build_record, record_bound
+from .run_options import RunOptions
 
 WINDOW = "the timed calls (warmup excluded)"
-
-
-@dataclass
-class RunOptions:
-    runs: int = DEFAULT_RUNS  # timed calls in all, split over the repetitions
-    repetitions: int = 1  # independent repetitions, each after its own warmup (`run` asks for 3)
-    fresh_processes: bool = False  # each repetition loads the workload in a new process
-    time_budget_s: float | None = None
-    warmup: WarmupPolicy = field(default_factory=WarmupPolicy)
-    clock: Clock = PERF_COUNTER
-    # what was done against the idle states, as values; the record's sentences are derived from them
-    mitigations: UsedMitigations = field(default_factory=UsedMitigations)
-    suite: str = "run"
-    timing: str = "wall clock per call"
-    power: bool = False  # read an energy counter around the timed calls (record.energy)
-    threads: int | None = None  # --threads: the CPU threads one call may use (None: the engine's default)
-    host: Host = field(default_factory=lambda: SYSTEM_HOST)
-
-    @property
-    def keep_awake(self) -> bool:
-        """A spinner process keeps a core busy (fresh processes start their own)."""
-        return self.mitigations.keep_awake
 
 
 def check_tokens(engine: Engine, workload: Workload) -> None:
@@ -138,27 +95,19 @@ def verify_output(prepared: Prepared):
 FinishHook = Callable[[], tuple[dict[str, Any], list[RecordWarning]]]
 
 
-@dataclass
-class PreparedFacts:
-    """What a record takes from a Prepared: kept past its close (a suite builds its records at the end)
-    and carried back from the process that held it (fresh processes)."""
+@dataclass(frozen=True)
+class MeasureHooks:
+    """What a caller hooks into one measurement, passed down as one value: ``on_prepared`` hears the
+    prepared workload (keep-awake starts its spinner there, decode keeps the loaded stream), ``phase`` the
+    timing loop's marks, and ``finish`` (``measure_workload``) gives the sections and warnings it measured
+    once the timing is done, for the record."""
 
-    workload: Workload
-    weight_bytes: int
-    run_dtype: str
-    dtype_note: str | None
-    compute_units: str | None
-    device_time_note: str
-    artifact_sha256: str | None
-    details: dict[str, Scalar] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-    pid: int = 0  # the process that held it (not recorded: it says only that the processes differed)
+    on_prepared: Callable[[Prepared], None] | None = None
+    phase: PhaseCallback | None = None
+    finish: FinishHook | None = None
 
-    @classmethod
-    def of(cls, prepared: Prepared) -> PreparedFacts:
-        return cls(prepared.workload, prepared.weight_bytes, prepared.run_dtype, prepared.dtype_note,
-                   prepared.compute_units, prepared.device_time_note, prepared.artifact_sha256,
-                   dict(prepared.details), list(prepared.warnings), os.getpid())
+
+NO_HOOKS = MeasureHooks()
 
 
 @dataclass
@@ -204,14 +153,12 @@ def measure_workload(
     workload: Workload,
     options: RunOptions | None = None,
     progress: ProgressCallback | None = None,
-    on_prepared: Callable[[Prepared], None] | None = None,
-    phase: PhaseCallback | None = None,
-    finish: FinishHook | None = None,
+    hooks: MeasureHooks = NO_HOOKS,
 ) -> ResultRecord:
-    """``measure``, with the record built at once: ``finish`` (e.g. keep-awake's) gives the sections and
-    warnings it measured once the timing is done, and the record is built with them."""
-    measurement = measure(engine, device, workload, options, progress, on_prepared, phase)
-    sections, warnings = finish() if finish is not None else ({}, [])
+    """``measure``, with the record built at once: ``hooks.finish`` (e.g. keep-awake's) gives the sections
+    and warnings it measured once the timing is done, and the record is built with them."""
+    measurement = measure(engine, device, workload, options, progress, hooks)
+    sections, warnings = hooks.finish() if hooks.finish is not None else ({}, [])
     return measurement.record(sections, warnings)
 
 
@@ -221,8 +168,7 @@ def measure(
     workload: Workload,
     options: RunOptions | None = None,
     progress: ProgressCallback | None = None,
-    on_prepared: Callable[[Prepared], None] | None = None,
-    phase: PhaseCallback | None = None,
+    hooks: MeasureHooks = NO_HOOKS,
 ) -> Measurement:
     options = options or RunOptions()
     check_threads(engine, options.threads)
@@ -230,8 +176,8 @@ def measure(
         raise ValueError("fresh-process repetitions: call fresh_processes.measure_in_fresh_processes")
     with thread_limit(engine, options.threads), \
             prepared_workload(engine, device, workload, options.host) as prepared:
-        if on_prepared is not None:
-            on_prepared(prepared)
+        if hooks.on_prepared is not None:
+            hooks.on_prepared(prepared)
         check = verify_output(prepared)
         state = options.host.state()
         gpu = GpuRun(device, prepared) if device.startswith("cuda") else None
@@ -239,7 +185,7 @@ def measure(
         warmup = gpu.warmup_policy(options.warmup) if gpu else options.warmup
         try:
             timing = time_repetitions(prepared, options.runs, options.repetitions, warmup, options.clock,
-                                      options.time_budget_s, progress, timed_window(window, phase))
+                                      options.time_budget_s, progress, timed_window(window, hooks.phase))
             if gpu:
                 gpu.after_timing()
             if gpu and window is not None:
@@ -313,94 +259,3 @@ def finish_energy(window, prepared: Prepared, timing, more_calls: int = 0) -> En
         f", then {more_calls} calls to fill the window" if more_calls else "")
     return window.finish(len(timing.samples_s) + between + more_calls, prepared.weight_bytes,
                          median_of(timing.samples_s), what)
-
-
-def build_record(engine, device, workload, prepared, options, timing, check, sections=None,
-                 state: HostState | None = None, extra_warnings: Sequence[str | RecordWarning] = (),
-                 created: datetime | None = None) -> ResultRecord:
-    """The record of one measurement, built once: ``sections`` are the typed sections it carries (energy,
-    gpu, a suite's point), ``extra_warnings`` what its caller found beyond the checks made here.
-
-    The record gets the raw samples only: the model derives the summary and GB/s from them. The figures
-    read here are for the checks: ``measure.checks`` (stability, drift, cache, warmup cap, device gap; the
-    report runs the same checks again on stored records) and plausibility.
-    """
-    sections = dict(sections or {})
-    state = state or options.host.state()
-    host = HostInfo.model_validate({**options.host.info().model_dump(), "state": state})
-    warnings = checks(timing.samples_s, weight_bytes=prepared.weight_bytes,
-                      cache_bytes=engine.cache_bytes(device), warmup_steady=timing.warmup_steady,
-                      warmup_runs=timing.warmup_runs, device_samples_s=timing.device_samples_s)
-    warnings += [RecordWarning(kind="engine", text=text) for text in prepared.warnings]
-    energy = sections.get("energy")
-    if energy is not None:
-        from ..system.energy_figures import energy_warnings
-
-        warnings.extend(energy_warnings(energy))
-    busy = busy_warning(state, host.cores_logical)
-    if busy:
-        warnings.append(busy)
-    gbps = gbps_of(prepared.weight_bytes, median_of(timing.samples_s))
-    device_gbps = None
-    if timing.device_samples_s:
-        device_gbps = gbps_of(prepared.weight_bytes, median_of(timing.device_samples_s))
-    bound = record_bound(engine, device, prepared, options.host)
-    gpu: GpuReport | None = sections.get("gpu")
-    streaming = {f"streaming ({s.method}) figure": s.gbps for s in (gpu.streaming if gpu else [])}
-    check_plausible({PER_CALL: gbps, DEVICE_TIME: device_gbps, **streaming}, bound)
-    if gpu is not None:
-        warnings.extend(gpu_warnings(gpu))
-    warnings.extend(RecordWarning.of(w) for w in extra_warnings)
-    record = ResultRecord(
-        tool=ToolInfo(version=__version__),
-        created=created or utc_now(),
-        suite=options.suite,
-        host=host,
-        engine=EngineInfo(
-            name=engine.name,
-            version=engine.version(),
-            device=device,
-            compute_units=prepared.compute_units,
-            run_dtype=prepared.run_dtype,
-            dtype_note=prepared.dtype_note,
-            details=prepared.details,
-        ),
-        workload=WorkloadInfo.of(
-            workload,
-            prepared.weight_bytes,
-            fingerprint=workload.streamed_fingerprint(prepared.run_dtype),  # identity = the bytes read
-            source=workload.weights.description().get("source", "synthetic"),
-            artifact_sha256=prepared.artifact_sha256,
-            origin=workload.weights.provenance(),
-        ),
-        method=MethodInfo(
-            runs=len(timing.samples_s),
-            warmup_policy=timing.warmup_policy,
-            warmup_runs=timing.warmup_runs,
-            warmup_steady=timing.warmup_steady,
-            timer=timing.timer,
-            timer_resolution_s=timing.timer_resolution_s,
-            statistic="median",
-            timing=options.timing,
-            mitigations=options.mitigations.describe(),
-            output_check=check,
-            threads=options.threads,
-        ),
-        samples_s=timing.samples_s,
-        device_samples_s=timing.device_samples_s,
-        device_time=prepared.device_time_note,
-        warnings=warnings,
-        # a caller's own (interleaved rounds: their place in the group), else the timing's
-        repetitions=sections.pop("repetitions", None)
-        or Repetitions(fresh_processes=timing.fresh_processes, runs=timing.repetition_list()),
-        plausibility=PlausibilityBound(gbps=bound.gbps, source=bound.source),
-        **sections,
-    )
-    return record.with_id()
-
-
-def record_bound(engine: Engine, device: str, prepared: Prepared, host: Host = SYSTEM_HOST) -> Bound:
-    gpu_name = prepared.details.get("gpu")
-    return plausibility_bound(device, gpu_name=gpu_name if isinstance(gpu_name, str) else None,
-                              host_chip=host.info().chip, weight_bytes=prepared.weight_bytes,
-                              cache_bytes=engine.cache_bytes(device))

@@ -130,8 +130,8 @@ def drop_host_identifiers(record: ResultRecord) -> ResultRecord:
     """Keep what a comparison needs (chip, OS, cores, memory, the workload's fingerprint); remove what
     identifies the machine or its owner everywhere in the record: the host fingerprint and machine
     model, host and login names, absolute paths and a local checkpoint's folder names."""
-    host = record.host.model_copy(update={"fingerprint": "", "machine_model": None})
-    body = record.model_copy(update={"host": host, "id": None}).model_dump(mode="json", by_alias=True)
+    body = record.model_dump(mode="json", by_alias=True, exclude={"id"})
+    body["host"].update(fingerprint="", machine_model=None)
     for key in ("file",):
         body["workload"]["origin"].pop(key, None)
     scrubbed = _scrub(body, _identifying_strings(record))

@@ -14,35 +14,19 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from ..measure.sweep import BELOW_RESOLUTION
 from ..model import ResultRecord
 from .format import csv_text, sig, time_cells, time_unit
+from .suite_cells import (
+    batch_cell,
+    overhead_text,
+    rate,
+    short_workload,
+    threads_of,
+    tokens_note,
+    unresolved_note,
+)
+from .suite_variants import concurrency_tables, quant_table
 from .term_table import TermTable, target
-
-
-def short_workload(name: str) -> str:
-    """`lm_head:HxV:DTYPE` -> `HxV` (the table has a dtype column); any other name as it is."""
-    parts = name.split(":")
-    return parts[1] if len(parts) == 3 and parts[0] == "lm_head" else name
-
-
-def threads_of(record: ResultRecord) -> str:
-    """Threads per copy where set, else the engine's own thread count where it states one."""
-    c = record.concurrency
-    for value in (
-        c.threads_per_copy if c else None,
-        record.method.threads,
-        record.engine.details.get("blas_threads"),
-        record.engine.details.get("torch_threads"),
-    ):
-        if isinstance(value, int) and not isinstance(value, bool):
-            return str(value)
-    return "-"
-
-
-def _rate(value: float | None) -> str:
-    """GB/s with two decimals, as every report of the project prints it."""
-    return "-" if value is None else f"{value:.2f}"
 
 
 def sweep_points_table(records: list[ResultRecord]) -> TermTable:
@@ -63,7 +47,7 @@ def sweep_points_table(records: list[ResultRecord]) -> TermTable:
                 record.engine.run_dtype,
                 sig(record.workload.weight_bytes / 1e6),
                 latency,
-                _rate(record.gbps),
+                rate(record.gbps),
                 "yes" if record.sweep.in_fit else "no",
             ]
         )
@@ -82,7 +66,7 @@ def sweep_fit_table(records: list[ResultRecord]) -> TermTable:
         assert point is not None
         hidden = f"{group[0].workload.shape[1]} {group[0].engine.run_dtype}"
         knee = sig(point.knee_bytes / 1e6) if point.knee_bytes else "-"
-        peak = _rate(point.cache_peak_gbps)
+        peak = rate(point.cache_peak_gbps)
         fit = point.fit
         if fit is None:
             table.rows.append([key[0], hidden, knee, "-", "-", "-", "-", "-", peak])
@@ -97,7 +81,7 @@ def sweep_fit_table(records: list[ResultRecord]) -> TermTable:
                 overhead_text(
                     fit.overhead_s * 1e6, None if fit.overhead_se_s is None else fit.overhead_se_s * 1e6
                 ),
-                _rate(fit.bandwidth_gbps),
+                rate(fit.bandwidth_gbps),
                 f"{fit.r_squared:.4f}",
                 f"{fit.median_abs_rel_residual:.1%}",
                 peak,
@@ -107,7 +91,7 @@ def sweep_fit_table(records: list[ResultRecord]) -> TermTable:
         "overhead: ± two standard errors; resid: median |relative residual| of the fit; "
         "peak: the best GB/s of the cache-resident sizes"
     )
-    _unresolved_note(table, 4)
+    unresolved_note(table, 4)
     return table
 
 
@@ -119,26 +103,6 @@ def _sweeps(records: list[ResultRecord]) -> dict[tuple, list[ResultRecord]]:
                 (target(record), record.workload.shape[1], record.workload.dtype, record.host.fingerprint)
             ].append(record)
     return groups
-
-
-def overhead_text(overhead_us: float, se_us: float | None) -> str:
-    """The fitted overhead with its two-standard-error band, or why it is not a figure (a negative one
-    within error, refitted at zero: the gates refuse one beyond it)."""
-    if overhead_us <= 0:
-        return BELOW_RESOLUTION
-    if se_us is None:
-        return sig(overhead_us)
-    if overhead_us <= 2 * se_us:
-        return f"{sig(overhead_us, 2)}±{sig(2 * se_us, 2)}*"
-    return f"{sig(overhead_us)}±{sig(2 * se_us, 2)}"
-
-
-UNRESOLVED_NOTE = "*: overhead not resolved: within two standard errors of zero"
-
-
-def _unresolved_note(table: TermTable, column: int) -> None:
-    if any(row[column].endswith("*") for row in table.rows):
-        table.notes.append(UNRESOLVED_NOTE)
 
 
 def roofline_table(records: list[ResultRecord]) -> TermTable:
@@ -162,21 +126,11 @@ def roofline_table(records: list[ResultRecord]) -> TermTable:
                 latency,
                 f"{roof.flop_per_s / 1e9:.2f}",
                 sig(roof.bytes_per_flop),
-                _rate(record.gbps),
+                rate(record.gbps),
             ]
         )
-    _tokens_note(table, records)
+    tokens_note(table, records)
     return table
-
-
-def batch_cell(record: ResultRecord) -> str:
-    """The vectors one call multiplies: the batch, or a token-batched bundle's tokens per predict."""
-    return str(record.workload.batch) if record.workload.tokens == 1 else f"{record.workload.tokens} tokens"
-
-
-def _tokens_note(table: TermTable, records: list[ResultRecord]) -> None:
-    if any(r.workload.tokens > 1 for r in records):
-        table.notes.append("N tokens: a token-batched bundle that multiplies N tokens per predict (batch 1)")
 
 
 def latency_table(records: list[ResultRecord]) -> TermTable:
@@ -217,7 +171,7 @@ def latency_table(records: list[ResultRecord]) -> TermTable:
         "overhead: the intercept of a sweep's fit (latency = overhead + bytes / bandwidth), "
         "± two standard errors"
     )
-    _unresolved_note(table, 6)
+    unresolved_note(table, 6)
     return table
 
 
@@ -254,111 +208,7 @@ def compute_table(records: list[ResultRecord]) -> TermTable:
         table.notes.append(f"half: the same at half the batch; bound: {records[0].compute.rule}")
     if any(r.workload.dtype != r.engine.run_dtype for r in records):
         table.notes.append("dtype A>B: the workload's dtype A ran as B on this engine")
-    _tokens_note(table, records)
-    return table
-
-
-def concurrency_tables(records: list[ResultRecord]) -> list[TermTable]:
-    """Each copy solo and together (one row per copy and phase), then one verdict row per run."""
-    records = [r for r in records if r.concurrency is not None]
-    unit, latencies = time_cells([r.latency_s() for r in records])
-    copies = TermTable(
-        "concurrency: each copy alone (solo), then all at once (together)",
-        [
-            "engine",
-            "device",
-            "workload",
-            "dtype",
-            "copy",
-            "phase",
-            "mode",
-            "threads",
-            f"latency {unit}",
-            "GB/s",
-        ],
-        [False, False, False, False, True, False, False, True, True, True],
-    )
-    verdicts = TermTable(
-        "concurrency verdict: all copies combined over the common window",
-        ["engine", "workload", "dtype", "copies", "solo GB/s", "combined GB/s", "scaling", "verdict"],
-        [False, False, False, True, True, True, True, False],
-        notes=["solo GB/s: the mean of the copies, each alone; scaling: combined / solo"],
-    )
-    seen: set[tuple] = set()
-    for record, latency in zip(records, latencies):
-        c = record.concurrency
-        assert c is not None
-        workload = short_workload(record.workload.name)
-        copies.rows.append(
-            [
-                record.engine.name,
-                c.device or record.engine.device,
-                workload,
-                record.engine.run_dtype,
-                "-" if c.copy_ is None else str(c.copy_),
-                c.phase,
-                c.mode,
-                threads_of(record),
-                latency,
-                _rate(record.gbps),
-            ]
-        )
-        key = (record.engine.name, c.base_fingerprint, c.window_s, tuple(c.solo_gbps))
-        if key in seen or c.combined_gbps is None:
-            continue
-        seen.add(key)
-        solo = sum(c.solo_gbps) / len(c.solo_gbps) if c.solo_gbps else None
-        verdicts.rows.append(
-            [
-                record.engine.name,
-                workload,
-                record.engine.run_dtype,
-                str(c.copies),
-                _rate(solo),
-                _rate(c.combined_gbps),
-                "-" if c.scaling is None else f"{c.scaling:.3f}",
-                c.verdict or "-",
-            ]
-        )
-    return [copies, verdicts]
-
-
-def quant_table(records: list[ResultRecord]) -> TermTable:
-    """What each quantised variant streams, against fp16 of the same head."""
-    records = [r for r in records if r.quant is not None]
-    unit, latencies = time_cells([r.latency_s() for r in records])
-    table = TermTable(
-        "quantised weights: what is streamed",
-        [
-            "engine:dev",
-            "variant",
-            "stored MB",
-            f"latency {unit}",
-            "GB/s",
-            "fp16-eq GB/s",
-            "t/fp16",
-            "B/fp16",
-            "verdict",
-        ],
-        [False, False, True, True, True, True, True, True, False],
-    )
-    for record, latency in zip(records, latencies):
-        q = record.quant
-        assert q is not None
-        table.rows.append(
-            [
-                target(record),
-                q.variant,
-                sig(q.stored_bytes / 1e6),
-                latency,
-                _rate(q.gbps_as_stored),
-                _rate(q.gbps_fp16_equivalent),
-                f"{q.latency_ratio:.3f}",
-                f"{q.bytes_ratio:.3f}",
-                q.verdict or "(reference)",
-            ]
-        )
-    table.notes.append("t/fp16: latency / fp16 latency; B/fp16: stored bytes / fp16 bytes; GB/s: as stored")
+    tokens_note(table, records)
     return table
 
 

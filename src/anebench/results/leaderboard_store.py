@@ -18,7 +18,7 @@ from pathlib import Path
 from ..system.chips import chip_key
 from .aggregate import Aggregate
 from .leaderboard import Rejected, Repository
-from .store import _DDL, STORE_SCHEMA
+from .store_db import STORE_DDL, STORE_SCHEMA
 
 PAGE_SIZE = 4096
 
@@ -83,7 +83,7 @@ def write_store(path: Path, repo: Repository, agg: Aggregate, submitters: dict[t
     try:
         db.execute(f"PRAGMA page_size = {PAGE_SIZE}")
         db.execute("PRAGMA journal_mode = DELETE")
-        db.executescript(_DDL + ";" + LEADERBOARD_DDL)
+        db.executescript(STORE_DDL + ";" + LEADERBOARD_DDL)
         with db:
             db.execute("INSERT INTO meta (key, value) VALUES ('schema', ?)", (STORE_SCHEMA,))
             records = sorted(repo.records, key=lambda r: r.id or "")

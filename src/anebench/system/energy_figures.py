@@ -41,13 +41,17 @@ def _clip(text: str) -> str:
 
 
 def energy_figures(meter: Any, window: str, counted: Counted, seconds: float, calls: int, gbps: float,
-                   weight_bytes: int, work: Component | None = None) -> Energy:
-    """The Energy section from the joules ``meter`` counted over ``seconds`` of ``calls``."""
+                   weight_bytes: int, work: Component | None = None,
+                   window_check: str | None = None) -> Energy:
+    """The Energy section from the joules ``meter`` counted over ``seconds`` of ``calls``; ``window_check``:
+    the window judged against the counter's step (EnergyWindow.window_check), where it was observed."""
     base: dict[str, Any] = {
         "source": meter.source, "scope": meter.scope, "window": window,
         "sampling": getattr(meter, "sampling", None),
         "sampling_interval_s": seconds if seconds > 0 else None, "calls": calls if calls >= 1 else None,
     }
+    if window_check:
+        base["window_check"] = window_check
     dram = dram_figures(counted.dram, seconds, calls, weight_bytes) if counted.dram else None
     ane_moved = dram.ane_gbps if dram is not None and dram.ane_gbps else None
     components = component_figures(counted.energy, seconds, calls, work, ane_moved) if counted.energy else []

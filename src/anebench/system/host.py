@@ -10,8 +10,7 @@ import platform
 import re
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -19,6 +18,7 @@ from pathlib import Path
 import psutil
 
 from ..model import HostInfo, HostState, RecordWarning
+from ..util.seam import Seam
 from .blas import blas_libraries
 
 
@@ -267,24 +267,12 @@ def detect_platform() -> PlatformFacts:
 
 
 NATIVE_HOST = Host()
-_stated: Host | None = None  # the host a test states (use_host); None: the native one
-
-
-def active_host() -> Host:
-    """The host this process measures on: the native machine, or the one stated with ``use_host``."""
-    return _stated if _stated is not None else NATIVE_HOST
-
-
-@contextmanager
-def use_host(host: Host) -> Iterator[Host]:
-    """Run with ``host``'s facts wherever the library asks ``SYSTEM_HOST`` (the CLI, preflight, power):
-    a test states a Mac, a Linux box or a busy machine here instead of patching what each module imported."""
-    global _stated
-    before, _stated = _stated, host
-    try:
-        yield host
-    finally:
-        _stated = before
+# The host this process measures on: the native machine, or the one stated with use_host, whose facts
+# the library answers wherever it asks SYSTEM_HOST (the CLI, preflight, power) while the block runs: a test
+# states a Mac, a Linux box or a busy machine there instead of patching what each module imported.
+HOST_SEAM: Seam[Host] = Seam(NATIVE_HOST)
+active_host = HOST_SEAM.get
+use_host = HOST_SEAM.use
 
 
 class ActiveHost(Host):

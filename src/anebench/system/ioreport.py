@@ -13,11 +13,11 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..util.seam import Seam
 from .ioreport_parse import (
     BANDWIDTH_GROUP,
     BANDWIDTH_SUBGROUP,
@@ -139,22 +139,11 @@ class IOReportBinding:
 
 
 NATIVE_IOREPORT = IOReportBinding()
-_stated: IOReportBinding | None = None  # the binding a test states (use_ioreport); None: the native one
-
-
-def active_ioreport() -> IOReportBinding:
-    return _stated if _stated is not None else NATIVE_IOREPORT
-
-
-@contextmanager
-def use_ioreport(binding: IOReportBinding) -> Iterator[IOReportBinding]:
-    """Read IOReport through ``binding`` wherever the library asks, while the block runs."""
-    global _stated
-    before, _stated = _stated, binding
-    try:
-        yield binding
-    finally:
-        _stated = before
+# The binding the library reads IOReport through: the native one, or the one stated with use_ioreport
+# while its block runs.
+IOREPORT_SEAM: Seam[IOReportBinding] = Seam(NATIVE_IOREPORT)
+active_ioreport = IOREPORT_SEAM.get
+use_ioreport = IOREPORT_SEAM.use
 
 
 def record_sample(seconds: float = 1.0) -> dict:

@@ -8,17 +8,15 @@ no counter can be read, the record says "unavailable" and why, instead of a gues
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from ..model.energy import Component, Energy
 from ..model.statistics import gbps
+from ..util.seam import Seam
 from .energy_check import MAX_WINDOW_S, MIN_COUNTER_STEPS, OBSERVE_MAX_S, observe_counter_step
 from .energy_figures import Counted, energy_figures
 from .host import SYSTEM_HOST
@@ -155,25 +153,17 @@ def counter_key(device: str) -> str:
 
 
 MeterFactory = Callable[[str], "EnergyMeter | Unavailable"]
-_stated_meters: MeterFactory | None = None  # use_meters: a caller's (or a test's) counters for every device
-
-
-@contextmanager
-def use_meters(factory: MeterFactory) -> Iterator[MeterFactory]:
-    """Open every device's energy counter with ``factory`` wherever the library asks, while the block runs
-    (a recorded IOReport, a fake SoC counter): the seam a test states instead of patching this module."""
-    global _stated_meters
-    before, _stated_meters = _stated_meters, factory
-    try:
-        yield factory
-    finally:
-        _stated_meters = before
+# A caller's (or a test's) counters for every device, stated with use_meters while its block runs (a
+# recorded IOReport, a fake SoC counter) instead of patching this module; None: the native counters.
+METERS_SEAM: Seam[MeterFactory | None] = Seam(None)
+use_meters = METERS_SEAM.use
 
 
 def energy_meter(device: str, powercap_root: Path = POWERCAP_ROOT) -> EnergyMeter | Unavailable:
     """The energy counter that covers ``device``, or why there is none."""
-    if _stated_meters is not None:
-        return _stated_meters(device)
+    stated = METERS_SEAM.get()
+    if stated is not None:
+        return stated(device)
     platform = current_platform()
     if device.startswith("cuda"):
         return nvml_meter(device)
@@ -329,10 +319,8 @@ class EnergyWindow:
                               reason="the energy window was not opened and closed around the timed calls")
             counted = self.meter.between(self._start[0], self._end[0])
             seconds = (self._end[1] - self._start[1]) / 1e9
-            energy = energy_figures(self.meter, what, counted, seconds, calls, gbps(weight_bytes, median_s),
-                                    weight_bytes, self.work)
-            check = self.window_check(seconds)
-            return energy.model_copy(update={"window_check": check}) if check else energy
+            return energy_figures(self.meter, what, counted, seconds, calls, gbps(weight_bytes, median_s),
+                                  weight_bytes, self.work, self.window_check(seconds))
         finally:
             self.release()
 
@@ -341,71 +329,6 @@ class EnergyWindow:
             self.meter.close()
 
 
-@dataclass(frozen=True)
-class SourceStatus:
-    name: str
-    covers: str
-    available: bool
-    reason: str = ""  # why not; or, where available, what is missing (e.g. a component's channel)
-    channels: tuple[str, ...] = ()  # the channels found (IOReport), with their units
-
-
-def ioreport_sources() -> list[SourceStatus]:
-    """The IOReport sources by the channels a short sample actually holds: actop subscribes to a missing
-    group silently, so a subscription that succeeds proves only that one group exists."""
-    from .ioreport_parse import sources_found
-
-    covers = {
-        "IOReport Energy Model": "ANE, GPU, CPU, DRAM energy and the package total (Apple silicon)",
-        "IOReport PMP / DCS BW": "DRAM read+write GB/s from the memory controllers (a second view of the "
-                                 "bytes streamed)",
-        "IOReport PMP ANE RD/WR": "the Neural Engine's own DRAM traffic (its view where the Energy Model's "
-                                  "ANE channel reads 0)",
-    }
-    binding = active_ioreport()
-    problem = binding.problem()
-    if problem is None:
-        try:
-            found = sources_found(binding.probe_channels(0.1))
-        except Exception as exc:  # noqa: BLE001 - a private library: any failure means "no source", said why
-            problem = f"IOReport subscription failed: {type(exc).__name__}: {exc}"
-    if problem is not None:
-        return [SourceStatus(name, what, False, problem) for name, what in covers.items()]
-    return [SourceStatus(s.name, covers[s.name], s.available, s.reason, s.channels) for s in found]
-
-
-def energy_sources(powercap_root: Path = POWERCAP_ROOT) -> list[SourceStatus]:
-    """Every energy source `--power` knows, whether it can be read here, and why not."""
-    out = ioreport_sources()
-    if importlib.util.find_spec("pynvml") is None:
-        out.append(SourceStatus("NVIDIA NVML", "the GPU board", False, "nvidia-ml-py is not installed"))
-    else:
-        nvml = nvml_meter("cuda:0")
-        out.append(SourceStatus("NVIDIA NVML", "the GPU board", not isinstance(nvml, Unavailable),
-                                nvml.reason if isinstance(nvml, Unavailable) else ""))
-    if current_platform().startswith("linux"):
-        rapl = rapl_meter(powercap_root)
-        out.append(SourceStatus("Linux RAPL", "CPU package(s)", not isinstance(rapl, Unavailable),
-                                rapl.reason if isinstance(rapl, Unavailable) else ""))
-    else:
-        out.append(SourceStatus("Linux RAPL", "CPU package(s)", False, "Linux only"))
-    return out
-
-
-def planned_source(device: str, platform: str) -> str:
-    """The source `--power` would read for ``device`` on ``platform`` ("darwin", "linux"), for a plan."""
-    if device.startswith("cuda"):
-        return "NVIDIA NVML (the GPU board)"
-    if platform == "darwin":
-        work = work_component(device)
-        return (f"IOReport Energy Model ({work} + package, by component) and PMP DCS BW (DRAM traffic)"
-                if work else "IOReport Energy Model (package, by component) and PMP DCS BW (DRAM traffic)")
-    if device == "cpu" and platform.startswith("linux"):
-        return "Linux RAPL (CPU packages)"
-    return f"none known for {device} on {platform}"
-
-
 __all__ = ["EnergyMeter", "EnergyWindow", "IOReportMeter", "NvmlMeter", "RaplMeter", "ScalarMeter",
-           "SourceStatus", "Unavailable", "counter_key", "current_platform",
-           "energy_meter", "energy_sources", "ioreport_meter", "planned_source", "use_meters",
+           "Unavailable", "counter_key", "current_platform", "energy_meter", "ioreport_meter", "use_meters",
            "work_component"]

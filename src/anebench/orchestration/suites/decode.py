@@ -1,6 +1,6 @@
 """`anebench decode MODEL`: one token's weight + KV stream measured on each engine, beside its prediction.
 
-The stream comes from the model's config (workloads/models.py); numpy, torch and MLX run it as a chain of
+The stream comes from the config (workloads/decode_stream.py); numpy, torch and MLX run it as a chain of
 matvecs (engines/decode.py) through the same ``measure_workload`` as every suite, so timing, the output
 check, energy (--power) and the record are made the same way. The prediction prices the token's dispatches
 with the overhead + bandwidth curve of a sweep of the same engine and device: a stored one (the results
@@ -21,9 +21,10 @@ from ...measure.decode_predict import PREDICTION_RULE, SweepCurve, seconds_per_t
 from ...measure.sweep import CACHE_FACTOR, MiB
 from ...model import GB, ChunkTime, DecodeBytes, DecodePrediction, DecodeSection, ResultRecord
 from ...workloads import resolve_workload
-from ...workloads.models import DecodeWorkload, accounting
+from ...workloads.decode_stream import accounting
+from ...workloads.models import DecodeWorkload
 from ..executor import active_executor
-from ..session import RunOptions
+from ..session import MeasureHooks, RunOptions
 from . import sweep as sweep_suite
 from .common import ProgressFactory, no_progress
 from .decode_plan import DEFAULT_CHUNK_BYTES, token_dispatches
@@ -149,12 +150,6 @@ def decode_section(workload: DecodeWorkload, run_dtype: str, predicted: Predicte
     )
 
 
-def with_decode(record: ResultRecord, section: DecodeSection) -> ResultRecord:
-    """The record with its decode section, validated as any loaded record is."""
-    body = record.model_dump(mode="json", by_alias=True, exclude={"id"})
-    return ResultRecord.model_validate({**body, "decode": section.model_dump(mode="json")}).with_id()
-
-
 def curve_for(
     target: DecodeTarget,
     saved: Sequence[ResultRecord],
@@ -278,14 +273,15 @@ def run_decode(
                 continue
             label = f"decode {target.engine.name}:{target.device} {workload.name}"
             loaded: list = []
-            record = active_executor().measure(
+            measurement = active_executor().measure_parts(
                 DecodeEngine(target.engine, chunk_bytes), target.device, workload,
-                dc_replace(options, suite="decode"), progress(label, options.runs), on_prepared=loaded.append,
+                dc_replace(options, suite="decode"), progress(label, options.runs),
+                MeasureHooks(on_prepared=loaded.append),
             )
-            section = decode_section(workload, record.engine.run_dtype, predicted)
+            section = decode_section(workload, measurement.facts.run_dtype, predicted)
             timeline = getattr(loaded[0], "timeline", None) if loaded else None
             if timeline is not None:  # chained predicts: each chunk's median over the timed calls
                 section.timeline = [ChunkTime(name=n, bytes=b, median_s=t)
-                                    for n, b, t in timeline(len(record.samples_s))]
-            suite.records.append(with_decode(record, section))
+                                    for n, b, t in timeline(len(measurement.timing.samples_s))]
+            suite.records.append(measurement.record({"decode": section}))
     return suite

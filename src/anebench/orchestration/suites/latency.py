@@ -12,13 +12,14 @@ from dataclasses import dataclass, field
 from dataclasses import replace as dc_replace
 
 from ...engines.base import Engine
+from ...errors import MeasurementError
 from ...measure.sweep import MiB
-from ...model import LineFitInfo, ResultRecord
+from ...model import LatencyResult, LineFitInfo, ResultRecord
 from ...workloads import Workload, resolve_workload
+from ..executor import active_executor
 from ..session import RunOptions
 from . import sweep as sweep_suite
-from .common import ProgressFactory, no_progress
-from .roofline import run_latency
+from .common import ProgressFactory, latency_of, no_progress, parametric
 from .sweep import DEFAULT_MAX_CACHE_FACTOR
 
 # The small sweep: sizes that generate and time in seconds; the knee comes from the data (cache unknown),
@@ -29,6 +30,59 @@ SMALL_SWEEP_CAP_BYTES = 128 * MiB  # past this, 8x the cache is no longer a swee
 SMALL_SWEEP_POINTS = 6
 SMALL_SWEEP_RUNS = 15
 SMALL_SWEEP_BUDGET_S = 0.3
+
+
+def latency_result(record: ResultRecord, refused: list[str], fit: LineFitInfo | None) -> LatencyResult:
+    """The latency section of ``record`` (its dispatch cost), with ``fit``'s overhead where there is one."""
+    return LatencyResult(
+        median_us=latency_of(record) * 1e6,
+        p95_us=(record.summary.p95 or 0.0) * 1e6,
+        refused_as_too_short=refused,
+        sweep_overhead_us=fit.overhead_s * 1e6 if fit else None,
+        sweep_overhead_se_us=fit.overhead_se_s * 1e6 if fit and fit.overhead_se_s is not None else None,
+        sweep_overhead_resolved=fit.overhead_resolved if fit else None,
+        sweep_bandwidth_gbps=fit.bandwidth_gbps if fit else None,
+    )
+
+
+LATENCY_START = (64, 64)  # hidden, vocab: 16 KB of fp32, far inside any cache
+LATENCY_GROWTH = 4
+LATENCY_TRIES = 8
+
+
+def run_latency(
+    engine: Engine,
+    device: str,
+    workload: Workload | None,
+    options: RunOptions,
+    progress: ProgressFactory = no_progress,
+    fit: LineFitInfo | None = None,
+) -> ResultRecord:
+    """Dispatch cost: the smallest workload the engine accepts, growing it when a call is too short to
+    time; ``fit``: a sweep's line, whose overhead the record shows beside the dispatch cost."""
+    if workload is not None:
+        candidates = [workload]
+    else:
+        hidden, vocab = LATENCY_START
+        candidates = [parametric(hidden, vocab * LATENCY_GROWTH**i, "fp32") for i in range(LATENCY_TRIES)]
+    refused: list[str] = []
+    for candidate in candidates:
+        try:
+            measurement = active_executor().measure_parts(
+                engine,
+                device,
+                candidate,
+                options,
+                progress(f"latency {engine.name}:{device} {candidate.name}", options.runs),
+            )
+            draft = measurement.draft  # the checks (a call too short to time) run as the record is built
+        except MeasurementError as exc:
+            if workload is not None or "shorter than" not in str(exc):
+                raise
+            refused.append(candidate.name)
+            continue
+        return measurement.record({"latency": latency_result(draft, refused, fit)})
+    raise MeasurementError(f"every latency workload up to {candidates[-1].name} was too short for the timer")
 
 
 @dataclass

@@ -1,10 +1,10 @@
-"""`anebench roofline`, `anebench compute` and `anebench latency`: batch sweep, peak FLOP/s, dispatch cost.
+"""`anebench roofline`: the batch sweep to the ridge; the token path and memory checks compute shares.
 
-Roofline and compute ask the engine which path they take. A matmul engine multiplies B vectors per call;
-an engine that builds token-batched bundles (``Engine.plans_bundles`` and ``token_batched``) multiplies T
-tokens in one call of a bundle: one read of the weights serves T logit vectors, which is what Apple's
-ane_transformers note says lifts the ANE out of the bandwidth-bound regime. The K-calls mitigation
-re-reads every weight per call, so it is not used there.
+Roofline and compute (suites/compute.py) ask the engine which path they take. A matmul engine multiplies
+B vectors per call; an engine that builds token-batched bundles (``Engine.plans_bundles`` and
+``token_batched``) multiplies T tokens in one call of a bundle: one read of the weights serves T logit
+vectors, which is what Apple's ane_transformers note says lifts the ANE out of the bandwidth-bound regime.
+The K-calls mitigation re-reads every weight per call, so it is not used there.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ...engines.base import Engine
-from ...errors import MeasurementError, UserError
+from ...errors import UserError
 from ...measure.roofline import (
     RIDGE_RULE,
     MeasuredBatch,
@@ -20,9 +20,8 @@ from ...measure.roofline import (
     analyse_roofline,
     clearly_compute_bound,
     doubling_batches,
-    flops_per_call,
 )
-from ...model import ComputeResult, LatencyResult, LineFitInfo, ResultRecord
+from ...model import ResultRecord
 from ...model import RooflinePoint as RooflineSection
 from ...system.chips import figure_chip_name, host_config, memory_bound_gbps
 from ...system.host import SYSTEM_HOST, Host
@@ -30,10 +29,9 @@ from ...workloads import DTYPE_BYTES, Workload
 from ..executor import active_executor
 from ..preflight import MEMORY_HEADROOM
 from ..session import Measurement, RunOptions
-from .bundle_plan import BundlePlan, calls_text, fits_in_memory, measure_bundle, plan_bundle
-from .common import ProgressFactory, latency_of, no_progress, parametric, synthetic_only, with_dtype
+from .bundle_plan import BundlePlan, calls_text, fits_in_memory, plan_bundle
+from .common import ProgressFactory, latency_of, no_progress, synthetic_only
 
-COMPUTE_BOUND_CHECK = 1.6  # compute suite: doubling the batch must grow latency by this much
 REPETITIONS = 3  # each batch in repetitions: their intervals are the ridge's monotonicity gate
 # The default roofline on a CPU: a first look in under a minute. The full Llama head at batch 1024 is a
 # TFLOP per call (5.5 min and 4 GB on a 2-core machine); a 134 MB head (4x a 32 MiB cache) turns
@@ -186,83 +184,6 @@ def roofline_sections(analysis: RooflineAnalysis) -> list[RooflineSection]:
     return sections
 
 
-def compute_result(
-    vocab: int, hidden: int, count: int, half_count: int, full_s: float, half_s: float, unit: str = "batch"
-) -> ComputeResult:
-    """Peak FLOP/s at ``count`` vectors per call, checked against half as many (doubling must cost)."""
-    flops = flops_per_call(vocab, hidden, count)
-    growth = full_s / half_s * (half_count * 2 / count)
-    return ComputeResult(
-        flops_per_call=flops,
-        tflop_per_s=flops / full_s / 1e12,
-        half_batch=half_count,
-        half_batch_tflop_per_s=flops_per_call(vocab, hidden, half_count) / half_s / 1e12,
-        growth_from_half=growth,
-        compute_bound=growth >= COMPUTE_BOUND_CHECK,
-        rule=f"compute-bound when doubling the {unit} grows latency >= {COMPUTE_BOUND_CHECK}x",
-    )
-
-
-def run_compute(
-    engine: Engine,
-    device: str,
-    workload: Workload,
-    options: RunOptions,
-    progress: ProgressFactory = no_progress,
-) -> ResultRecord:
-    """Peak matrix throughput at ``workload.batch``; also times half the batch to check it is
-    compute-bound."""
-    synthetic_only(workload, "compute")
-    if workload.batch < 2:
-        raise UserError(
-            "compute: the batch must be at least 2 (the suite compares the batch with half of it)"
-        )
-    half_workload = workload.with_batch(workload.batch // 2)
-    check_activations_fit(engine, device, workload, options.host)
-    half = active_executor().measure(
-        engine,
-        device,
-        half_workload,
-        options,
-        progress(f"compute {engine.name}:{device} batch {half_workload.batch}", options.runs),
-    )
-    full = active_executor().measure_parts(
-        engine,
-        device,
-        workload,
-        options,
-        progress(f"compute {engine.name}:{device} batch {workload.batch}", options.runs),
-    )
-    compute = compute_result(
-        workload.vocab,
-        workload.hidden,
-        workload.batch,
-        half_workload.batch,
-        full.latency_s(),
-        latency_of(half),
-    )
-    warnings = []
-    if not compute.compute_bound:
-        warnings.append(
-            f"not clearly compute-bound: latency grew only {compute.growth_from_half:.2f}x from batch "
-            f"{half_workload.batch} to {workload.batch}; raise the batch"
-        )
-    return full.record({"compute": compute}, warnings)
-
-
-def latency_result(record: ResultRecord, refused: list[str], fit: LineFitInfo | None) -> LatencyResult:
-    """The latency section of ``record`` (its dispatch cost), with ``fit``'s overhead where there is one."""
-    return LatencyResult(
-        median_us=latency_of(record) * 1e6,
-        p95_us=(record.summary.p95 or 0.0) * 1e6,
-        refused_as_too_short=refused,
-        sweep_overhead_us=fit.overhead_s * 1e6 if fit else None,
-        sweep_overhead_se_us=fit.overhead_se_s * 1e6 if fit and fit.overhead_se_s is not None else None,
-        sweep_overhead_resolved=fit.overhead_resolved if fit else None,
-        sweep_bandwidth_gbps=fit.bandwidth_gbps if fit else None,
-    )
-
-
 def takes_tokens(engine: Engine) -> bool:
     """Whether roofline and compute step this engine's tokens per call (of bundles it builds)."""
     return engine.plans_bundles and engine.token_batched
@@ -275,18 +196,6 @@ def run_roofline_suite(engine: Engine, device: str, base: Workload, max_batch: i
         plan = plan_token_roofline(engine, device, base, max_tokens, options.runs, options.time_budget_s)
         return run_token_roofline(engine, device, plan, options, progress)
     return run_roofline(engine, device, base, max_batch, options, progress)
-
-
-def run_compute_suite(engine: Engine, device: str, base: Workload, batch: int, dtypes: tuple[str, ...],
-                      max_tokens: int, options: RunOptions,
-                      progress: ProgressFactory = no_progress) -> list[ResultRecord]:
-    """Peak throughput on the engine's path: the most tokens per call that fit against half of it, else
-    ``batch`` vectors per call in each of ``dtypes`` (default: the workload's)."""
-    if takes_tokens(engine):
-        plan = plan_token_compute(engine, device, base, max_tokens, options.runs, options.time_budget_s)
-        return [run_token_compute(engine, device, plan, options, progress)]
-    return [run_compute(engine, device, with_dtype(base, dtype).with_batch(batch), options, progress)
-            for dtype in dtypes or (base.dtype,)]
 
 
 def token_counts(engine: Engine, device: str, base: Workload, max_tokens: int) -> tuple[list[int], list[str]]:
@@ -362,72 +271,3 @@ def alignment_note(engine: Engine, points: list[tuple[int, float]]) -> str | Non
         f"alignment: {ALIGNMENT_TOKENS} tokens take {ratio:.2f}x the latency of 2 (Apple's 64-byte last-axis "
         f"alignment predicts ~1.0x up to {ALIGNMENT_TOKENS} fp16 tokens)"
     )
-
-
-def plan_token_compute(engine: Engine, device: str, base: Workload, max_tokens: int, runs: int,
-                       budget_s: float | None) -> BundlePlan:
-    check_base(base, "compute")
-    counts, notes = token_counts(engine, device, base, max_tokens)
-    if counts[-1] < 2:
-        raise UserError("compute: at least 2 tokens must fit (the suite compares T with T/2)")
-    top = counts[-1]
-    return BundlePlan("compute", engine.name, device,
-                      token_bundles(engine, device, base, [top // 2, top], runs, budget_s),
-                      [*notes, f"peak TFLOP/s at {top} tokens, the largest that fits"])
-
-
-def run_token_compute(engine: Engine, device: str, plan: BundlePlan, options: RunOptions,
-                      progress: ProgressFactory = no_progress) -> ResultRecord:
-    half_bundle, full_bundle = plan.bundles
-    half = measure_bundle(engine, device, half_bundle, options, progress, "compute")
-    full = measure_bundle(engine, device, full_bundle, options, progress, "compute")
-    workload, half_tokens = full_bundle.workload, half_bundle.tokens
-    per_call = f"tokens per {engine.call_name}"
-    compute = compute_result(workload.vocab, workload.hidden, workload.tokens, half_tokens,
-                             latency_of(full.draft), latency_of(half.draft), unit=per_call)
-    warnings: list[str] = []
-    if not compute.compute_bound:
-        warnings.append(f"not clearly compute-bound: latency grew only {compute.growth_from_half:.2f}x from "
-                        f"{half_tokens} to {workload.tokens} {per_call}; "
-                        f"raise the most {per_call} if memory allows")
-    return full.record({"compute": compute}, warnings)
-
-
-LATENCY_START = (64, 64)  # hidden, vocab: 16 KB of fp32, far inside any cache
-LATENCY_GROWTH = 4
-LATENCY_TRIES = 8
-
-
-def run_latency(
-    engine: Engine,
-    device: str,
-    workload: Workload | None,
-    options: RunOptions,
-    progress: ProgressFactory = no_progress,
-    fit: LineFitInfo | None = None,
-) -> ResultRecord:
-    """Dispatch cost: the smallest workload the engine accepts, growing it when a call is too short to
-    time; ``fit``: a sweep's line, whose overhead the record shows beside the dispatch cost."""
-    if workload is not None:
-        candidates = [workload]
-    else:
-        hidden, vocab = LATENCY_START
-        candidates = [parametric(hidden, vocab * LATENCY_GROWTH**i, "fp32") for i in range(LATENCY_TRIES)]
-    refused: list[str] = []
-    for candidate in candidates:
-        try:
-            measurement = active_executor().measure_parts(
-                engine,
-                device,
-                candidate,
-                options,
-                progress(f"latency {engine.name}:{device} {candidate.name}", options.runs),
-            )
-            draft = measurement.draft  # the checks (a call too short to time) run as the record is built
-        except MeasurementError as exc:
-            if workload is not None or "shorter than" not in str(exc):
-                raise
-            refused.append(candidate.name)
-            continue
-        return measurement.record({"latency": latency_result(draft, refused, fit)})
-    raise MeasurementError(f"every latency workload up to {candidates[-1].name} was too short for the timer")

@@ -24,9 +24,9 @@ from ...model import Interleave, Repetitions, ResultRecord
 from ...system.host import Host
 from ...workloads import Workload
 from ..preflight import MEMORY_HEADROOM
+from ..record_builder import PreparedFacts
 from ..session import (
     Measurement,
-    PreparedFacts,
     RunOptions,
     prepared_workload,
     thread_limit,

@@ -46,7 +46,7 @@ def main() -> None:
         f"({record['engine']['run_dtype']}, {weight_bytes / 1e6:.1f} MB) {record['gbps']:.2f} GB/s, "
         f"median {summary['median'] * 1e3:.3f} ms over {record['method']['runs']} runs, "
         f"warmup {record['method']['warmup_runs']}; {len(reps.get('runs', []))} repetitions, between-run "
-        f"{headline}; warnings: {record['warnings'] or 'none'}"
+        f"{headline}; warnings: {'; '.join(w['text'] for w in record['warnings']) or 'none'}"
     )
     checks = [
         ("wall time", wall <= WALL_TARGET_S, f"{wall:.1f} s (target <= {WALL_TARGET_S:.0f} s)"),

@@ -58,7 +58,7 @@ def test_run_at_80_columns_fits_wraps_no_number_and_says_each_warning_once(capsy
     for warning in record[
         "warnings"
     ]:  # e.g. "busy machine" is said before measuring, with that moment's load
-        assert kind(said).count(kind(" ".join(warning.split()))) == 1
+        assert kind(said).count(kind(" ".join(warning["text"].split()))) == 1
     assert max(len(line) for line in stderr.splitlines()) <= 80, stderr
     warning_lines = [line for line in stderr.splitlines() if line.startswith("warning")]
     assert len(warning_lines) == len(set(warning_lines))

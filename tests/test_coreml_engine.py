@@ -22,6 +22,8 @@ from anebench.engines.coreml_runtime import CoreMLBinding
 from anebench.errors import MeasurementError, UserError
 from anebench.measure.check import check_output
 from anebench.measure.warmup import WarmupPolicy
+from anebench.model import RecordWarning
+from anebench.orchestration.mitigations import UsedMitigations
 from anebench.orchestration.session import RunOptions, measure_workload
 from anebench.system import preflight
 from anebench.workloads import Workload
@@ -348,14 +350,14 @@ def test_core_ml_duration_is_recorded_beside_wall_clock_for_every_sample(tmp_pat
     assert record.method.timing == "wall clock per call"
     assert record.gbps == pytest.approx(record.workload.weight_bytes / record.summary.median / 1e9)
     assert record.device_gbps >= record.gbps
-    assert not any("above device time" in w for w in record.warnings)  # the clocks agree within 10%
+    assert not any("above device time" in w.text for w in record.warnings)  # the clocks agree within 10%
 
 
 def test_a_wall_clock_over_10_percent_above_core_ml_time_is_a_warning(tmp_path, monkeypatch):
     stand_in_engine(monkeypatch, lambda package: GilHoldingCoreML(package, reported=0.5))
     record = measure_workload(CoreMLEngine(cache_dir=tmp_path), "ane", TINY,
                               RunOptions(runs=8, warmup=WarmupPolicy(fixed=1)))
-    (gap,) = [w for w in record.warnings if "above device time" in w]
+    (gap,) = [w.text for w in record.warnings if "above device time" in w.text]
     assert gap.startswith("wall clock is ") and "host-side overhead in each call" in gap
 
 
@@ -485,23 +487,26 @@ def test_prepare_and_measure_end_to_end_with_a_stand_in_model(tmp_path, monkeypa
     engine = CoreMLEngine(cache_dir=tmp_path, repeat=2, binding=binding)
     assert engine.devices() == ["ane", "gpu", "cpu", "all"]
     workload = Workload("tiny_e2e", HIDDEN, 4096, "fp16", seed=3)
-    options = RunOptions(runs=5, warmup=WarmupPolicy(fixed=1), mitigations=["repeat 2: test"])
+    options = RunOptions(runs=5, warmup=WarmupPolicy(fixed=1), mitigations=UsedMitigations(repeat=2))
     record = measure_workload(engine, "ane", workload, options)
     assert loaded == ["CPU_AND_NE"]
     assert record.engine.name == "coreml" and record.engine.compute_units == "CPU_AND_NE"
     assert record.workload.weight_bytes == 2 * 4096 * HIDDEN * 2
     assert record.workload.artifact_sha256 and len(record.workload.artifact_sha256) == 64
     assert record.engine.details["ane_op_share"] == 0.5 and record.engine.details["weight_sets"] == 2
-    assert any("fall back from the Neural Engine" in w for w in record.warnings)
-    assert "coremltools, loading the bundle: a load-time warning" in record.warnings
-    assert record.method.mitigations == ["repeat 2: test"] and record.method.output_check.passed
+    assert any("fall back from the Neural Engine" in w.text for w in record.warnings)
+    load_warning = RecordWarning(kind="engine", text="coremltools, loading the bundle: a load-time warning")
+    assert load_warning in record.warnings
+    assert record.method.mitigations == UsedMitigations(repeat=2).describe()
+    assert record.method.output_check.passed
+    assert record.method.mitigations[0].startswith("repeat 2: the bundle reads 2 distinct weight sets")
     # Every device asks where its ops run, judged against that device (the CPU here).
     record = measure_workload(engine, "cpu", workload, options)
     assert loaded[-1] == asked[-1] == "CPU_ONLY" and record.engine.details["placement_asked"] == "cpu"
     assert record.engine.details["ops_on_ane"] == 1 and record.engine.details["ops_on_cpu"] == 1
-    assert any("1 of 2 ops fall back from the CPU" in w for w in record.warnings)
+    assert any("1 of 2 ops fall back from the CPU" in w.text for w in record.warnings)
     record = measure_workload(engine, "all", workload, options)
-    assert asked[-1] == "ALL" and not any("fall back" in w for w in record.warnings)
+    assert asked[-1] == "ALL" and not any("fall back" in w.text for w in record.warnings)
 
 
 def test_placement_query_missing_before_macos_14_4_is_a_warning_not_a_failure(tmp_path, monkeypatch):

@@ -15,6 +15,7 @@ from anebench.engines.coreml_engine import CoreMLEngine
 from anebench.errors import UserError
 from anebench.orchestration import runplan
 from anebench.orchestration.keepawake import KeepAwakeProcess, measured
+from anebench.orchestration.mitigations import KEEP_AWAKE, UsedMitigations
 from anebench.orchestration.runplan import Mitigations, Step
 from anebench.orchestration.session import RunOptions
 from anebench.system import preflight
@@ -60,13 +61,13 @@ def test_default_run_on_a_mac_measures_the_campaign(monkeypatch, capsys):
     measured = []
 
     def fake_measure(engine, device, workload, options, progress=None, hooks=None):
-        measured.append((engine.name, device, workload.name, list(options.mitigations)))
+        measured.append((engine.name, device, workload.name, options.mitigations.describe()))
         raise SystemExit(0)  # the plan is what is under test, not the measurement
 
     state_executor(monkeypatch, fake_measure, check_memory=no_memory_check)
     with pytest.raises(SystemExit):
         main(["run", "--no-save", "--keep-awake"])
-    assert measured == [("coreml", "ane", "llama_lm_head", [runplan.KEEP_AWAKE])]
+    assert measured == [("coreml", "ane", "llama_lm_head", [KEEP_AWAKE])]
 
 
 def test_explicit_ane_on_linux_says_macos(monkeypatch):
@@ -96,16 +97,17 @@ def test_mitigations_change_only_core_ml_steps_and_say_so():
     assert mitigations.apply(numpy_step) is numpy_step
     used = mitigations.describe(applied)
     assert (
-        used[0] == runplan.KEEP_AWAKE
+        used[0] == KEEP_AWAKE
         and used[1].startswith("predicts-per-call 4:")
         and used[2].startswith("repeat 3:")
     )
     # on a CPU engine the spinner also gets a core of its own: the engine runs one thread fewer, said so
-    assert mitigations.describe(numpy_step)[0] == runplan.KEEP_AWAKE
+    assert mitigations.describe(numpy_step)[0] == KEEP_AWAKE
     assert all("one core left to the spinner" in m for m in mitigations.describe(numpy_step)[1:])
     options = mitigations.options(RunOptions(), applied)
-    assert options.mitigations == used and options.timing == "wall clock per call of 4 predicts"
-    assert Mitigations().options(RunOptions(), applied).mitigations == []
+    assert options.mitigations.describe() == used and options.timing == "wall clock per call of 4 predicts"
+    assert options.mitigations == UsedMitigations(keep_awake=True, predicts=4, repeat=3)  # values, not prose
+    assert Mitigations().options(RunOptions(), applied).mitigations.describe() == []
 
 
 def test_batch_or_repeat_without_core_ml_is_refused():
@@ -121,12 +123,13 @@ def test_keep_awake_is_recorded_on_any_engine_with_its_measured_cpu_share(capsys
     main(["run", "-e", "numpy", "-w", "lm_head:256x2048", "--runs", "5", "--warmup", "1", "--no-save",
           "--keep-awake", "--json"])
     record = json.loads(capsys.readouterr().out)["results"][0]
-    assert record["method"]["mitigations"][0] == runplan.KEEP_AWAKE
+    assert record["method"]["mitigations"][0] == KEEP_AWAKE
     assert all("one core left to the spinner" in m for m in record["method"]["mitigations"][1:])
     share = record["keep_awake"]
     assert share["wall_seconds"] > 0 and share["cpu_share"] >= 0 and share["min_share"] == 0.9
     assert share["effective"] == (share["cpu_share"] >= 0.9)
-    assert ("keep-awake failed" in " ".join(record["warnings"])) == (not share["effective"])
+    said = " ".join(w["text"] for w in record["warnings"])
+    assert ("keep-awake failed" in said) == (not share["effective"])
     assert not multiprocessing.active_children()  # the spinner was stopped
 
 
@@ -167,7 +170,8 @@ def test_a_keep_awake_share_below_nine_tenths_is_flagged_as_failed(monkeypatch):
         record = measure_workload(NumpyEngine(), "cpu", resolve_workload("lm_head:256x1024:fp32"),
                                   RunOptions(runs=3), hooks=MeasureHooks(finish=awake.finish))
     assert record.keep_awake == low
-    assert any(w.startswith("keep-awake failed: its spinner was on a CPU 50%") for w in record.warnings)
+    assert any(w.text.startswith("keep-awake failed: its spinner was on a CPU 50%") and w.kind == "keep-awake"
+               for w in record.warnings)
 
 
 def test_keep_awake_hook_starts_only_once_prepared():

@@ -68,7 +68,7 @@ def test_measure_workload_makes_a_complete_record(small_workload):
     assert record.workload.fingerprint == small_workload.streamed_fingerprint(record.engine.run_dtype)
     assert record.workload.weight_bytes == 64 * 1024 * 4
     assert record.gbps == pytest.approx(record.workload.weight_bytes / record.summary.median / 1e9)
-    assert any(w.startswith("cache-resident") for w in record.warnings)
+    assert any(w.text.startswith("cache-resident") and w.kind == "cache-resident" for w in record.warnings)
     assert record.device_samples_s is None and "wall clock only" in record.device_time
     assert record.engine.details.get("blas_threads")
 

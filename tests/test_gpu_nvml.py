@@ -8,6 +8,7 @@ import types
 import pytest
 
 from anebench.measure.gpu import GpuRun, gpu_warnings
+from anebench.model import RecordWarning
 from anebench.model.gpu import GpuReport
 from anebench.system.energy_check import MIN_COUNTER_STEPS, MIN_WINDOW_S, check_window, observe_counter_step
 from anebench.system.nvml import decode_throttle_reasons, read_state, throttle_warnings
@@ -143,4 +144,4 @@ def test_gpu_warnings_flag_an_unreliable_energy_window():
     report = GpuReport(headline_reason="x", energy_window=check_window(0.1, 0.5, 0))
     expected = ("energy figure unreliable: the window (0.50 s) spans 5 counter steps of 100 ms; "
                 f"at least {MIN_COUNTER_STEPS} steps and {MIN_WINDOW_S:g} s are needed")
-    assert gpu_warnings(report) == [expected]
+    assert gpu_warnings(report) == [RecordWarning(kind="energy", text=expected)]

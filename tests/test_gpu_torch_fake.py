@@ -72,7 +72,7 @@ def test_a_gpu_record_has_streaming_figures_state_warmup_floor_and_its_bound(mon
     assert record.method.warmup_runs * record.summary.median >= 2.0  # the time floor, not 10 calls
     assert record.plausibility.gbps == pytest.approx(4800 * 1.05)
     assert "H200" in record.plausibility.source
-    assert not any("throttled" in w for w in record.warnings)
+    assert not any("throttled" in w.text for w in record.warnings)
 
 
 def test_a_figure_above_the_gpus_datasheet_is_refused():

@@ -163,7 +163,8 @@ def test_disagreement_beyond_the_resolution_warns_and_an_idle_work_component_too
     # 3 GB/s of weights against 80 GB/s of DRAM traffic: more than 64 GB/s apart
     result = figures_for("two_die.json", work="gpu", seconds=1.0, calls=10, weight_bytes=3 * 10**8)
     assert result.dram_traffic.agrees is False
-    assert any("DRAM traffic" in w and "resolution 64 GB/s" in w for w in energy_warnings(result))
+    assert any("DRAM traffic" in w.text and "resolution 64 GB/s" in w.text and w.kind == "dram-traffic"
+               for w in energy_warnings(result))
     idle = [c if not c.name.startswith("ANE") else Channel(c.group, c.subgroup, c.name, c.unit, 0)
             for c in sample("two_die.json")]
     on_ane = figures_from(idle, work="ane", seconds=1.0, calls=10, weight_bytes=8 * 10**9)
@@ -172,7 +173,8 @@ def test_disagreement_beyond_the_resolution_warns_and_an_idle_work_component_too
     assert not ane.available and ane.watts is None and ane.reason.startswith("counter did not move: ANE0_0")
     assert not on_ane.available and on_ane.watts is None and on_ane.gbps_per_watt is None
     assert on_ane.reason.startswith("counter did not move: the ane channel(s) read 0")
-    assert any(w.startswith("energy: ane unavailable: counter did not move") for w in energy_warnings(on_ane))
+    assert any(w.text.startswith("energy: ane unavailable: counter did not move") and w.kind == "energy"
+               for w in energy_warnings(on_ane))
 
 
 class CountingPrepared:
@@ -236,7 +238,7 @@ def test_session_records_a_typed_energy_section_with_warnings(monkeypatch):
                               RunOptions(runs=5, power=True, warmup=WarmupPolicy(fixed=1)))
     assert record.energy.work_component == "cpu" and record.energy.component("cpu").available
     assert record.energy.dram_traffic.agrees is False  # 128 GB/s of DRAM traffic for a 128 KB head
-    assert any(w.startswith("DRAM traffic") for w in record.warnings)
+    assert any(w.text.startswith("DRAM traffic") for w in record.warnings)
     again = ResultRecord.model_validate_json(record.model_dump_json(by_alias=True))
     assert again.energy == record.energy and again.id == again.content_id()
 
@@ -419,4 +421,4 @@ def test_an_ioreport_window_short_against_its_counter_step_is_flagged_unreliable
     window.close()
     result = window.finish(10, 1000, 0.04, "the timed calls")
     assert result.window_check.startswith("unreliable: the window (0.40 s) spans 4 counter steps of 100 ms")
-    assert any(w.startswith("energy figure unreliable") for w in energy_warnings(result))
+    assert any(w.text.startswith("energy figure unreliable") for w in energy_warnings(result))

@@ -55,7 +55,7 @@ def test_a_zero_reading_ane_channel_is_unavailable_in_run_report_and_submit(caps
     assert not energy["available"] and energy["watts"] is None and energy["gbps_per_watt"] is None
     ane = next(c for c in energy["components"] if c["component"] == "ane")
     assert not ane["available"] and "PMP ANE RD/WR histograms moved" in ane["reason"]
-    assert any("ane unavailable: counter did not move" in w for w in record["warnings"])
+    assert any("ane unavailable: counter did not move" in w["text"] for w in record["warnings"])
 
     db = tmp_path / "db.sqlite"
     assert run_cli(capsys, "ingest", str(result), "--db", str(db))[0] == 0

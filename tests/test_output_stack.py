@@ -14,7 +14,7 @@ import click
 import pytest
 
 from anebench.cli import app
-from anebench.model import ResultRecord
+from anebench.model import RecordWarning, ResultRecord
 from checkpoint_builders import single_file_model
 from clitools import document_results, run_cli
 
@@ -244,7 +244,8 @@ def test_drift_of_either_sign_is_one_warning_kind_printed_once():
     drifts = ["drift: median of the last tenth of samples is +12% from the first tenth",
               "drift: median of the last tenth of samples is -17% from the first tenth"]
     records = [repeated_record([62 * ms, 63 * ms], engine="numpy", device="cpu") for _ in drifts]
-    records = [r.model_copy(update={"warnings": [text]}) for r, text in zip(records, drifts)]
+    records = [r.model_copy(update={"warnings": [RecordWarning.of(text)]})
+               for r, text in zip(records, drifts)]
     grouped = Warnings()
     grouped.add_records(records)
     (line,) = grouped.lines()

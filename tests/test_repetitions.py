@@ -7,7 +7,6 @@ import itertools
 import json
 import math
 import os
-from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -27,6 +26,7 @@ from anebench.orchestration.fresh_processes import (
     in_fresh_process,
     measure_in_fresh_processes,
 )
+from anebench.orchestration.mitigations import KEEP_AWAKE, UsedMitigations
 from anebench.orchestration.session import RunOptions, measure_workload
 from anebench.workloads import Workload
 from clitools import run_cli
@@ -157,9 +157,12 @@ def test_keep_awake_reaches_fresh_processes_as_a_value_not_as_the_records_senten
     assert options.keep_awake and options.mitigations  # the record still says what was done
     record = measure_in_fresh_processes(step.engine, "cpu", workload, options).record()
     assert record.keep_awake is not None  # each repetition's process ran its own spinner
-    unsaid_options = replace(options, mitigations=[])
-    unsaid = measure_in_fresh_processes(step.engine, "cpu", workload, unsaid_options).record()
-    assert unsaid.keep_awake is not None  # no longer looked up in the text
+    # no longer looked up in the text: the options hold the mitigations as values (no sentence whose
+    # presence could switch the spinner on or off), and the record's sentences are derived from them
+    threads = options.mitigations.spinner_threads
+    assert options.mitigations == UsedMitigations(keep_awake=True, spinner_threads=threads)
+    assert record.method.mitigations == options.mitigations.describe()
+    assert record.method.mitigations[0] == KEEP_AWAKE
 
 
 def test_run_saves_three_repetitions_by_default_with_the_headline_interval(capsys, tmp_path):

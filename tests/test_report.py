@@ -13,6 +13,7 @@ from html.parser import HTMLParser
 import pytest
 
 from anebench.cli import main
+from anebench.model import RecordWarning
 from anebench.report.build import render_report
 from anebench.report.compare import family_comparison
 from anebench.report.escape import csv_cell, md_cell
@@ -29,7 +30,8 @@ HOSTILE_ENGINE = "@SUM(1+1)|<b>bold</b>"
 @pytest.fixture(scope="module")
 def records():
     hostile = make_record(chip=HOSTILE_CHIP, engine=HOSTILE_ENGINE, gbps=77)
-    hostile = hostile.model_copy(update={"warnings": [f"note {SCRIPT} | -1+2"], "id": None}).with_id()
+    warnings = [RecordWarning.of(f"note {SCRIPT} | -1+2")]
+    hostile = hostile.model_copy(update={"warnings": warnings, "id": None}).with_id()
     return published_records() + [hostile]
 
 

@@ -18,6 +18,7 @@ import pytest
 from matplotlib.colors import to_hex
 
 from anebench.errors import UserError
+from anebench.model import RecordWarning
 from anebench.report import suite_plots
 from anebench.report.build import render_report
 from anebench.report.escape import csv_cell, md_text
@@ -38,7 +39,8 @@ SMALL, LARGE = "lm_head:64x12221:fp32", "lm_head:64x116055:fp32"
 def records():
     hostile = make_record(chip=HOSTILE_CHIP, engine="@SUM(1+1)|<b>bold</b> &amp; &#x27;", gbps=77)
     hostile = hostile.model_copy(
-        update={"warnings": [f"note {SCRIPT} > 1 & 2", "# not a heading"], "id": None}
+        update={"warnings": [RecordWarning.of(f"note {SCRIPT} > 1 & 2"), RecordWarning.of("# not a heading")],
+                "id": None}
     ).with_id()
     named = [make_record(chip=None, engine="numpy", device="cpu", workload=w, gbps=5) for w in (LARGE, SMALL)]
     suites = [

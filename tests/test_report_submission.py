@@ -7,6 +7,7 @@ import json
 import pytest
 
 from anebench.cli import main
+from anebench.model import RecordWarning
 from anebench.results.files import load_result_file, save_records
 from anebench.system.host import catalog_chip
 from test_store import make_record
@@ -16,7 +17,8 @@ def test_submit_writes_a_valid_document_and_issue_body(tmp_path, capsys):
     result = tmp_path / "run.json"
     record = make_record(chip="Apple M4 Pro", gbps=101.5)
     record = record.model_copy(update={"host": record.host.model_copy(update={"machine_model": "Mac16,1"}),
-                                       "warnings": ["<script>x</script> | y"], "id": None}).with_id()
+                                       "warnings": [RecordWarning.of("<script>x</script> | y")],
+                                       "id": None}).with_id()
     save_records(result, [record])
     main(["submit", str(result), "--out-dir", str(tmp_path)])
     assert "issue body" in capsys.readouterr().out

@@ -43,15 +43,17 @@ def test_stable_samples_raise_no_warning():
 def test_unstable_and_drifting_samples_are_flagged():
     noisy = list(np.random.default_rng(2).uniform(1e-3, 3e-3, 300))
     found = stability_warnings(noisy, summarize(noisy))
-    assert any(w.startswith("unstable") for w in found)
+    assert any(w.text.startswith("unstable") and w.kind == "unstable" for w in found)
     drifting = list(np.linspace(1e-3, 1.3e-3, 300))
     found = stability_warnings(drifting, summarize(drifting))
-    assert any(w.startswith("drift") and "+" in w for w in found)
+    assert any(w.text.startswith("drift") and "+" in w.text and w.kind == "drift" for w in found)
     few = [1e-3] * 5
-    assert any("only 5 samples" in w for w in stability_warnings(few, summarize(few)))
+    assert any("only 5 samples" in w.text and w.kind == "few-samples"
+               for w in stability_warnings(few, summarize(few)))
 
 
 def test_cache_resident_weights_are_flagged():
-    assert cache_warning(100_000_000, 105_000_000).startswith("cache-resident")
+    found = cache_warning(100_000_000, 105_000_000)
+    assert found is not None and found.text.startswith("cache-resident") and found.kind == "cache-resident"
     assert cache_warning(500_000_000, 105_000_000) is None
     assert cache_warning(1000, None) is None

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from anebench.cli.console import FIGURE
+from anebench.cli.console import warning_group
 from anebench.model import ResultRecord
 from anebench.report.suite_terminal import sig, suite_tables, time_cells
 from clitools import document_results, run_cli
@@ -78,10 +78,10 @@ def test_sweep_table_fits_80_and_prints_each_warning_once_with_a_count(capsys, t
     records = saved(out)
     assert code in (0, 3), stderr  # 3: a real tiny sweep on a shared machine may fail its fit gates
     assert_fits_80_and_numbers_whole(stdout, "sweep", records)
-    assert all(any(w.startswith("cache-resident") for w in r.warnings) for r in records)
+    assert all(any(w.text.startswith("cache-resident") for w in r.warnings) for r in records)
     cache_lines = [line for line in stderr.splitlines() if line.startswith("warning: cache-resident")]
     assert len(cache_lines) == 1 and "cache-resident (6 of 6 records, numpy:cpu" in cache_lines[0]
-    kinds = {FIGURE.sub("#", w) for r in records for w in r.warnings}  # as the console groups them
+    kinds = {warning_group(w) for r in records for w in r.warnings}  # as the console groups them
     assert len([line for line in stderr.splitlines() if line.startswith("warning:")]) == len(kinds)
 
 

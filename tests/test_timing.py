@@ -115,11 +115,11 @@ def test_a_run_records_the_host_state_and_warns_when_the_machine_is_busy():
     quiet = RunOptions(runs=5, warmup=WarmupPolicy(fixed=1), host=FakeHost(load=0.4, cores=2))
     record = measure_workload(NumpyEngine(), "cpu", workload, quiet)
     assert record.host.state.load_average_1m == 0.4 and record.host.state.busy is False
-    assert record.host.cpu_model == "Fake CPU" and not any("busy machine" in w for w in record.warnings)
+    assert record.host.cpu_model == "Fake CPU" and not any("busy machine" in w.text for w in record.warnings)
     busy = RunOptions(runs=5, warmup=WarmupPolicy(fixed=1), host=FakeHost(load=1.5, cores=2))
     record = measure_workload(NumpyEngine(), "cpu", workload, busy)
     assert record.host.state.busy and any(
-        "load average 1.50 is above half the 2" in w for w in record.warnings
+        "load average 1.50 is above half the 2" in w.text and w.kind == "busy" for w in record.warnings
     )
 
 

@@ -285,7 +285,8 @@ def test_the_between_calls_warning_names_the_measured_shares():
 
     assert between_calls_warning([copy(0, 0.97, 0.99), copy(1, 0.95, 0.98)]) is None
     idle = between_calls_warning([copy(0, 0.19, 0.99), copy(1, 0.58, 0.98)])
-    assert "copy 0 19%, copy 1 58%" in idle and "threads than cores" not in idle
+    assert idle is not None and idle.kind == "concurrency"
+    assert "copy 0 19%, copy 1 58%" in idle.text and "threads than cores" not in idle.text
     off = between_calls_warning([copy(0, 0.96, 0.23), copy(1, 0.96, 0.25)])
-    assert "on a CPU for only part" in off and "copy 0 23%" in off
+    assert off is not None and "on a CPU for only part" in off.text and "copy 0 23%" in off.text
     assert between_calls_warning([copy(0, 0.96, 0.05, "gpu"), copy(1, 0.96, 0.05, "gpu")]) is None

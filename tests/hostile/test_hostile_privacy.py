@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import socket
 
+from anebench.model import RecordWarning
 from anebench.results.files import save_records
 from clitools import run_cli
 from conftest import one_line_error
@@ -24,8 +25,9 @@ def _private_record():
                    "tensor": "lm_head.weight"},
     })
     host = record.host.model_copy(update={"machine_model": "Mac16,1", "fingerprint": socket.gethostname()})
+    warnings = [RecordWarning.of(f"loaded on {socket.gethostname()}")]
     return record.model_copy(update={"workload": workload, "host": host, "id": None,
-                                     "warnings": [f"loaded on {socket.gethostname()}"]}).with_id()
+                                     "warnings": warnings}).with_id()
 
 
 def test_drop_host_ids_removes_paths_folder_and_host_names_everywhere(tmp_path, capsys):
@@ -58,7 +60,7 @@ def _hostile_record():
     )
     engine = record.engine.model_copy(update={"version": f"1.0{ESC}[31m"})
     return record.model_copy(update={"host": host, "engine": engine, "id": None,
-                                     "warnings": [f"w{ESC}[8m hidden {RLO}"],
+                                     "warnings": [RecordWarning.of(f"w{ESC}[8m hidden {RLO}")],
                                      "provenance_note": f"from {ESC}]8;;http://x{ESC}\\"}).with_id()
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from anebench.model import RecordWarning
 from checkpoint_builders import sharded_model, weights
 from clitools import run_cli
 from conftest import digest, one_line_error
@@ -354,7 +355,8 @@ def _hostile_injection_record():
     workload = record.workload.model_copy(update={"name": HOSTILE_TEXT[:190], "note": HOSTILE_TEXT})
     host = record.host.model_copy(update={"cpu_model": HOSTILE_TEXT[:190]})
     return record.model_copy(update={"workload": workload, "host": host, "id": None,
-                                     "warnings": [HOSTILE_TEXT], "provenance_note": HOSTILE_TEXT}).with_id()
+                                     "warnings": [RecordWarning.of(HOSTILE_TEXT)],
+                                     "provenance_note": HOSTILE_TEXT}).with_id()
 
 
 def test_hostile_names_reach_no_output_raw(tmp_path, capsys):
@@ -417,8 +419,9 @@ def test_drop_host_ids_scrubs_device_user_and_server_identifiers_everywhere(tmp_
     gpu = GpuReport(headline_reason="per call", identity=GpuIdentity(uuid=uuid, pci_bus_id=bus))
     record = record.model_copy(update={
         "engine": engine, "gpu": gpu, "id": None,
-        "warnings": [f"built on {host.upper()} by {user.upper()} from \\\\\\\\nas01\\\\models and "
-                     "//fileserver.corp/share/llama, NFS nas02.example.com:/export/ckpt, device " + uuid],
+        "warnings": [RecordWarning.of(
+            f"built on {host.upper()} by {user.upper()} from \\\\\\\\nas01\\\\models and "
+            "//fileserver.corp/share/llama, NFS nas02.example.com:/export/ckpt, device " + uuid)],
         "provenance_note": f"copied from smb://filer7/lab/{user} ({bus})",
     }).with_id()
     result = tmp_path / "cuda.json"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..errors import NamesSettings, SettingError, UserError, name_settings, setting
 from ..measure.uncertainty import GbpsRange
-from ..model import ResultRecord, gbps
+from ..model import RecordWarning, ResultRecord, gbps
 from ..orchestration.campaign import Target
 from ..orchestration.campaign import resolve_targets as _resolve_targets
 from ..orchestration.campaign import resolve_workloads as _resolve_workloads
@@ -145,8 +145,10 @@ def emit(
             say(
                 f"{label}: device time gives {record.device_gbps:.2f} GB/s ({clean_text(record.device_time)})"
             )
-        for line in ([record.engine.dtype_note] if record.engine.dtype_note else []) + record.warnings:
-            warn(line, label)
+        if record.engine.dtype_note:
+            warn(RecordWarning(kind="note", text=record.engine.dtype_note), label)
+        for warning in record.warnings:
+            warn(warning, label)
         if record.energy is not None:
             say(f"{label}: energy {clean_text(energy_line(record.energy))}")
     flush_warnings()

@@ -52,7 +52,7 @@ def side_facts(record) -> str:
             facts.append(f"load {state.load_average_1m:.2f}" + (" (busy machine)" if state.busy else ""))
         facts += [f"{name} {value}" for name, value in (("governor", state.governor),
                   ("power", state.power_source), ("max MHz", state.cpu_freq_max_mhz)) if value is not None]
-    facts.append(f"{len(record.warnings)} warning(s)" + (": " + "; ".join(record.warnings)
+    facts.append(f"{len(record.warnings)} warning(s)" + (": " + "; ".join(w.text for w in record.warnings)
                                                          if record.warnings else ""))
     return ", ".join(facts)
 
@@ -116,7 +116,7 @@ def document(result: FileComparison) -> dict:
             "gbps_range": [found.low, found.high] if (found := gbps_range(s.record)) else None,
             "configuration": place.label if (place := interleave_of(s.record)) else None,
             "host_state": s.record.host.state.model_dump(mode="json") if s.record.host.state else None,
-            "warnings": list(s.record.warnings),
+            "warnings": [w.text for w in s.record.warnings],
         }
 
     return {

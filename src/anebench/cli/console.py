@@ -36,15 +36,22 @@ from rich.progress import (
 from rich.table import Table
 
 from ..measure.timing import ProgressCallback
+from ..model import RecordWarning
 from ..orchestration.suites.common import ProgressFactory
 from ..report.escape import clean_text
 from ..report.term_table import TermTable
 
 PIPED_WIDTH = 160  # a table written to a file or pipe, when COLUMNS does not say otherwise
 QUIET, NORMAL, VERBOSE = -1, 0, 1
-# A warning's kind: its text with every figure (and its sign) masked, so "1.0 MB" and "2.5 MB" are one
-# kind, and so are a drift of +12% and one of -17%.
+# Within one kind of warning, texts that differ only in their figures (and their signs) are one warning:
+# "1.0 MB" and "2.5 MB", a drift of +12% and one of -17%.
 FIGURE = re.compile(r"[-+]?[0-9][0-9.,]*")
+
+
+def warning_group(warning: RecordWarning) -> tuple[str, str]:
+    """How the console groups warnings: by kind, then by the text with its figures masked (two kinds whose
+    texts look alike stay apart; two texts of one kind that say different things too)."""
+    return warning.kind, FIGURE.sub("#", warning.text)
 
 
 class FollowingConsole(Console):
@@ -220,14 +227,17 @@ class WarningLog:
     """The command's warnings, printed once each with a count: a sweep of 10 cache-resident sizes
     prints one line, not ten. Texts that differ only in their figures are one warning."""
 
-    seen: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # kind -> [(subject, text)]
-    printed: set[str] = field(default_factory=set)  # kinds already said by this command
+    # group (warning_group) -> [(subject, text)]
+    seen: dict[tuple[str, str], list[tuple[str, str]]] = field(default_factory=dict)
+    printed: set[tuple[str, str]] = field(default_factory=set)  # groups already said by this command
 
-    def add(self, text: str, subject: str = "") -> None:
-        kind = FIGURE.sub("#", text)
+    def add(self, warning: RecordWarning | str, subject: str = "") -> None:
+        """A warning of a record (a plain string is classified from its text, as an old record's is)."""
+        warning = RecordWarning.of(warning)
+        group = warning_group(warning)
         # e.g. the busy-machine warning, said before measuring, is in the record too: not said again
-        if kind not in self.printed:
-            self.seen.setdefault(kind, []).append((subject, text))
+        if group not in self.printed:
+            self.seen.setdefault(group, []).append((subject, warning.text))
 
     def lines(self, verbose: bool = False) -> list[str]:
         out = []
@@ -259,9 +269,10 @@ def warnings_log() -> WarningLog:
     return state.warnings
 
 
-def warn(text: str, subject: str = "") -> None:
+def warn(warning: RecordWarning | str, subject: str = "") -> None:
     """Collect a warning; :func:`flush_warnings` prints each once (emit, and the end of every command)."""
-    warnings_log().add(clean_text(text), clean_text(subject))
+    warning = RecordWarning.of(warning)
+    warnings_log().add(RecordWarning(kind=warning.kind, text=clean_text(warning.text)), clean_text(subject))
 
 
 def print_warning(line: str) -> None:

@@ -99,7 +99,9 @@ def store_show(record_id: str, db: Path | None, fmt: str | None, as_json: bool) 
         ("runs", str((document.get("method") or {}).get("runs") or "-")),
         ("threads", str((document.get("method") or {}).get("threads") or "-")),
     ]
-    facts += [("warning", w) for w in document.get("warnings") or []]
+    # a warning is stored as {kind, text}; one stored before warnings had kinds, as its text
+    facts += [("warning", str(w.get("text", "")) if isinstance(w, dict) else str(w))
+              for w in document.get("warnings") or []]
     out_console().print(
         FittingTable(
             ["field", "value"],

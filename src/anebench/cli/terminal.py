@@ -3,9 +3,8 @@ records' warnings grouped by kind, with how many records carry each and which.""
 
 from __future__ import annotations
 
-from ..model import ResultRecord
+from ..model import RecordWarning, ResultRecord
 from .console import (
-    FIGURE,
     PointLog,
     console,
     fmt_duration,
@@ -15,6 +14,7 @@ from .console import (
     quiet,
     rich_table,
     say,
+    warning_group,
 )
 
 
@@ -22,19 +22,21 @@ class Warnings:
     """Warnings of a command's records, each kind printed once: how many records carry it and which."""
 
     def __init__(self) -> None:
-        self.kinds: dict[str, list[tuple[ResultRecord, str]]] = {}
+        self.kinds: dict[tuple[str, str], list[tuple[ResultRecord, str]]] = {}
         self.total = 0
 
     def add_records(self, records: list[ResultRecord]) -> None:
         self.total += len(records)
         for record in records:
-            notes = [record.engine.dtype_note] if record.engine.dtype_note else []
-            for text in dict.fromkeys(notes + list(record.warnings)):
-                self.add(record, text)
+            dtype_note = record.engine.dtype_note
+            notes = [RecordWarning(kind="note", text=dtype_note)] if dtype_note else []
+            for warning in dict.fromkeys(notes + list(record.warnings)):
+                self.add(record, warning)
 
-    def add(self, record: ResultRecord, text: str) -> None:
+    def add(self, record: ResultRecord, warning: RecordWarning | str) -> None:
         # The same warning about another size or count is the same kind: only its figures differ.
-        self.kinds.setdefault(FIGURE.sub("#", text), []).append((record, text))
+        warning = RecordWarning.of(warning)
+        self.kinds.setdefault(warning_group(warning), []).append((record, warning.text))
 
     def lines(self) -> list[str]:
         found = []

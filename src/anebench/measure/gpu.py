@@ -15,7 +15,7 @@ from typing import Any
 
 from ..engines.base import Prepared
 from ..errors import MeasurementError
-from ..model import gbps, median
+from ..model import RecordWarning, gbps, median
 from ..model.gpu import EnergyWindowCheck, GpuIdentity, GpuReport, GpuState, StreamingFigure, StreamMethod
 from ..system.bounds import Bound, check_plausible
 from ..system.energy_check import check_window, observe_counter_step, window_needed_s, window_warning
@@ -159,12 +159,13 @@ def streaming_figures(prepared: Prepared, per_call_s: float, bound: Bound, windo
     return figures, notes
 
 
-def gpu_warnings(report: GpuReport) -> list[str]:
-    found: list[str] = []
+def gpu_warnings(report: GpuReport) -> list[RecordWarning]:
+    found: list[RecordWarning] = []
     if report.state_before is not None and report.state_after is not None:
-        found += throttle_warnings(report.state_before, report.state_after)
+        found += [RecordWarning(kind="gpu-throttle", text=text)
+                  for text in throttle_warnings(report.state_before, report.state_after)]
     if report.energy_window is not None:
         warning = window_warning(report.energy_window)
         if warning:
-            found.append(warning)
+            found.append(RecordWarning(kind="energy", text=warning))
     return found

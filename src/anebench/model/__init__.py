@@ -50,6 +50,7 @@ from .statistics import (
     t975,
 )
 from .suites import ComputeResult, LatencyResult, LineFitInfo, RooflinePoint, SweepPoint
+from .warning import WARNING_KINDS, RecordWarning, WarningKind, classify
 
 __all__ = [
     "BETWEEN_RUN_METHOD", "BetweenRunInterval", "Interleave",
@@ -63,5 +64,6 @@ __all__ = [
     "MethodInfo", "NonNegFloat", "OutputCheck",
     "PositiveFloat", "QuantSection", "ResultRecord", "ResultsDocument", "RooflinePoint", "Scalar", "Seconds",
     "Sha256", "ShortStr", "SourceFacts", "StrictModel", "Suite", "Summary", "SweepPoint", "ToolInfo",
-    "WorkloadInfo", "gbps", "median", "summary_fields", "utc_now",
+    "WorkloadInfo", "gbps",
+    "RecordWarning", "WARNING_KINDS", "WarningKind", "classify", "median", "summary_fields", "utc_now",
 ]

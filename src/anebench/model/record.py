@@ -35,6 +35,7 @@ from .statistics import gbps as gbps_of
 from .statistics import summary_fields
 from .suites import ComputeResult, LatencyResult, RooflinePoint, SweepPoint
 from .upgrade import upgrade_record
+from .warning import RecordWarning
 
 SCHEMA_VERSION: Final = "anebench.result/2"
 DOCUMENT_SCHEMA: Final = "anebench.results/3"  # /3: each suite result held once, its points refer to it
@@ -203,7 +204,8 @@ class ResultRecord(_Model):
     device_time: LongStr = ""  # how device time was taken, or why there is none
     gbps: GigabytesPerSecond | None = None
     device_gbps: GigabytesPerSecond | None = None
-    warnings: list[LongStr] = Field(default_factory=list, max_length=64)
+    # {kind, text}; a record stored before warnings had kinds holds strings, classified when it loads
+    warnings: list[RecordWarning] = Field(default_factory=list, max_length=64)
     sweep: SweepPoint | None = None
     roofline: RooflinePoint | None = None
     compute: ComputeResult | None = None
@@ -258,6 +260,10 @@ class ResultRecord(_Model):
     def content_id(self) -> str:
         """A stable id: the sha256 of the record's canonical JSON without its id."""
         body = self.model_dump(mode="json", by_alias=True, exclude={"id"})
+        # The id covers each warning's text, not its kind: records stored when warnings were plain strings
+        # keep their ids (their kind is classified from that text), and a kind is the producer's label
+        # for what the text says, so the text already identifies the record's content.
+        body["warnings"] = [warning["text"] for warning in body["warnings"]]
         # Fields added after records were first stored count only when set, so that a record that does not
         # use them keeps the id it always had: a file saved before stays loadable and a re-ingest a no-op.
         for path in FIELDS_ADDED_LATER:

@@ -73,6 +73,8 @@ class CopyOutcome:
     window_ns: int = 0
     calls_in_window: float = 0.0  # calls cut by the window's edges count by the fraction inside
     error: str | None = None
+    # the copy stopped only because another copy's failure broke the barrier: its error names no cause
+    released: bool = False
 
 
 def copy_workload(workload: Workload, copy: int) -> Workload:
@@ -173,6 +175,7 @@ def run_copy(job: CopyJob, shared: Shared, parent: tuple[int, bool] | None = Non
     except BaseException as exc:  # noqa: BLE001 - every failure must release the others from the barrier
         barrier.abort()
         outcome.error = f"copy {job.copy}: {type(exc).__name__}: {exc}"
+        outcome.released = isinstance(exc, threading.BrokenBarrierError)
     shared.results.put(outcome)
 
 
@@ -193,9 +196,9 @@ def _collect(workers, results) -> list[CopyOutcome]:
         outcomes[outcome.copy] = outcome
     for worker in workers:
         worker.join(timeout=60)
-    errors = [o.error for o in outcomes.values() if o.error]
+    failed = [o for o in outcomes.values() if o.error]
     # The copies released by another's failure only report the broken barrier: name the cause.
-    errors = [e for e in errors if "BrokenBarrierError" not in e] or errors
+    errors = [o.error for o in failed if o.error and not o.released] or [o.error for o in failed if o.error]
     lost = [i for i in range(len(workers)) if i not in outcomes]
     errors += [
         f"copy {i} exited (code {getattr(workers[i], 'exitcode', None)}) without reporting" for i in lost

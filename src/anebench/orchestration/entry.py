@@ -184,7 +184,7 @@ def run(request: RunRequest, events: RunEvents | None = None, executor: Executor
         check_interleavable(configurations, options)
     busy = busy_warning(options.host.state(), options.host.info().cores_logical)
     if busy:  # said before measuring, so the user can stop and retry on a quiet machine
-        events.warn(busy)
+        events.warn(busy.text)
     outcome = RunOutcome(
         steps=len(plan.steps), campaign=plan.campaign, workloads=plan.workloads, measured=True
     )

@@ -17,11 +17,10 @@ from typing import Any
 import psutil
 
 from ..engines.base import Engine
-from ..model import KEEP_AWAKE_MIN_SHARE, KeepAwake
+from ..model import KEEP_AWAKE_MIN_SHARE, KeepAwake, RecordWarning
 from ..system.host import SYSTEM_HOST, Host
 from ..util.lifeline import creator_info, die_with_parent
 
-MITIGATION = "keep-awake: a separate process kept one CPU core busy during warmup and timing"
 START_TIMEOUT_S = 60.0
 
 
@@ -43,11 +42,12 @@ def spinner_threads(engine: Engine, device: str, host: Host = SYSTEM_HOST) -> in
     return max(host.usable_cores() - 1, 1)
 
 
-def share_warning(section: KeepAwake) -> str | None:
+def share_warning(section: KeepAwake) -> RecordWarning | None:
     if section.effective:
         return None
-    return (f"keep-awake failed: its spinner was on a CPU {section.cpu_share:.0%} of the timed window "
-            f"(< {section.min_share:.0%}); the machine was busy, so the mitigation did not hold")
+    return RecordWarning(kind="keep-awake", text=(
+        f"keep-awake failed: its spinner was on a CPU {section.cpu_share:.0%} of the timed window "
+        f"(< {section.min_share:.0%}); the machine was busy, so the mitigation did not hold"))
 
 
 class KeepAwakeProcess:

@@ -11,8 +11,8 @@ from datetime import datetime
 
 from .. import __version__
 from ..engines.base import Engine, Prepared
+from ..measure.checks import checks
 from ..measure.gpu import DEVICE_TIME, PER_CALL, gpu_warnings
-from ..measure.stats import cache_warning, stability_warnings
 from ..model import (
     EngineInfo,
     GpuReport,
@@ -20,13 +20,12 @@ from ..model import (
     HostState,
     MethodInfo,
     PlausibilityBound,
+    RecordWarning,
     Repetitions,
     ResultRecord,
     Scalar,
-    Summary,
     ToolInfo,
     WorkloadInfo,
-    summary_fields,
     utc_now,
 )
 from ..model import gbps as gbps_of
@@ -34,8 +33,6 @@ from ..model import median as median_of
 from ..system.bounds import Bound, check_plausible, plausibility_bound
 from ..system.host import SYSTEM_HOST, Host, busy_warning
 from ..workloads import Workload
-
-DEVICE_GAP_LIMIT = 0.10
 
 
 @dataclass
@@ -62,49 +59,41 @@ class PreparedFacts:
 
 
 def build_record(engine, device, workload, prepared, options, timing, check, sections=None,
-                 state: HostState | None = None, extra_warnings: Sequence[str] = (),
+                 state: HostState | None = None, extra_warnings: Sequence[str | RecordWarning] = (),
                  created: datetime | None = None) -> ResultRecord:
     """The record of one measurement, built once: ``sections`` are the typed sections it carries (energy,
     gpu, a suite's point), ``extra_warnings`` what its caller found beyond the checks made here.
 
     The record gets the raw samples only: the model derives the summary and GB/s from them. The figures
-    read here are for the checks (stability, device gap, plausibility), through the model's own functions.
+    read here are for the checks: ``measure.checks`` (stability, drift, cache, warmup cap, device gap; the
+    report runs the same checks again on stored records) and plausibility.
     """
     sections = dict(sections or {})
     state = state or options.host.state()
     host = HostInfo.model_validate({**options.host.info().model_dump(), "state": state})
-    stats = Summary(**summary_fields(timing.samples_s))
-    warnings = stability_warnings(timing.samples_s, stats)
-    warnings.extend(prepared.warnings)
+    warnings = checks(timing.samples_s, weight_bytes=prepared.weight_bytes,
+                      cache_bytes=engine.cache_bytes(device), warmup_steady=timing.warmup_steady,
+                      warmup_runs=timing.warmup_runs, device_samples_s=timing.device_samples_s)
+    warnings += [RecordWarning(kind="engine", text=text) for text in prepared.warnings]
     energy = sections.get("energy")
     if energy is not None:
         from ..system.energy_figures import energy_warnings
 
         warnings.extend(energy_warnings(energy))
-    cache = cache_warning(prepared.weight_bytes, engine.cache_bytes(device))
-    if cache:
-        warnings.append(cache)
     busy = busy_warning(state, host.cores_logical)
     if busy:
         warnings.append(busy)
-    if not timing.warmup_steady:
-        warnings.append(f"warmup hit its cap after {timing.warmup_runs} calls without becoming steady")
-    latency_s = median_of(timing.samples_s)
-    gbps = gbps_of(prepared.weight_bytes, latency_s)
+    gbps = gbps_of(prepared.weight_bytes, median_of(timing.samples_s))
     device_gbps = None
     if timing.device_samples_s:
-        device_latency_s = median_of(timing.device_samples_s)
-        device_gbps = gbps_of(prepared.weight_bytes, device_latency_s)
-        gap = (latency_s - device_latency_s) / latency_s
-        if gap > DEVICE_GAP_LIMIT:
-            warnings.append(f"wall clock is {gap:.0%} above device time: host-side overhead in each call")
+        device_gbps = gbps_of(prepared.weight_bytes, median_of(timing.device_samples_s))
     bound = record_bound(engine, device, prepared, options.host)
     gpu: GpuReport | None = sections.get("gpu")
     streaming = {f"streaming ({s.method}) figure": s.gbps for s in (gpu.streaming if gpu else [])}
     check_plausible({PER_CALL: gbps, DEVICE_TIME: device_gbps, **streaming}, bound)
     if gpu is not None:
         warnings.extend(gpu_warnings(gpu))
-    warnings.extend(extra_warnings)
+    warnings.extend(RecordWarning.of(w) for w in extra_warnings)
     record = ResultRecord(
         tool=ToolInfo(version=__version__),
         created=created or utc_now(),
@@ -136,7 +125,7 @@ def build_record(engine, device, workload, prepared, options, timing, check, sec
             timer_resolution_s=timing.timer_resolution_s,
             statistic="median",
             timing=options.timing,
-            mitigations=list(options.mitigations),
+            mitigations=options.mitigations.describe(),
             output_check=check,
             threads=options.threads,
         ),

@@ -8,6 +8,7 @@ from ..measure.clock import PERF_COUNTER, Clock
 from ..measure.timing import DEFAULT_RUNS
 from ..measure.warmup import WarmupPolicy
 from ..system.host import SYSTEM_HOST, Host
+from .mitigations import UsedMitigations
 
 
 @dataclass
@@ -18,10 +19,15 @@ class RunOptions:
     time_budget_s: float | None = None
     warmup: WarmupPolicy = field(default_factory=WarmupPolicy)
     clock: Clock = PERF_COUNTER
-    mitigations: list[str] = field(default_factory=list)  # what the record says was done (text)
-    keep_awake: bool = False  # a spinner process keeps a core busy (fresh processes start their own)
+    # what was done against the idle states, as values; the record's sentences are derived from them
+    mitigations: UsedMitigations = field(default_factory=UsedMitigations)
     suite: str = "run"
     timing: str = "wall clock per call"
     power: bool = False  # read an energy counter around the timed calls (record.energy)
     threads: int | None = None  # --threads: the CPU threads one call may use (None: the engine's default)
     host: Host = field(default_factory=lambda: SYSTEM_HOST)
+
+    @property
+    def keep_awake(self) -> bool:
+        """A spinner process keeps a core busy (fresh processes start their own)."""
+        return self.mitigations.keep_awake

@@ -19,10 +19,11 @@ from typing import Any
 from ..engines import PUBLISHED_ANE_ENGINE, available_engine, engines_with, get_engine
 from ..engines.base import Engine, Prepared
 from ..errors import UserError, setting
+from ..model import RecordWarning
 from ..system import preflight
 from ..workloads import PUBLISHED_HEADS, Workload, resolve_workload
-from .keepawake import MITIGATION as KEEP_AWAKE
 from .keepawake import KeepAwakeProcess, share_warning, spinner_threads
+from .mitigations import UsedMitigations
 from .session import MeasureHooks, RunOptions
 
 ANE_ENGINE = PUBLISHED_ANE_ENGINE  # the published heads' engine: the campaign runs them on it first
@@ -154,30 +155,20 @@ class Mitigations:
         of its own (sharing one would leave it well below its share and the figure unmitigated)."""
         return spinner_threads(step.engine, step.device) if self.keep_awake else None
 
+    def used(self, step: Step) -> UsedMitigations:
+        """The mitigations ``step`` runs with, as values (K and R only where the engine has them)."""
+        calls = step.engine.call_mitigations
+        return UsedMitigations(keep_awake=self.keep_awake, spinner_threads=self.spinner_threads(step),
+                               predicts=self.predicts if calls else 1, repeat=self.repeat if calls else 1)
+
     def describe(self, step: Step) -> list[str]:
-        used = [KEEP_AWAKE] if self.keep_awake else []
-        threads = self.spinner_threads(step)
-        if threads is not None:
-            used.append(f"keep-awake on the CPU: the engine ran {threads} thread(s), one core left to the "
-                        "spinner")
-        if step.engine.call_mitigations:
-            if self.predicts > 1:
-                used.append(
-                    f"predicts-per-call {self.predicts}: {self.predicts} predicts of one input each per "
-                    f"call; weight_bytes counts {self.predicts} reads of every weight"
-                )
-            if self.repeat > 1:
-                used.append(f"repeat {self.repeat}: the bundle reads {self.repeat} distinct weight sets per "
-                            f"call (logits summed); weight_bytes counts all {self.repeat}")
-        return used
+        return self.used(step).describe()
 
     def options(self, base: RunOptions, step: Step) -> RunOptions:
-        used = self.describe(step)
         timing = base.timing
         if step.engine.call_mitigations and self.predicts > 1:
             timing = f"wall clock per call of {self.predicts} predicts"
-        return replace(base, mitigations=[*base.mitigations, *used], timing=timing,
-                       keep_awake=base.keep_awake or self.keep_awake)
+        return replace(base, mitigations=base.mitigations.with_(self.used(step)), timing=timing)
 
     @contextmanager
     def awake(self, step: Step | None = None) -> Iterator[AwakeHooks]:
@@ -213,7 +204,7 @@ class AwakeHooks:
         """These hooks as one value, as ``measure_workload`` takes them."""
         return MeasureHooks(on_prepared=self.on_prepared, phase=self.phase, finish=self.finish)
 
-    def finish(self) -> tuple[dict[str, Any], list[str]]:
+    def finish(self) -> tuple[dict[str, Any], list[RecordWarning]]:
         """The spinner's measured CPU share for the step's record, and a warning where it did not hold."""
         section = self.helper.section() if self.helper is not None else None
         if section is None:

@@ -24,7 +24,7 @@ from ..errors import MeasurementError, UserError, setting
 from ..measure.check import check_output
 from ..measure.gpu import GpuRun
 from ..measure.timing import PhaseCallback, ProgressCallback, Timing, time_repetitions
-from ..model import Energy, HostState, OutputCheck, ResultRecord, utc_now
+from ..model import Energy, HostState, OutputCheck, RecordWarning, ResultRecord, utc_now
 from ..model import median as median_of
 from ..system.host import SYSTEM_HOST, Host
 from ..workloads import Workload
@@ -92,7 +92,7 @@ def verify_output(prepared: Prepared):
 
 
 # Called once the timed calls are done: the sections and warnings a hook measured, for the record.
-FinishHook = Callable[[], tuple[dict[str, Any], list[str]]]
+FinishHook = Callable[[], tuple[dict[str, Any], list[RecordWarning]]]
 
 
 @dataclass(frozen=True)
@@ -129,10 +129,11 @@ class Measurement:
     check: OutputCheck
     state: HostState | None
     sections: dict[str, Any] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[RecordWarning] = field(default_factory=list)
     created: datetime = field(default_factory=utc_now)  # when it was measured, not when its record is built
 
-    def record(self, sections: Mapping[str, Any] | None = None, warnings: Sequence[str] = ()) -> ResultRecord:
+    def record(self, sections: Mapping[str, Any] | None = None,
+               warnings: Sequence[str | RecordWarning] = ()) -> ResultRecord:
         return build_record(self.engine, self.device, self.workload, self.facts, self.options, self.timing,
                             self.check, {**self.sections, **(sections or {})}, self.state,
                             [*self.warnings, *warnings], self.created)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..engines import ENGINE_FACTORIES
 from ..errors import UserError, setting
+from ..measure.checks import rejudged
 from ..measure.uncertainty import CONVENTION, gbps_cell
 from ..model import ResultRecord
 from ..results.files import document_json, load_result_file
@@ -134,6 +135,10 @@ def drop_host_identifiers(record: ResultRecord) -> ResultRecord:
     for key in ("file",):
         body["workload"]["origin"].pop(key, None)
     scrubbed = _scrub(body, _identifying_strings(record))
+    assert isinstance(scrubbed, dict)  # a dict scrubs to a dict
+    # a warning's kind is a fixed word, never an identifier (a host named "drift" must not drop it)
+    scrubbed["warnings"] = [{**w, "kind": kept.kind}
+                            for w, kept in zip(scrubbed["warnings"], record.warnings, strict=True)]
     return ResultRecord.model_validate(scrubbed).with_id()
 
 
@@ -193,10 +198,12 @@ def issue_body(records: list[ResultRecord], submission_name: str, anonymized: bo
         lines += ["Energy (an unavailable figure says why; it is never 0 W):", ""] + [
             f"- {md_cell(r.workload.name)} on {md_cell(f'{r.engine.name}:{r.engine.device}')}: "
             f"{md_cell(energy_line(r.energy))}" for r in energies if r.energy is not None] + [""]
-    warnings = [f"{r.workload.name}: {w}" for r in records for w in r.warnings]
+    # today's checks of each record's figures (measure.checks), and what else its measurement recorded
+    warnings = [f"{r.workload.name}: {w.text}" for r in records for w in rejudged(r)]
     if warnings:
         lines += (
-            ["Warnings recorded with the measurement:", ""] + [f"- {md_cell(w)}" for w in warnings] + [""]
+            ["Warnings (today's checks of the recorded figures, and what the measurement recorded):", ""]
+            + [f"- {md_cell(w)}" for w in warnings] + [""]
         )
     return "\n".join(lines)
 

@@ -11,6 +11,7 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from ..measure.checks import rejudged
 from ..measure.comparison import relative_halfwidth
 from ..measure.uncertainty import GbpsRange, gbps_range, log_halfwidth, spread_range
 from ..measure.verdicts import (
@@ -195,7 +196,7 @@ def _flags(records: list[ResultRecord], chip: Chip | None) -> list[str]:
         flags.append("mixed configurations")
     if len({r.method.statistic for r in records if r.latency_s() is not None}) > 1:
         flags.append("latency mixes means and medians")  # published figures state means
-    if any(r.warnings for r in records):
+    if any(rejudged(r) for r in records):  # stored warnings, with the checks re-run by today's rules
         flags.append("measurement warnings")
     if chip is None:
         flags.append("chip not in catalog")

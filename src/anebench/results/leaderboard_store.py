@@ -137,7 +137,7 @@ def write_store(path: Path, repo: Repository, agg: Aggregate, submitters: dict[t
                         r.tool.version,
                         r.host.os_version,
                         r.host.power_source,
-                        "; ".join(r.warnings),
+                        "; ".join(w.text for w in r.warnings),
                     ),
                 )
             db.executemany(

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..model.energy import COMPONENTS, Component, ComponentEnergy, DramTraffic, Energy
 from ..model.statistics import GB, gbps
+from ..model.warning import RecordWarning
 
 if TYPE_CHECKING:
     from .ioreport_parse import DramReading, EnergyReading
@@ -162,23 +163,25 @@ def dram_figures(reading: DramReading, seconds: float, calls: int, weight_bytes:
     )
 
 
-def energy_warnings(energy: Energy) -> list[str]:
+def energy_warnings(energy: Energy) -> list[RecordWarning]:
     """What the record must warn about: the DRAM view disagreeing, the work's component idle."""
     warnings = []
     dram = energy.dram_traffic
     if dram and dram.available and dram.agrees is False:
-        warnings.append(
-            f"DRAM traffic: the memory controllers saw {dram.gbps:.1f} GB/s read+write "
+        warnings.append(RecordWarning(
+            kind="dram-traffic",
+            text=f"DRAM traffic: the memory controllers saw {dram.gbps:.1f} GB/s read+write "
             "but the calls streamed "
             f"{dram.weight_gbps:.1f} GB/s of weights over the same window (histogram resolution "
             f"{dram.resolution_gbps:.0f} GB/s): the engine reads more or less than its weight bytes, or "
-            "something else loaded memory"
-        )
+            "something else loaded memory",
+        ))
     stalled = [c for c in energy.components if not c.available and (c.reason or "").startswith(DID_NOT_MOVE)]
     for component in stalled:
-        warnings.append(f"energy: {component.component} unavailable: {component.reason}")
+        warnings.append(RecordWarning(kind="energy",
+                                      text=f"energy: {component.component} unavailable: {component.reason}"))
     if energy.window_check and energy.window_check.startswith("unreliable"):
-        warnings.append(f"energy figure {energy.window_check}")
+        warnings.append(RecordWarning(kind="energy", text=f"energy figure {energy.window_check}"))
     return warnings
 
 

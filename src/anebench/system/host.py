@@ -17,7 +17,7 @@ from pathlib import Path
 
 import psutil
 
-from ..model import HostInfo, HostState
+from ..model import HostInfo, HostState, RecordWarning
 from ..util.seam import Seam
 from .blas import blas_libraries
 
@@ -288,12 +288,13 @@ class ActiveHost(Host):
 SYSTEM_HOST: Host = ActiveHost()
 
 
-def busy_warning(state: HostState, cores: int | None) -> str | None:
+def busy_warning(state: HostState, cores: int | None) -> RecordWarning | None:
     """The warning for a run started on a busy machine (None when it is not, or when unknown)."""
     if not state.busy or state.load_average_1m is None:
         return None
-    return (f"busy machine: load average {state.load_average_1m:.2f} is above half the "
-            f"{cores or 1} logical cores when measuring started; figures may be far below this host's")
+    return RecordWarning(kind="busy", text=(
+        f"busy machine: load average {state.load_average_1m:.2f} is above half the {cores or 1} logical "
+        "cores when measuring started; figures may be far below this host's"))
 
 
 def host_label() -> str:

@@ -12,7 +12,7 @@ from ...measure.concurrency import (
     analyse_concurrency,
 )
 from ...measure.timing import ProgressCallback
-from ...model import Concurrency, Energy, ResultRecord
+from ...model import Concurrency, Energy, RecordWarning, ResultRecord
 from ...system.energy_figures import energy_warnings
 from ...workloads import Workload
 from ..concurrency import copy_workload, phase_energy, run_copies
@@ -112,10 +112,9 @@ def run_plan(
                 warnings.append(idle)
             whole = section.whole_calls_in_window
             if phase == "together" and whole is not None and whole < MIN_CALLS_IN_WINDOW:
-                warnings.append(
+                warnings.append(RecordWarning(kind="concurrency", text=(
                     f"only {whole} whole call(s) inside the common window: the copies barely "
-                    "overlapped (time more calls per copy)"
-                )
+                    "overlapped (time more calls per copy)")))
             if changes.get("energy") is not None:
                 warnings += energy_warnings(changes["energy"])
             changes["warnings"] = warnings
@@ -123,7 +122,7 @@ def run_plan(
     return ConcurrentResult(records, analysis, plan)
 
 
-def off_cpu_warning(together: list[ResultRecord]) -> str | None:
+def off_cpu_warning(together: list[ResultRecord]) -> RecordWarning | None:
     """What was measured when the OS kept a copy off the CPU during its calls: each copy's CPU share
     (CPU seconds / wall seconds of its together calls). A call descheduled midway counts as inside a
     call, so the busy share alone cannot see it."""
@@ -133,21 +132,23 @@ def off_cpu_warning(together: list[ResultRecord]) -> str | None:
     if any(s is None for s in shares) or min(s for s in shares if s is not None) >= BUSY_SHARE_MIN:
         return None
     listed = ", ".join(f"copy {i} {s:.0%}" for i, s in enumerate(shares) if s is not None)
-    return (f"the copies were on a CPU for only part of their together calls ({listed}; a 1-thread copy "
-            f"needs >= {BUSY_SHARE_MIN:.0%}): other load or a CPU quota took the rest, so the verdict "
-            "describes this host's load, not the hardware")
+    return RecordWarning(kind="concurrency", text=(
+        f"the copies were on a CPU for only part of their together calls ({listed}; a 1-thread copy "
+        f"needs >= {BUSY_SHARE_MIN:.0%}): other load or a CPU quota took the rest, so the verdict "
+        "describes this host's load, not the hardware"))
 
 
-def between_calls_warning(together: list[ResultRecord]) -> str | None:
+def between_calls_warning(together: list[ResultRecord]) -> RecordWarning | None:
     """What was measured when a copy spent part of the common window between calls: each copy's busy
     share (the time inside its calls / the window), so the verdict's cause can be seen, not guessed."""
     shares = [r.concurrency.busy_share if r.concurrency else None for r in together]
     if any(s is None for s in shares) or min(s for s in shares if s is not None) >= BUSY_SHARE_MIN:
         return off_cpu_warning(together)
     listed = ", ".join(f"copy {i} {s:.0%}" for i, s in enumerate(shares) if s is not None)
-    return (f"the copies were inside a call for only part of the common window ({listed}; each needs "
-            f">= {BUSY_SHARE_MIN:.0%} for the verdict to describe the hardware): the rest of the window "
-            "they were between calls, off the CPU or in the harness, so combined GB/s understates them")
+    return RecordWarning(kind="concurrency", text=(
+        f"the copies were inside a call for only part of the common window ({listed}; each needs "
+        f">= {BUSY_SHARE_MIN:.0%} for the verdict to describe the hardware): the rest of the window "
+        "they were between calls, off the CPU or in the harness, so combined GB/s understates them"))
 
 
 def energy_by_record(run, analysis: ConcurrencyAnalysis) -> dict[tuple[str, int], Energy]:

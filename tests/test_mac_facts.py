@@ -85,7 +85,11 @@ def test_doctor_names_the_macos_and_machine_the_host_seams_state(monkeypatch):
 
 @pytest.mark.slow
 def test_a_representative_subset_of_the_suite_passes_under_the_mac_facts(pytester):
-    result = pytester.runpytest_inprocess(*[str(TESTS / name) for name in MAC_SUBSET], "--platform=mac",
+    # In a subprocess, not in-process: pytester restores sys.modules after an in-process run, so a native
+    # extension first imported inside it (mlx.core) was imported a second time by the next test file, and
+    # a second initialisation aborts the interpreter (SIGABRT in `pytest test_mac_facts.py
+    # test_energy_cli.py`; the default order hid it by importing mlx earlier).
+    result = pytester.runpytest_subprocess(*[str(TESTS / name) for name in MAC_SUBSET], "--platform=mac",
                                           "-p", "no:cacheprovider")
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed", 0) == 0 and outcomes.get("error", 0) == 0, result.stdout.str()[-4000:]

@@ -51,6 +51,17 @@ def anebench(*argv: str, timeout: float = 600) -> tuple[int, str, str, float]:
     return done.returncode, done.stdout, done.stderr, time.perf_counter() - start
 
 
+def records_of(stdout: str) -> list[dict]:
+    """The records of a `--json` document, each joined with its suite result: since results/3 a suite's
+    analysis (a sweep's fit, a concurrency verdict) is listed once under ``suite_results``."""
+    from anebench.results.suite_document import expand
+
+    whole, problems = expand(json.loads(stdout), "stdout")
+    if problems:
+        raise RuntimeError("; ".join(problems))
+    return whole
+
+
 def verdict(name: str, ok: bool, detail: str) -> None:
     RESULTS.append((name, ok))
     print(f"  {'PASS' if ok else 'FAIL'} {name}: {detail}", flush=True)
@@ -98,7 +109,7 @@ def part_concurrent() -> None:
         if code not in (0, 3):
             verdict(f"concurrent --runs {runs}", False, f"exit {code}: {err.strip()[-300:]}")
             continue
-        together = [r["concurrency"] for r in json.loads(out)["results"]
+        together = [r["concurrency"] for r in records_of(out)
                     if r["concurrency"]["phase"] == "together"]
         busy = [c["busy_share"] for c in together]
         ok = together[0]["verdict"] == "independent units" and min(busy) >= 0.9
@@ -117,7 +128,7 @@ def part_sweep(kernel) -> None:
         code, out, err, took = anebench("sweep", "-e", "numpy", "--no-save", "--json", timeout=900)
         after = kernel.gbps()
         reference = (before + after) / 2
-        point = json.loads(out)["results"][0]["sweep"] if out.strip() else None
+        point = records_of(out)[0]["sweep"] if out.strip() else None
         fit = point and point["fit"]
         # how the sizes were measured (interleaved rounds, or one after the other and why), each round's fit
         how = "; ".join(n for n in (point["notes"] if point else [])

@@ -190,7 +190,7 @@ def run_sweep(
 
 
 def finish_sweep(measured: list[Measurement], cache_bytes: int | None, how: str | None = None) -> SweepResult:
-    """Fit the measured points (gated: measure.sweep.FIT_GATES; per round where they were measured in
+    """Fit the measured points (gated: measure.line_fit.FIT_GATES; per round where they were measured in
     rounds), then build each point's record once, with its sweep section. ``how``: how the sizes were
     measured (a note)."""
     drafts = [m.draft for m in measured]

@@ -5,7 +5,7 @@ GB/s in one): measured one after the other, the small sizes then read one machin
 another, and the fitted line bends. In rounds (as `run --interleave` does for configurations), every
 size is prepared and output-checked once, then round i times repetition i of every size, ascending in
 even rounds and descending in odd ones (a drift within a round favours no size). Each round is one pass
-over all sizes, so the fit is made per round and combined (measure.sweep.fit_by_rounds).
+over all sizes, so the fit is made per round and combined (measure.line_fit.fit_by_rounds).
 
 All sizes are held in memory at once; where their sum does not fit, with --power (one energy window per
 size cannot be split between alternating sizes) or on a CUDA device (its warmup and event timing are per

@@ -170,6 +170,27 @@ def test_interleaved_configurations_compare_paired_so_the_host_phases_cancel():
     assert itself.verdict == "no significant difference"
 
 
+def test_a_difference_within_the_noise_threshold_is_not_significant_even_where_its_ci_excludes_1():
+    """bench_noise on the project's machine: an interleaved self-comparison read "b is slower, 0.990
+    [0.983-0.998]" (5 rounds). A 1% effect is a host effect (criterion.rs's noise threshold); one whose
+    whole CI lies beyond +-1% is still significant, and the same rule holds for separate runs."""
+    from anebench.measure.comparison import NOISE_THRESHOLD, compare_results
+    from uncertainty_records import repeated_record
+
+    assert NOISE_THRESHOLD == 0.01
+    a = _interleaved(PHASES, 0)
+    near = _interleaved([m * f for m, f in zip(PHASES, (1.008, 1.012, 1.010))], 1)  # ~1% slower, steadily
+    close = compare_results(a, near)
+    assert close.high < 1  # the CI excludes 1 ...
+    assert close.verdict == "no significant difference" and close.significant is False  # ... not +-1%
+    assert any("noise threshold" in n for n in close.notes)
+    beyond = compare_results(a, _interleaved([m * f for m, f in zip(PHASES, (1.028, 1.032, 1.030))], 1))
+    assert beyond.verdict == "b is slower" and beyond.significant and beyond.high < 1 / 1.01
+    separate = compare_results(repeated_record([10 * MS, 10.001 * MS, 9.999 * MS]),
+                               repeated_record([10.08 * MS, 10.081 * MS, 10.079 * MS]))
+    assert separate.high < 1 and separate.verdict == "no significant difference"
+
+
 def test_separate_runs_on_a_busy_machine_read_unreliable_not_significant():
     from anebench.measure.comparison import compare_results
     from anebench.model import HostState

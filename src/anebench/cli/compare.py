@@ -33,10 +33,11 @@ VERDICTS = {
 }
 LEGEND = (
     "ratio: GB/s of the later file / GB/s of the baseline (> 1: faster); 95% CI from both runs' "
-    "between-run intervals; 'faster'/'slower': significant (the CI excludes 1), 'n.s.': no significant "
-    "difference, 'unknown': a run of one repetition has no between-run interval; 'unreliable': separate "
-    "runs on a busy machine or in different host states (each side's facts are listed below); "
-    "configurations of one interleaved run compare paired, round by round"
+    "between-run intervals; 'faster'/'slower': significant (the whole CI beyond +-1%, the noise "
+    "threshold), 'n.s.': no significant difference, 'unknown': a run of one repetition has no "
+    "between-run interval; 'unreliable': separate runs on a busy machine or in different host states "
+    "(each side's facts are listed below); configurations of one interleaved run compare paired, round "
+    "by round"
 )
 
 

@@ -17,17 +17,23 @@ from ..errors import UserError
 from ..model import ResultRecord, t975
 from ..model.statistics import MAX_LOG_HALFWIDTH
 
+# A difference of 1% or less is noise whatever its interval (criterion.rs's default noise threshold):
+# on a shared host an interleaved self-comparison read 0.990 [0.983-0.998], a host effect, not a change.
+NOISE_THRESHOLD = 0.01
+SIGNIFICANCE = (f"significant when the whole CI lies beyond the +-{NOISE_THRESHOLD:.0%} noise threshold "
+                f"(below {1 / (1 + NOISE_THRESHOLD):.3f} or above {1 + NOISE_THRESHOLD:.2f})")
+
 COMPARISON_METHOD = (
     "ratio = GB/s of b / GB/s of a (> 1: b is faster); 95% CI: Welch t-interval on the difference of the "
     "log medians, each measured record contributing the variance its between-run interval implies "
     "((half-width on the log scale / t(0.975, R - 1)) squared) with R - 1 degrees of freedom, a stated "
-    "figure counting as an exact point; significant when the CI excludes 1"
+    f"figure counting as an exact point; {SIGNIFICANCE}"
 )
 
 PAIRED_METHOD = (
     "paired (one interleaved run): ratio = exp(mean over the rounds of log(median of a / median of b) in "
     "that round); 95% CI: t-interval on those per-round log ratios with R - 1 degrees of freedom; "
-    "significant when the CI excludes 1. The host's phases, shared by a round, cancel out"
+    f"{SIGNIFICANCE}. The host's phases, shared by a round, cancel out"
 )
 UNRELIABLE_NOTE = ("a difference this method calls significant is reported as 'unreliable': separate runs on "
                    "a busy machine or in different host states differ by the host's phase as much as by "
@@ -89,6 +95,18 @@ class Comparison:
         return f"x{self.ratio:.3f} (95% CI {self.low:.3f}-{self.high:.3f}), {self.verdict}"
 
 
+def decided(ratio: float, low: float, high: float) -> tuple[bool, Verdict, list[str]]:
+    """(significant, verdict, notes) of a ratio and its 95% CI under the noise threshold."""
+    beyond = high < 1 / (1 + NOISE_THRESHOLD) or low > 1 + NOISE_THRESHOLD
+    if beyond:
+        return True, "b is faster" if ratio > 1 else "b is slower", []
+    if not low <= 1.0 <= high:
+        return False, "no significant difference", [
+            f"the CI excludes 1 but not the +-{NOISE_THRESHOLD:.0%} noise threshold: a difference this "
+            "small is within what a host's phases move a figure"]
+    return False, "no significant difference", []
+
+
 def _label(record: ResultRecord, name: str) -> str:
     return f"{name} ({record.engine.name}:{record.engine.device} {record.workload.name})"
 
@@ -112,12 +130,9 @@ def compare_paired(a: ResultRecord, b: ResultRecord) -> Comparison:
     spread = math.sqrt(sum((x - mean) ** 2 for x in logs) / (rounds - 1))
     half = min(t975(rounds - 1) * spread / math.sqrt(rounds), MAX_LOG_HALFWIDTH)
     ratio, low, high = math.exp(mean), math.exp(mean - half), math.exp(mean + half)
-    significant = not (low <= 1.0 <= high)
-    verdict: Verdict = "no significant difference"
-    if significant:
-        verdict = "b is faster" if ratio > 1 else "b is slower"
+    significant, verdict, notes = decided(ratio, low, high)
     return Comparison(ratio, low, high, significant, verdict, PAIRED_METHOD,
-                      [f"paired over the {rounds} rounds of one interleaved run"])
+                      [f"paired over the {rounds} rounds of one interleaved run", *notes])
 
 
 def host_state_differences(a: ResultRecord, b: ResultRecord) -> list[str]:
@@ -166,10 +181,8 @@ def compare_results(a: ResultRecord, b: ResultRecord) -> Comparison:
     df = welch_df([(u.variance, u.df) for u in (ua, ub) if not u.point])
     half = min(t975(df) * math.sqrt(variance), 2 * MAX_LOG_HALFWIDTH)  # two capped intervals at most
     low, high = ratio * math.exp(-half), ratio * math.exp(half)
-    significant = not (low <= 1.0 <= high)
-    verdict: Verdict = "no significant difference"
-    if significant:
-        verdict = "b is faster" if ratio > 1 else "b is slower"
+    significant, verdict, within = decided(ratio, low, high)
+    notes += within
     doubts = [] if ua.point or ub.point else host_state_differences(a, b)
     if significant and doubts:
         return Comparison(ratio, low, high, None, "unreliable", notes=notes + doubts + [UNRELIABLE_NOTE])

@@ -314,6 +314,7 @@ def test_sizes_measured_one_after_the_other_are_held_to_their_scatter_about_the_
     assert 31.5e9 < analysis.fit.bandwidth_bps < 34e9
     tolerance = sequential_tolerance(analysis.fit)
     assert 0.03 < tolerance < 0.08  # wider than the floor, and stated by the residuals, not fixed
+    assert any(f"held to +-{tolerance:.1%} of the line" in note for note in analysis.notes)  # and said
     points = [MeasuredPoint(s, t, *span) for s, t, span in zip(sizes, latencies, tight)]
     held_to_the_floor = fit_failures(analysis.fit, None, "", points)  # the +-3% floor alone
     assert held_to_the_floor and "disagrees with its own largest sizes" in held_to_the_floor[0]

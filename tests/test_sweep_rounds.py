@@ -197,7 +197,7 @@ def test_power_and_cuda_measure_one_size_after_the_other():
 
 
 def test_the_fit_gates_say_how_rounds_are_fitted():
-    from anebench.measure.sweep import FIT_GATES
+    from anebench.measure.line_fit import FIT_GATES
 
     assert "round by round" in FIT_GATES and "a majority of them needed" in FIT_GATES
     assert GB == 1e9

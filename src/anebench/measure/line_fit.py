@@ -46,7 +46,6 @@ FIT_GATES = (
 )
 
 
-
 @dataclass(frozen=True)
 class LineFit:
     """``latency_s = overhead_s + bytes / bandwidth_bps`` fitted by Theil-Sen."""
@@ -135,7 +134,6 @@ def fit_latency(sizes_bytes: list[int], latencies_s: list[float]) -> LineFit:
     )
 
 
-
 @dataclass(frozen=True)
 class MeasuredPoint:
     """One size as measured directly: its median latency and that latency's between-run 95% interval."""
@@ -186,7 +184,6 @@ def fit_failures(fit: LineFit, bound_gbps: float | None, bound_what: str = "",
     if points:
         failures += disagreements(fit, points, floor)
     return failures
-
 
 
 def round_scatter(rounds_s: list[list[float]]) -> float:

@@ -18,6 +18,7 @@ from .line_fit import (
     BELOW_RESOLUTION,
     FIT_GATES,
     MIN_FIT_POINTS,
+    ROUND_SCATTER_FACTOR,
     LineFit,
     MeasuredPoint,
     fit_by_rounds,
@@ -179,8 +180,13 @@ def analyse_sweep(sizes: list[int], latencies_s: list[float], cache_bytes: int |
     assert fit is not None
     points = [MeasuredPoint(s, t, *(span or (None, None)))
               for s, t, span in zip(sizes[knee.index:], latencies_s[knee.index:], spans[knee.index:])]
-    failures = fit_failures(fit, bound_gbps, bound_what, points,
-                            AGREEMENT_FLOOR if by_round is not None else sequential_tolerance(fit))
+    tolerance = AGREEMENT_FLOOR
+    if by_round is None:  # one after the other: held to the sizes' own scatter, and the note says how far
+        tolerance = sequential_tolerance(fit)
+        notes.append(f"the largest sizes held to +-{tolerance:.1%} of the line ({ROUND_SCATTER_FACTOR} "
+                     "robust standard deviations of the sizes' scatter about it, at least "
+                     f"+-{AGREEMENT_FLOOR:.0%}): each size's repetitions ran back to back")
+    failures = fit_failures(fit, bound_gbps, bound_what, points, tolerance)
     if failures:
         return SweepAnalysis(knee, None, rates[peak], sizes[peak], notes, "; ".join(failures))
     if fit.overhead_below_resolution:  # within two standard errors of zero (else a gate failed): no number
@@ -194,8 +200,3 @@ def analyse_sweep(sizes: list[int], latencies_s: list[float], cache_bytes: int |
                         "the dispatch cost")
     return SweepAnalysis(knee, fit, rates[peak], sizes[peak], notes)
 
-
-# the fit's names, for the modules that read them beside the sweep's
-__all__ = ["BELOW_RESOLUTION", "CACHE_FACTOR", "FIT_GATES", "MIN_FIT_POINTS", "Knee", "LineFit", "MiB",
-           "SweepAnalysis", "analyse_sweep", "cache_bound", "find_knee", "fit_failures", "fit_latency",
-           "log_sizes", "sweep_sizes"]

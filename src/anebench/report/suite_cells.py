@@ -4,7 +4,7 @@ them."""
 
 from __future__ import annotations
 
-from ..measure.sweep import BELOW_RESOLUTION
+from ..measure.line_fit import BELOW_RESOLUTION
 from ..model import ResultRecord
 from .format import sig
 from .term_table import TermTable

@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from ..measure.line_fit import BELOW_RESOLUTION, FIT_GATES, LineFit, fit_failures
 from ..measure.roofline import RIDGE_GATES, RIDGE_RULE, ridge_failures
-from ..measure.sweep import BELOW_RESOLUTION, FIT_GATES, LineFit, cache_bound, fit_failures
+from ..measure.sweep import cache_bound
 from ..model import MeasurementKey, ResultRecord
 from ..system.chips import memory_bound_gbps
 

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field, replace
 
 from ...engines.base import Engine
 from ...errors import UserError, setting
-from ...measure.sweep import CACHE_FACTOR, MIN_FIT_POINTS, MiB, SweepAnalysis, analyse_sweep, sweep_sizes
+from ...measure.line_fit import MIN_FIT_POINTS
+from ...measure.sweep import CACHE_FACTOR, MiB, SweepAnalysis, analyse_sweep, sweep_sizes
 from ...model import GB, LineFitInfo, ResultRecord, SweepPoint
 from ...system.chips import figure_chip_name, host_config, memory_bound_gbps
 from ...system.host import SYSTEM_HOST, Host
